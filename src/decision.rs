@@ -1,0 +1,314 @@
+use core::fmt;
+
+use crate::access::check_access;
+use crate::spec_error::expect_valid;
+use crate::{
+    AccessDenied, Actor, ApprovalMode, InputErrors, Invocation, MissingScopes, ModePolicy,
+    ModeResolution, ModeSource, PolicyDenial, Scope, Tool,
+};
+
+/// Why the pipeline blocked a call. The first failing gate wins, in this order:
+/// unknown tool, input, scopes, policy, approval mode.
+///
+/// The `Display` text is fit for the model and for an operator: it names the gate and the
+/// tool author's reason, never internals.
+///
+/// ```
+/// use cairnloop::{Blocked, PolicyDenial};
+///
+/// let blocked = Blocked::PolicyDenied(PolicyDenial::NoPolicyDefined);
+/// assert_eq!(blocked.code(), "policy_denied");
+/// assert_eq!(blocked.to_string(), "policy denied: no policy defined");
+/// ```
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "code", rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum Blocked {
+    /// Gate 0: no tool has exactly this name.
+    #[error("unknown tool")]
+    UnknownTool,
+    /// Gate 1: the input is invalid; every field error found.
+    #[error("invalid input: {errors}")]
+    NeedsInput {
+        /// The field errors.
+        errors: InputErrors,
+    },
+    /// Gate 2: required scopes are not granted.
+    #[error("missing scope: {missing}")]
+    ScopeMissing {
+        /// The missing scopes, in declared order.
+        missing: MissingScopes,
+    },
+    /// Gate 3: the tool's policy refused.
+    #[error("policy denied: {reason}")]
+    PolicyDenied {
+        /// The policy's reason.
+        reason: PolicyDenial,
+    },
+    /// Gate 4: the approval mode in force is `AlwaysBlock`.
+    #[error("this tool is blocked and never runs")]
+    AlwaysBlocked {
+        /// Which source set `AlwaysBlock`.
+        decided_by: ModeSource,
+    },
+}
+
+impl Blocked {
+    /// A stable machine code: `unknown_tool`, `needs_input`, `scope_missing`,
+    /// `policy_denied` or `always_blocked`.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::Blocked::UnknownTool.code(), "unknown_tool");
+    /// ```
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::NeedsInput { .. } => "needs_input",
+            Self::ScopeMissing { .. } => "scope_missing",
+            Self::PolicyDenied { .. } => "policy_denied",
+            Self::AlwaysBlocked { .. } => "always_blocked",
+        }
+    }
+}
+
+impl fmt::Debug for Blocked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownTool => f.write_str("UnknownTool"),
+            Self::NeedsInput { errors } => f.debug_tuple("NeedsInput").field(errors).finish(),
+            Self::ScopeMissing { missing } => f.debug_tuple("ScopeMissing").field(missing).finish(),
+            Self::PolicyDenied { reason } => f.debug_tuple("PolicyDenied").field(reason).finish(),
+            Self::AlwaysBlocked { decided_by } => {
+                f.debug_tuple("AlwaysBlocked").field(decided_by).finish()
+            }
+        }
+    }
+}
+
+impl From<AccessDenied> for Blocked {
+    fn from(denied: AccessDenied) -> Self {
+        match denied {
+            AccessDenied::ScopeMissing(missing) => Self::ScopeMissing { missing },
+            AccessDenied::PolicyDenied(reason) => Self::PolicyDenied { reason },
+        }
+    }
+}
+
+/// A call that passed every gate but needs a human's approval before it may run.
+///
+/// It holds the validated input; the approval lifecycle turns it into an [`Invocation`].
+/// Until then nothing can run it.
+pub struct Pending<'a, T: Tool + ?Sized> {
+    call: Invocation<'a, T>,
+    mode: ModeResolution,
+}
+
+impl<'a, T: Tool + ?Sized> Pending<'a, T> {
+    /// The validated input awaiting approval.
+    ///
+    /// ```
+    /// # use cairnloop::{Pending, Tool};
+    /// fn show<T: Tool<Input = u32>>(pending: &Pending<'_, T>) -> u32 { *pending.input() }
+    /// ```
+    pub fn input(&self) -> &T::Input {
+        self.call.input()
+    }
+
+    /// The actor the call is for.
+    ///
+    /// ```
+    /// # use cairnloop::{Pending, Tool};
+    /// fn who<'a, T: Tool>(pending: &Pending<'a, T>) -> &'a str { pending.actor().id() }
+    /// ```
+    pub fn actor(&self) -> &'a Actor<'a> {
+        self.call.actor()
+    }
+
+    /// How the approval mode was resolved.
+    ///
+    /// ```
+    /// # use cairnloop::{ApprovalMode, Pending, Tool};
+    /// fn mode<T: Tool>(pending: &Pending<'_, T>) -> ApprovalMode { pending.mode().resolved() }
+    /// ```
+    pub fn mode(&self) -> &ModeResolution {
+        &self.mode
+    }
+
+    /// Writes the tool's own preview of the call to `out`; `None` when the tool has none.
+    ///
+    /// ```
+    /// # use cairnloop::{Pending, Tool};
+    /// fn has_preview<T: Tool>(pending: &Pending<'_, T>) -> bool {
+    ///     let mut sink = String::new();
+    ///     pending.write_preview(&mut sink).is_some()
+    /// }
+    /// ```
+    pub fn write_preview(&self, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
+        T::preview(self.call.input(), out)
+    }
+
+    #[allow(dead_code, reason = "the approval lifecycle consumes it")]
+    pub(crate) fn into_invocation(self) -> Invocation<'a, T> {
+        self.call
+    }
+}
+
+impl<T: Tool + ?Sized> fmt::Debug for Pending<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pending")
+            .field("tool", &T::SPEC.name())
+            .field("actor", &self.call.actor().id())
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the pipeline says of one call: execute, await a human's approval, or block.
+pub enum Decision<'a, T: Tool + ?Sized> {
+    /// Every gate passed and the mode is `Auto`: run it with [`execute`].
+    Execute {
+        /// The proof that the call was allowed.
+        call: Invocation<'a, T>,
+        /// How the approval mode was resolved.
+        mode: ModeResolution,
+    },
+    /// Every gate passed and the mode is `RequiresApproval`.
+    AwaitApproval(Pending<'a, T>),
+    /// A gate failed.
+    Blocked(Blocked),
+}
+
+impl<T: Tool + ?Sized> Decision<'_, T> {
+    /// A stable machine code: `execute`, `await_approval` or `blocked`.
+    ///
+    /// ```
+    /// # use cairnloop::{Decision, Tool};
+    /// fn label<T: Tool>(decision: &Decision<'_, T>) -> &'static str { decision.code() }
+    /// ```
+    pub const fn code(&self) -> &'static str {
+        match self {
+            Self::Execute { .. } => "execute",
+            Self::AwaitApproval(_) => "await_approval",
+            Self::Blocked(_) => "blocked",
+        }
+    }
+}
+
+impl<T: Tool + ?Sized> fmt::Debug for Decision<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Execute { mode, .. } => f
+                .debug_struct("Execute")
+                .field("tool", &T::SPEC.name())
+                .field("mode", mode)
+                .finish_non_exhaustive(),
+            Self::AwaitApproval(pending) => f.debug_tuple("AwaitApproval").field(pending).finish(),
+            Self::Blocked(blocked) => f.debug_tuple("Blocked").field(blocked).finish(),
+        }
+    }
+}
+
+/// The typed pipeline: gates 1 to 4 for a call whose input is already of the tool's type.
+///
+/// Allocates nothing and runs in `no_std`. Gate order, first failure wins:
+/// [`Tool::validate`] → [`Blocked::NeedsInput`]; required scopes →
+/// [`Blocked::ScopeMissing`]; [`Tool::authorize`] → [`Blocked::PolicyDenied`]; the
+/// approval mode resolved by `policy` → [`Blocked::AlwaysBlocked`],
+/// [`Decision::AwaitApproval`] or [`Decision::Execute`].
+///
+/// Building this function for a tool evaluates its `SPEC` and checks its `SCOPES`, so a bad
+/// declaration fails `cargo build` even without a registry.
+///
+/// ```
+/// use cairnloop::{Actor, Decision, InputErrors, Invocation, ModePolicy, PolicyDenial, RiskTier, Scope, Tool, ToolSpec, decide};
+///
+/// struct LookupOrder;
+/// impl Tool for LookupOrder {
+///     const SPEC: ToolSpec = ToolSpec::new("lookup_order", "Look up order", "Finds an order.", RiskTier::ReadOnly);
+///     const SCOPES: &'static [Scope] = &[Scope::new("orders:read")];
+///     type Input = u32;
+///     type Output = &'static str;
+///     type Error = ();
+///     type Context = ();
+///     fn validate(_: &u32) -> Result<(), InputErrors> { Ok(()) }
+///     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+///     async fn run(_: Invocation<'_, Self>) -> Result<&'static str, ()> { Ok("shipped") }
+/// }
+///
+/// let clerk = Actor::new("clerk", &["orders:read"]);
+/// let decision = decide::<LookupOrder>(1001, &clerk, &(), &ModePolicy::new());
+/// assert_eq!(decision.code(), "execute");
+///
+/// let guest = Actor::new("guest", &[]);
+/// let decision = decide::<LookupOrder>(1001, &guest, &(), &ModePolicy::new());
+/// assert!(matches!(decision, Decision::Blocked(b) if b.code() == "scope_missing"));
+/// ```
+pub fn decide<'a, T: Tool + ?Sized>(
+    input: T::Input,
+    actor: &'a Actor<'a>,
+    context: &'a T::Context,
+    policy: &ModePolicy<T::Context>,
+) -> Decision<'a, T> {
+    // Post-monomorphization checks: a tool reached only through this function still has
+    // its declaration checked at build time.
+    let spec = const { T::SPEC };
+    const { expect_valid(Scope::check_list(T::SCOPES)) };
+
+    if let Err(errors) = T::validate(&input) {
+        return Decision::Blocked(Blocked::NeedsInput { errors });
+    }
+    if let Err(denied) = check_access(T::SCOPES, actor, || T::authorize(actor, context)) {
+        return Decision::Blocked(denied.into());
+    }
+    let mode = policy.resolve(&spec, actor, context);
+    let call = Invocation::new(input, actor, context);
+    match mode.resolved() {
+        ApprovalMode::AlwaysBlock => Decision::Blocked(Blocked::AlwaysBlocked {
+            decided_by: mode.source(),
+        }),
+        ApprovalMode::RequiresApproval => Decision::AwaitApproval(Pending { call, mode }),
+        ApprovalMode::Auto => Decision::Execute { call, mode },
+    }
+}
+
+/// Runs an allowed call: the one place in this crate that calls [`Tool::run`]. It takes
+/// the [`Invocation`] by value, so a proof runs at most once.
+///
+/// ```
+/// # use cairnloop::{Actor, Decision, InputErrors, Invocation, ModePolicy, PolicyDenial, RiskTier, Scope, Tool, ToolSpec, decide, execute};
+/// # struct Echo;
+/// # impl Tool for Echo {
+/// #     const SPEC: ToolSpec = ToolSpec::new("echo", "Echo", "Echoes.", RiskTier::ReadOnly);
+/// #     const SCOPES: &'static [Scope] = &[];
+/// #     type Input = u32; type Output = u32; type Error = (); type Context = ();
+/// #     fn validate(_: &u32) -> Result<(), InputErrors> { Ok(()) }
+/// #     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+/// #     async fn run(call: Invocation<'_, Self>) -> Result<u32, ()> { Ok(call.into_input()) }
+/// # }
+/// let actor = Actor::new("a", &[]);
+/// if let Decision::Execute { call, .. } = decide::<Echo>(7, &actor, &(), &ModePolicy::new()) {
+///     let output = futures_lite_block_on(execute(call));
+///     assert_eq!(output, Ok(7));
+/// }
+/// # fn futures_lite_block_on<F: core::future::Future>(f: F) -> F::Output {
+/// #     let mut f = core::pin::pin!(f);
+/// #     let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+/// #     loop { if let core::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
+/// # }
+/// ```
+pub async fn execute<T: Tool + ?Sized>(call: Invocation<'_, T>) -> Result<T::Output, T::Error> {
+    T::run(call).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_denial_is_not_an_access_pass() {
+        let blocked: Blocked = AccessDenied::PolicyDenied(PolicyDenial::NoPolicyDefined).into();
+        assert_eq!(blocked.code(), "policy_denied");
+    }
+}

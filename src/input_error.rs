@@ -1,0 +1,301 @@
+use core::fmt;
+
+#[cfg(feature = "alloc")]
+use alloc::{string::String, vec::Vec};
+
+/// Text that is static in the core and may be owned under `alloc` (a JSON path, a decoder
+/// message).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Text {
+    Static(&'static str),
+    #[cfg(feature = "alloc")]
+    Owned(String),
+}
+
+impl Text {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Static(s) => s,
+            #[cfg(feature = "alloc")]
+            Self::Owned(s) => s,
+        }
+    }
+}
+
+/// One problem with one field of a tool's input: where (a JSON-pointer-like path such as
+/// `/items/3/sku`, empty for the whole input), a stable machine code, and a message a model
+/// can act on.
+///
+/// ```
+/// use cairnloop::FieldError;
+///
+/// const NEGATIVE: FieldError = FieldError::new("/amount", "out_of_range", "must be greater than zero");
+/// assert_eq!(NEGATIVE.path(), "/amount");
+/// assert_eq!(NEGATIVE.code(), "out_of_range");
+/// assert_eq!(NEGATIVE.to_string(), "/amount: must be greater than zero (out_of_range)");
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct FieldError {
+    path: Text,
+    code: &'static str,
+    message: Text,
+}
+
+impl FieldError {
+    /// A field error from static parts, usable in `const` items.
+    ///
+    /// ```
+    /// let err = cairnloop::FieldError::new("/email", "invalid_format", "is not an email address");
+    /// assert_eq!(err.message(), "is not an email address");
+    /// ```
+    #[must_use]
+    pub const fn new(path: &'static str, code: &'static str, message: &'static str) -> Self {
+        Self {
+            path: Text::Static(path),
+            code,
+            message: Text::Static(message),
+        }
+    }
+
+    /// A field error whose path and message are built at run time.
+    ///
+    /// ```
+    /// let err = cairnloop::FieldError::owned(format!("/items/{}", 3), "required", "sku is required".into());
+    /// assert_eq!(err.path(), "/items/3");
+    /// ```
+    #[cfg(feature = "alloc")]
+    #[must_use]
+    pub fn owned(path: String, code: &'static str, message: String) -> Self {
+        Self {
+            path: Text::Owned(path),
+            code,
+            message: Text::Owned(message),
+        }
+    }
+
+    /// Where in the input: a JSON-pointer-like path, empty for the input as a whole.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::FieldError::new("", "not_an_object", "expected an object").path(), "");
+    /// ```
+    #[must_use]
+    pub fn path(&self) -> &str {
+        self.path.as_str()
+    }
+
+    /// A stable, machine-readable code such as `required` or `unknown_field`.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::FieldError::new("/a", "required", "is required").code(), "required");
+    /// ```
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// What is wrong, for the model and the operator.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::FieldError::new("/a", "required", "is required").message(), "is required");
+    /// ```
+    #[must_use]
+    pub fn message(&self) -> &str {
+        self.message.as_str()
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path().is_empty() {
+            write!(f, "{} ({})", self.message(), self.code)
+        } else {
+            write!(f, "{}: {} ({})", self.path(), self.message(), self.code)
+        }
+    }
+}
+
+impl fmt::Debug for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FieldError")
+            .field("path", &self.path())
+            .field("code", &self.code)
+            .field("message", &self.message())
+            .finish()
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for FieldError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("FieldError", 3)?;
+        s.serialize_field("path", self.path())?;
+        s.serialize_field("code", self.code)?;
+        s.serialize_field("message", self.message())?;
+        s.end()
+    }
+}
+
+/// How many field errors the core keeps without `alloc`; past it they are counted.
+#[cfg(not(feature = "alloc"))]
+const INLINE_CAPACITY: usize = 8;
+
+/// Every problem found with a tool's input.
+///
+/// With `alloc` it keeps every error. Without it, it keeps the first eight and counts the
+/// rest in [`omitted`](InputErrors::omitted), so a no_std agent still reports that more
+/// were found.
+///
+/// ```
+/// use cairnloop::{FieldError, InputErrors};
+///
+/// let mut errors = InputErrors::new();
+/// errors.push(FieldError::new("/amount", "out_of_range", "must be greater than zero"));
+/// errors.push(FieldError::new("/currency", "unsupported", "must be EUR or USD"));
+/// assert_eq!(errors.len(), 2);
+/// assert_eq!(errors.iter().map(|e| e.code()).collect::<Vec<_>>(), ["out_of_range", "unsupported"]);
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct InputErrors {
+    #[cfg(feature = "alloc")]
+    errors: Vec<FieldError>,
+    #[cfg(not(feature = "alloc"))]
+    errors: [Option<FieldError>; INLINE_CAPACITY],
+    #[cfg(not(feature = "alloc"))]
+    kept: usize,
+    omitted: usize,
+}
+
+impl InputErrors {
+    /// No errors yet.
+    ///
+    /// ```
+    /// assert!(cairnloop::InputErrors::new().is_empty());
+    /// ```
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            #[cfg(feature = "alloc")]
+            errors: Vec::new(),
+            #[cfg(not(feature = "alloc"))]
+            errors: [const { None }; INLINE_CAPACITY],
+            #[cfg(not(feature = "alloc"))]
+            kept: 0,
+            omitted: 0,
+        }
+    }
+
+    /// Just `error`: the usual way for [`Tool::validate`](crate::Tool::validate) to refuse.
+    ///
+    /// ```
+    /// use cairnloop::{FieldError, InputErrors};
+    ///
+    /// let errors = InputErrors::one(FieldError::new("/id", "required", "is required"));
+    /// assert_eq!(errors.len(), 1);
+    /// ```
+    #[must_use]
+    pub fn one(error: FieldError) -> Self {
+        let mut errors = Self::new();
+        errors.push(error);
+        errors
+    }
+
+    /// Adds an error (without `alloc`, past eight it is only counted).
+    ///
+    /// ```
+    /// let mut errors = cairnloop::InputErrors::new();
+    /// errors.push(cairnloop::FieldError::new("/a", "required", "is required"));
+    /// assert!(!errors.is_empty());
+    /// ```
+    pub fn push(&mut self, error: FieldError) {
+        #[cfg(feature = "alloc")]
+        self.errors.push(error);
+        #[cfg(not(feature = "alloc"))]
+        if self.kept < INLINE_CAPACITY {
+            self.errors[self.kept] = Some(error);
+            self.kept += 1;
+        } else {
+            self.omitted += 1;
+        }
+    }
+
+    /// The kept errors, in the order they were found.
+    ///
+    /// ```
+    /// let errors = cairnloop::InputErrors::one(cairnloop::FieldError::new("/a", "required", "is required"));
+    /// assert_eq!(errors.iter().next().unwrap().path(), "/a");
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = &FieldError> {
+        #[cfg(feature = "alloc")]
+        return self.errors.iter();
+        #[cfg(not(feature = "alloc"))]
+        return self.errors[..self.kept].iter().flatten();
+    }
+
+    /// How many errors are kept.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::InputErrors::new().len(), 0);
+    /// ```
+    #[must_use]
+    pub fn len(&self) -> usize {
+        #[cfg(feature = "alloc")]
+        return self.errors.len();
+        #[cfg(not(feature = "alloc"))]
+        return self.kept;
+    }
+
+    /// Whether no error was found (nothing kept and nothing omitted).
+    ///
+    /// ```
+    /// assert!(cairnloop::InputErrors::default().is_empty());
+    /// ```
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0 && self.omitted == 0
+    }
+
+    /// How many further errors were found but not kept (always 0 with `alloc`).
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::InputErrors::new().omitted(), 0);
+    /// ```
+    #[must_use]
+    pub const fn omitted(&self) -> usize {
+        self.omitted
+    }
+}
+
+impl Default for InputErrors {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for InputErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl fmt::Display for InputErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, error) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            fmt::Display::fmt(error, f)?;
+        }
+        if self.omitted > 0 {
+            write!(f, "; and {} more", self.omitted)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for InputErrors {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}

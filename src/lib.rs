@@ -1,0 +1,42 @@
+#![doc = include_str!("../README.md")]
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+mod access;
+mod actor;
+mod approval_mode;
+mod decision;
+mod input_error;
+mod messages;
+mod mode_policy;
+mod parse_error;
+mod policy;
+mod registry;
+mod risk_tier;
+mod scope;
+mod spec;
+mod spec_error;
+mod text;
+mod tool;
+
+pub use access::{AccessDenied, MissingScopes, check_scopes};
+pub use actor::Actor;
+pub use approval_mode::{ApprovalMode, derive_approval_mode};
+pub use decision::{Blocked, Decision, Pending, decide, execute};
+pub use input_error::{FieldError, InputErrors};
+pub use mode_policy::{ModeHook, ModePolicy, ModeResolution, ModeSource};
+pub use parse_error::ParseError;
+pub use policy::PolicyDenial;
+pub use registry::{Registry, ToolEntry};
+pub use risk_tier::RiskTier;
+pub use scope::Scope;
+pub use spec::ToolSpec;
+pub use spec_error::SpecError;
+pub use tool::{Invocation, Tool};

@@ -1,0 +1,132 @@
+use core::fmt;
+
+use crate::spec_error::expect_valid;
+use crate::{SpecError, text};
+
+/// A permission a tool requires, such as `orders:read`.
+///
+/// Built in a `const` context, so a bad name is a compile error (rule 6): it must be an
+/// RFC 6749 scope token (printable ASCII, no whitespace, `"` or `\`) and must not be a
+/// wildcard (`*` anywhere, or `all` in any case). A granted scope satisfies a required one
+/// only when the two are byte-for-byte equal: no prefixes, no wildcards, no case folding.
+///
+/// ```
+/// use cairnloop::Scope;
+///
+/// const READ: Scope = Scope::new("orders:read");
+/// assert_eq!(READ.as_str(), "orders:read");
+/// assert!(READ.is_granted_by(&["orders:read"]));
+/// assert!(!READ.is_granted_by(&["orders", "ORDERS:READ", "orders:*"]));
+/// ```
+///
+/// A wildcard does not compile:
+///
+/// ```compile_fail
+/// const EVERYTHING: cairnloop::Scope = cairnloop::Scope::new("*");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+pub struct Scope {
+    name: &'static str,
+}
+
+impl Scope {
+    /// A validated scope; an invalid name fails compilation in a `const` item (and panics
+    /// at run time, where [`Scope::try_new`] is the twin to use).
+    ///
+    /// ```
+    /// use cairnloop::Scope;
+    ///
+    /// const NOTES: Scope = Scope::new("notes:write");
+    /// assert_eq!(NOTES.to_string(), "notes:write");
+    /// ```
+    #[must_use]
+    pub const fn new(name: &'static str) -> Self {
+        expect_valid(Self::try_new(name))
+    }
+
+    /// A validated scope, or the rule it breaks.
+    ///
+    /// ```
+    /// use cairnloop::{Scope, SpecError};
+    ///
+    /// assert_eq!(Scope::try_new("orders read"), Err(SpecError::InvalidScope));
+    /// assert_eq!(Scope::try_new("All"), Err(SpecError::WildcardScope));
+    /// assert!(Scope::try_new("orders:read").is_ok());
+    /// ```
+    pub const fn try_new(name: &'static str) -> Result<Self, SpecError> {
+        if !text::is_scope_token(name) {
+            return Err(SpecError::InvalidScope);
+        }
+        if text::is_wildcard_scope(name) {
+            return Err(SpecError::WildcardScope);
+        }
+        Ok(Self { name })
+    }
+
+    /// The scope's name.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::Scope::new("a:b").as_str(), "a:b");
+    /// ```
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        self.name
+    }
+
+    /// Whether one of `granted` equals this scope exactly (byte equality).
+    ///
+    /// ```
+    /// use cairnloop::Scope;
+    ///
+    /// assert!(Scope::new("refunds:write").is_granted_by(&["orders:read", "refunds:write"]));
+    /// assert!(!Scope::new("refunds:write").is_granted_by(&["refunds:write "]));
+    /// ```
+    #[must_use]
+    pub fn is_granted_by(self, granted: &[&str]) -> bool {
+        granted.iter().any(|g| g.as_bytes() == self.name.as_bytes())
+    }
+
+    /// Checks a tool's list of required scopes: at most 64, none twice.
+    ///
+    /// [`ToolEntry::of`](crate::ToolEntry::of) runs this at compile time for every tool
+    /// it registers.
+    ///
+    /// ```
+    /// use cairnloop::{Scope, SpecError};
+    ///
+    /// const READ: Scope = Scope::new("orders:read");
+    /// assert_eq!(Scope::check_list(&[READ]), Ok(()));
+    /// assert_eq!(Scope::check_list(&[READ, READ]), Err(SpecError::DuplicateScope));
+    /// ```
+    pub const fn check_list(scopes: &[Scope]) -> Result<(), SpecError> {
+        if scopes.len() > text::MAX_SCOPES {
+            return Err(SpecError::TooManyScopes);
+        }
+        let mut i = 0;
+        while i < scopes.len() {
+            let mut j = i + 1;
+            while j < scopes.len() {
+                if text::eq(scopes[i].name, scopes[j].name) {
+                    return Err(SpecError::DuplicateScope);
+                }
+                j += 1;
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl fmt::Debug for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.name, f)
+    }
+}

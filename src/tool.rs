@@ -1,0 +1,164 @@
+use core::fmt;
+use core::future::Future;
+
+use crate::{Actor, InputErrors, PolicyDenial, Scope, ToolSpec};
+
+/// A governed tool: what a host crate implements for each tool an agent may call.
+///
+/// This is the contract of the Elixir `Cairnloop.Tool` behaviour. Required: the frozen
+/// [`SPEC`](Tool::SPEC), the required [`SCOPES`](Tool::SCOPES), input validation
+/// ([`validate`](Tool::validate), the Elixir `changeset/2`) and [`run`](Tool::run).
+/// Provided: [`authorize`](Tool::authorize), which denies everyone with
+/// [`PolicyDenial::NoPolicyDefined`] until the tool states a policy,
+/// [`custom_ui`](Tool::custom_ui) and [`preview`](Tool::preview).
+///
+/// No code outside this crate can call `run`: it takes an [`Invocation`], which only the
+/// pipeline makes once every gate has passed.
+///
+/// ```
+/// use cairnloop::{Actor, InputErrors, Invocation, PolicyDenial, RiskTier, Scope, Tool, ToolSpec};
+///
+/// struct LookupOrder;
+///
+/// impl Tool for LookupOrder {
+///     const SPEC: ToolSpec = ToolSpec::new(
+///         "lookup_order",
+///         "Look up order",
+///         "Finds an order by its number and returns its status.",
+///         RiskTier::ReadOnly,
+///     );
+///     const SCOPES: &'static [Scope] = &[Scope::new("orders:read")];
+///
+///     type Input = u32;
+///     type Output = &'static str;
+///     type Error = core::convert::Infallible;
+///     type Context = ();
+///
+///     fn validate(order: &u32) -> Result<(), InputErrors> {
+///         Ok(())
+///     }
+///
+///     fn authorize(_actor: &Actor<'_>, _context: &()) -> Result<(), PolicyDenial> {
+///         Ok(()) // every actor holding `orders:read` may look orders up
+///     }
+///
+///     async fn run(call: Invocation<'_, Self>) -> Result<&'static str, Self::Error> {
+///         Ok(if *call.input() == 1001 { "shipped" } else { "unknown" })
+///     }
+/// }
+/// # let _ = LookupOrder::SPEC;
+/// ```
+pub trait Tool {
+    /// What the tool is: name, title, description, risk tier, approval mode and the rest,
+    /// checked at compile time. See [`ToolSpec`] for when a bad spec is caught.
+    const SPEC: ToolSpec;
+
+    /// The scopes an actor must hold, each granted exactly. Empty means none; a registry
+    /// rejects a scope listed twice at compile time.
+    const SCOPES: &'static [Scope];
+
+    /// The validated input the tool runs with.
+    type Input;
+    /// What a successful run returns.
+    type Output;
+    /// What a failed run returns.
+    type Error;
+    /// Host data the policy and the run need (a database handle, the tenant's settings).
+    /// Every tool in one [`Registry`](crate::Registry) shares it.
+    type Context: ?Sized;
+
+    /// Checks an input beyond its type: ranges, formats, cross-field rules (the Elixir
+    /// `changeset/2`). Return every problem found, each with its field's path.
+    #[doc(alias = "changeset")]
+    fn validate(input: &Self::Input) -> Result<(), InputErrors>;
+
+    /// Runs the tool. Runtime-agnostic: the future needs no particular executor, so it runs
+    /// under tokio as under a no_std executor.
+    fn run(call: Invocation<'_, Self>) -> impl Future<Output = Result<Self::Output, Self::Error>>;
+
+    /// Whether `actor` may use the tool at all, in `context`. Deny by default: a tool that
+    /// does not state a policy is refused with [`PolicyDenial::NoPolicyDefined`].
+    fn authorize(actor: &Actor<'_>, context: &Self::Context) -> Result<(), PolicyDenial> {
+        let _ = (actor, context);
+        Err(PolicyDenial::NoPolicyDefined)
+    }
+
+    /// The name of a host UI component that shows this tool's calls, if it has one.
+    fn custom_ui() -> Option<&'static str> {
+        None
+    }
+
+    /// Writes a human-readable summary of what running with `input` would do, for the
+    /// person who approves it. `None` (the default) means the tool has no preview of its
+    /// own and the pipeline builds a structured one.
+    fn preview(input: &Self::Input, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
+        let _ = (input, out);
+        None
+    }
+}
+
+/// A call the pipeline allowed: the validated input, the actor and the context.
+///
+/// It is the proof [`Tool::run`] takes; only this crate can make one, after every gate of
+/// the pipeline (and, for a tool that requires approval, an approval) has passed.
+///
+/// ```
+/// use cairnloop::{Invocation, Tool};
+///
+/// // Inside `Tool::run`:
+/// fn describe<T: Tool<Context = ()>>(call: &Invocation<'_, T>) -> &str {
+///     call.actor().id()
+/// }
+/// ```
+pub struct Invocation<'a, T: Tool + ?Sized> {
+    input: T::Input,
+    actor: &'a Actor<'a>,
+    context: &'a T::Context,
+}
+
+impl<'a, T: Tool + ?Sized> Invocation<'a, T> {
+    pub(crate) const fn new(
+        input: T::Input,
+        actor: &'a Actor<'a>,
+        context: &'a T::Context,
+    ) -> Self {
+        Self {
+            input,
+            actor,
+            context,
+        }
+    }
+
+    /// The validated input.
+    pub fn input(&self) -> &T::Input {
+        &self.input
+    }
+
+    /// The actor the call is made for.
+    pub fn actor(&self) -> &'a Actor<'a> {
+        self.actor
+    }
+
+    /// The host's context.
+    pub fn context(&self) -> &'a T::Context {
+        self.context
+    }
+
+    /// The input, taken by value.
+    pub fn into_input(self) -> T::Input {
+        self.input
+    }
+}
+
+impl<T: Tool + ?Sized> fmt::Debug for Invocation<'_, T>
+where
+    T::Input: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Invocation")
+            .field("tool", &T::SPEC.name())
+            .field("input", &self.input)
+            .field("actor", self.actor)
+            .finish_non_exhaustive()
+    }
+}
