@@ -138,11 +138,11 @@ impl serde::Serialize for FieldError {
 
 /// How many field errors the core keeps without `alloc`; past it they are counted.
 #[cfg(not(feature = "alloc"))]
-const INLINE_CAPACITY: usize = 8;
+const INLINE_CAPACITY: usize = 2;
 
 /// Every problem found with a tool's input.
 ///
-/// With `alloc` it keeps every error. Without it, it keeps the first eight and counts the
+/// With `alloc` it keeps every error. Without it, it keeps the first two and counts the
 /// rest in [`omitted`](InputErrors::omitted), so a no_std agent still reports that more
 /// were found.
 ///
@@ -200,7 +200,7 @@ impl InputErrors {
         errors
     }
 
-    /// Adds an error (without `alloc`, past eight it is only counted).
+    /// Adds an error (without `alloc`, past two it is only counted).
     ///
     /// ```
     /// let mut errors = cairnloop::InputErrors::new();

@@ -136,7 +136,7 @@ pub(crate) const fn eq_ignore_ascii_case(a: &str, b: &str) -> bool {
     }
     let mut i = 0;
     while i < a.len() {
-        if a[i].to_ascii_lowercase() != b[i].to_ascii_lowercase() {
+        if !a[i].eq_ignore_ascii_case(&b[i]) {
             return false;
         }
         i += 1;
