@@ -1,0 +1,434 @@
+//! The core's contract: wire names, the fail-closed derivation, the run-time twins of the
+//! compile-time rules, and the registry's exact-match lookup and visibility filter.
+
+use cairnloop::{
+    AccessDenied, Actor, ApprovalMode, InputErrors, Invocation, PolicyDenial, Registry, RiskTier,
+    Scope, SpecError, Tool, ToolEntry, ToolSpec, derive_approval_mode,
+};
+
+#[test]
+fn derive_approval_mode_maps_every_tier_and_fails_closed() {
+    assert_eq!(
+        derive_approval_mode(Some(RiskTier::ReadOnly)),
+        ApprovalMode::Auto
+    );
+    assert_eq!(
+        derive_approval_mode(Some(RiskTier::LowWrite)),
+        ApprovalMode::RequiresApproval
+    );
+    assert_eq!(
+        derive_approval_mode(Some(RiskTier::HighWrite)),
+        ApprovalMode::RequiresApproval
+    );
+    assert_eq!(
+        derive_approval_mode(Some(RiskTier::Destructive)),
+        ApprovalMode::AlwaysBlock
+    );
+    assert_eq!(derive_approval_mode(None), ApprovalMode::AlwaysBlock);
+    for unknown in [
+        "",
+        "admin",
+        "Read_Only",
+        "READ_ONLY",
+        "read-only",
+        " read_only",
+        "readonly",
+    ] {
+        assert_eq!(
+            derive_approval_mode(RiskTier::parse(unknown)),
+            ApprovalMode::AlwaysBlock,
+            "{unknown:?}"
+        );
+    }
+}
+
+#[test]
+fn derive_approval_mode_is_usable_in_const_items() {
+    const MODE: ApprovalMode = derive_approval_mode(RiskTier::parse("high_write"));
+    const UNKNOWN: ApprovalMode = derive_approval_mode(RiskTier::parse("shred"));
+    assert_eq!(MODE, ApprovalMode::RequiresApproval);
+    assert_eq!(UNKNOWN, ApprovalMode::AlwaysBlock);
+}
+
+#[test]
+fn a_higher_tier_never_derives_a_less_strict_mode() {
+    for pair in RiskTier::ALL.windows(2) {
+        assert!(pair[0] < pair[1]);
+        assert!(pair[0].derived_approval_mode() <= pair[1].derived_approval_mode());
+    }
+    assert!(ApprovalMode::ALL.is_sorted());
+}
+
+#[test]
+fn wire_names_are_exact_and_round_trip() {
+    let tiers = ["read_only", "low_write", "high_write", "destructive"];
+    for (tier, name) in RiskTier::ALL.into_iter().zip(tiers) {
+        assert_eq!(tier.as_str(), name);
+        assert_eq!(tier.to_string(), name);
+        assert_eq!(RiskTier::parse(name), Some(tier));
+        assert_eq!(name.parse::<RiskTier>(), Ok(tier));
+    }
+    let modes = ["auto", "requires_approval", "always_block"];
+    for (mode, name) in ApprovalMode::ALL.into_iter().zip(modes) {
+        assert_eq!(mode.as_str(), name);
+        assert_eq!(mode.to_string(), name);
+        assert_eq!(ApprovalMode::parse(name), Some(mode));
+        assert_eq!(name.parse::<ApprovalMode>(), Ok(mode));
+    }
+}
+
+#[test]
+fn case_variants_and_near_misses_do_not_parse() {
+    let near_misses = [
+        "",
+        " ",
+        "Auto",
+        "AUTO",
+        "auto ",
+        " auto",
+        "auto\n",
+        "auto\0",
+        "requires-approval",
+        "requiresApproval",
+        "always_block_",
+        "alwaysblock",
+        "ReadOnly",
+        "read_only\u{200b}",
+        "reаd_only", // Cyrillic а
+        "Destructive",
+        "destructive\t",
+        "low write",
+        "high_Write",
+        "none",
+        "null",
+    ];
+    for s in near_misses {
+        assert_eq!(RiskTier::parse(s), None, "{s:?}");
+        assert_eq!(ApprovalMode::parse(s), None, "{s:?}");
+        assert!(s.parse::<RiskTier>().is_err());
+        assert!(s.parse::<ApprovalMode>().is_err());
+    }
+    let err = "Auto".parse::<ApprovalMode>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown approval mode, expected auto, requires_approval or always_block"
+    );
+}
+
+#[test]
+fn strictest_is_the_maximum() {
+    for a in ApprovalMode::ALL {
+        for b in ApprovalMode::ALL {
+            assert_eq!(a.strictest(b), a.max(b));
+        }
+    }
+}
+
+#[test]
+fn run_time_twins_report_each_rule() {
+    use SpecError::*;
+    let t = RiskTier::ReadOnly;
+    assert_eq!(ToolSpec::try_new("", "T", "D", t), Err(InvalidName));
+    assert_eq!(
+        ToolSpec::try_new("n".repeat(65).leak(), "T", "D", t),
+        Err(InvalidName)
+    );
+    assert!(ToolSpec::try_new("n".repeat(64).leak(), "T", "D", t).is_ok());
+    assert_eq!(ToolSpec::try_new("a.b", "T", "D", t), Err(InvalidName));
+    assert_eq!(ToolSpec::try_new("n", "", "D", t), Err(EmptyTitle));
+    assert_eq!(ToolSpec::try_new("n", " \t", "D", t), Err(EmptyTitle));
+    assert_eq!(
+        ToolSpec::try_new("n", "a\u{2028}b", "D", t),
+        Err(TitleControlCharacter)
+    );
+    assert_eq!(
+        ToolSpec::try_new("n", "a\tb", "D", t),
+        Err(TitleControlCharacter)
+    );
+    assert_eq!(ToolSpec::try_new("n", "T", "\n", t), Err(EmptyDescription));
+    assert_eq!(
+        ToolSpec::try_new("n", "T", "a\u{1b}[31m", t),
+        Err(DescriptionControlCharacter)
+    );
+    assert!(ToolSpec::try_new("n", "T", "line one\n\tline two", t).is_ok());
+
+    let write = ToolSpec::try_new("n", "T", "D", RiskTier::HighWrite).unwrap();
+    assert_eq!(
+        write.try_with_approval(ApprovalMode::Auto),
+        Err(WeakerApprovalMode)
+    );
+    assert_eq!(
+        write.try_loosen_approval(ApprovalMode::Auto, ""),
+        Err(MissingJustification)
+    );
+    assert_eq!(
+        write.try_loosen_approval(ApprovalMode::Auto, "a\nb"),
+        Err(MissingJustification)
+    );
+    assert_eq!(
+        write.try_loosen_approval(ApprovalMode::RequiresApproval, "same"),
+        Err(NotALoosening)
+    );
+    let wipe = ToolSpec::try_new("n", "T", "D", RiskTier::Destructive).unwrap();
+    assert_eq!(
+        wipe.try_loosen_approval(ApprovalMode::Auto, "backups"),
+        Err(DestructiveAuto)
+    );
+    assert_eq!(
+        wipe.try_with_approval(ApprovalMode::Auto),
+        Err(WeakerApprovalMode)
+    );
+    assert_eq!(wipe.try_with_result_states(&[""]), Err(InvalidResultState));
+    assert_eq!(
+        wipe.try_with_result_states(&["a", "b", "a"]),
+        Err(DuplicateResultState)
+    );
+
+    assert_eq!(Scope::try_new(""), Err(InvalidScope));
+    assert_eq!(Scope::try_new("a\u{a0}b"), Err(InvalidScope));
+    assert_eq!(Scope::try_new("*"), Err(WildcardScope));
+    assert_eq!(Scope::try_new("aLl"), Err(WildcardScope));
+    let many: Vec<Scope> = (0..65)
+        .map(|i| Scope::try_new(format!("s{i}").leak()).unwrap())
+        .collect();
+    assert_eq!(Scope::check_list(&many), Err(TooManyScopes));
+    assert_eq!(Scope::check_list(&many[..64]), Ok(()));
+}
+
+#[test]
+fn every_message_names_its_rule_and_a_fix() {
+    use SpecError::*;
+    let all = [
+        InvalidName,
+        EmptyTitle,
+        TitleControlCharacter,
+        EmptyDescription,
+        DescriptionControlCharacter,
+        WeakerApprovalMode,
+        NotALoosening,
+        MissingJustification,
+        DestructiveAuto,
+        InvalidResultState,
+        DuplicateResultState,
+        InvalidScope,
+        WildcardScope,
+        DuplicateScope,
+        TooManyScopes,
+        DuplicateToolName,
+    ];
+    for err in all {
+        let text = err.to_string();
+        assert!(text.starts_with("cairnloop rule "), "{text}");
+        assert!(text.contains("fix: "), "{text}");
+        assert_eq!(text, err.message());
+    }
+}
+
+#[test]
+fn a_loosening_keeps_its_justification_and_a_tightening_drops_it() {
+    let loose = ToolSpec::new("tag", "Tag", "Tags.", RiskTier::LowWrite)
+        .loosen_approval(ApprovalMode::Auto, "cosmetic");
+    assert_eq!(loose.loosened_because(), Some("cosmetic"));
+    let tight = loose.with_approval(ApprovalMode::AlwaysBlock);
+    assert_eq!(tight.approval_mode(), ApprovalMode::AlwaysBlock);
+    assert_eq!(tight.loosened_because(), None);
+}
+
+struct Ctx {
+    on_call: bool,
+}
+
+macro_rules! tool {
+    ($ty:ident, $name:literal, $tier:expr, [$($scope:literal),*], $authorize:expr) => {
+        struct $ty;
+        impl Tool for $ty {
+            const SPEC: ToolSpec = ToolSpec::new($name, "A tool", "Does a thing.", $tier);
+            const SCOPES: &'static [Scope] = &[$(Scope::new($scope)),*];
+            type Input = ();
+            type Output = ();
+            type Error = ();
+            type Context = Ctx;
+            fn validate(_: &()) -> Result<(), InputErrors> {
+                Ok(())
+            }
+            fn authorize(actor: &Actor<'_>, ctx: &Ctx) -> Result<(), PolicyDenial> {
+                let f: fn(&Actor<'_>, &Ctx) -> Result<(), PolicyDenial> = $authorize;
+                f(actor, ctx)
+            }
+            async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+                Ok(())
+            }
+        }
+    };
+}
+
+tool!(
+    DeleteFile,
+    "delete_file",
+    RiskTier::Destructive,
+    ["files:delete"],
+    |_, c| {
+        if c.on_call {
+            Ok(())
+        } else {
+            Err(PolicyDenial::Denied("only while on call"))
+        }
+    }
+);
+tool!(
+    ReadFile,
+    "read_file",
+    RiskTier::ReadOnly,
+    ["files:read"],
+    |_, _| Ok(())
+);
+tool!(
+    Audit,
+    "audit",
+    RiskTier::ReadOnly,
+    ["files:read", "audit:read"],
+    |_, _| Ok(())
+);
+
+struct NoPolicy;
+impl Tool for NoPolicy {
+    const SPEC: ToolSpec =
+        ToolSpec::new("no_policy", "No policy", "Forgot one.", RiskTier::ReadOnly);
+    const SCOPES: &'static [Scope] = &[];
+    type Input = ();
+    type Output = ();
+    type Error = ();
+    type Context = Ctx;
+    fn validate(_: &()) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+        Ok(())
+    }
+}
+
+static TOOLS: Registry<Ctx> = Registry::new(&[
+    ToolEntry::of::<DeleteFile>(),
+    ToolEntry::of::<ReadFile>(),
+    ToolEntry::of::<Audit>(),
+    ToolEntry::of::<NoPolicy>(),
+]);
+
+#[test]
+fn registry_resolves_names_by_exact_bytes_only() {
+    assert_eq!(
+        TOOLS.get("delete_file").unwrap().spec().name(),
+        "delete_file"
+    );
+    let near_misses = [
+        "Delete_File",
+        "DELETE_FILE",
+        "delete_file ",
+        " delete_file",
+        "delete_file\n",
+        "delete\u{200B}file",
+        "dеlete_file",
+        "delete_file\0",
+        "delete-file",
+        "deletefile",
+        "delete_fil",
+        "",
+        "delete_file\u{feff}",
+        "ｄelete_file",
+    ];
+    for name in near_misses {
+        assert!(TOOLS.get(name).is_none(), "{name:?} resolved");
+    }
+    assert!(TOOLS.get(&"a".repeat(1 << 20)).is_none());
+}
+
+#[test]
+fn registry_lists_every_tool_in_order() {
+    let names: Vec<_> = TOOLS.tools().iter().map(|t| t.spec().name()).collect();
+    assert_eq!(names, ["delete_file", "read_file", "audit", "no_policy"]);
+}
+
+#[test]
+fn visibility_uses_scopes_and_policy_and_denies_by_default() {
+    let ops = Actor::new("ops", &["files:read", "files:delete", "audit:read"]);
+    let on_call = Ctx { on_call: true };
+    let off_call = Ctx { on_call: false };
+    let names = |actor: &Actor<'_>, ctx: &Ctx| -> Vec<&str> {
+        TOOLS.visible(actor, ctx).map(|t| t.spec().name()).collect()
+    };
+    assert_eq!(names(&ops, &on_call), ["delete_file", "read_file", "audit"]);
+    assert_eq!(names(&ops, &off_call), ["read_file", "audit"]);
+    let reader = Actor::new("reader", &["files:read"]);
+    assert_eq!(names(&reader, &on_call), ["read_file"]);
+    let wildcards = Actor::new(
+        "w",
+        &["*", "all", "files:*", "files", "FILES:READ", "files:read "],
+    );
+    assert!(names(&wildcards, &on_call).is_empty());
+
+    // The same check explains itself.
+    let audit = TOOLS.get("audit").unwrap();
+    match audit.access(&reader, &on_call) {
+        Err(AccessDenied::ScopeMissing(missing)) => {
+            assert_eq!(
+                missing.iter().map(Scope::as_str).collect::<Vec<_>>(),
+                ["audit:read"]
+            );
+        }
+        other => panic!("expected a missing scope, got {other:?}"),
+    }
+    let no_policy = TOOLS.get("no_policy").unwrap();
+    assert_eq!(
+        no_policy.access(&ops, &on_call),
+        Err(AccessDenied::PolicyDenied(PolicyDenial::NoPolicyDefined))
+    );
+}
+
+#[test]
+fn registry_twin_rejects_duplicate_names_ignoring_ascii_case() {
+    static A: [ToolEntry<Ctx>; 2] = [ToolEntry::of::<ReadFile>(), ToolEntry::of::<ReadFile>()];
+    assert_eq!(
+        Registry::try_new(&A).err(),
+        Some(SpecError::DuplicateToolName)
+    );
+}
+
+#[cfg(feature = "serde")]
+mod serde_wire {
+    use super::*;
+
+    #[test]
+    fn serde_uses_exactly_the_wire_names() {
+        for tier in RiskTier::ALL {
+            let json = serde_json::to_string(&tier).unwrap();
+            assert_eq!(json, format!("\"{}\"", tier.as_str()));
+            assert_eq!(serde_json::from_str::<RiskTier>(&json).unwrap(), tier);
+        }
+        for mode in ApprovalMode::ALL {
+            let json = serde_json::to_string(&mode).unwrap();
+            assert_eq!(json, format!("\"{}\"", mode.as_str()));
+            assert_eq!(serde_json::from_str::<ApprovalMode>(&json).unwrap(), mode);
+        }
+        for bad in [
+            "\"ReadOnly\"",
+            "\"READ_ONLY\"",
+            "\"read_only \"",
+            "0",
+            "null",
+            "\"\"",
+        ] {
+            assert!(serde_json::from_str::<RiskTier>(bad).is_err(), "{bad}");
+            assert!(serde_json::from_str::<ApprovalMode>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_spec_serializes_with_its_justification() {
+        let spec = ToolSpec::new("tag", "Tag", "Tags.", RiskTier::LowWrite)
+            .loosen_approval(ApprovalMode::Auto, "cosmetic");
+        let json = serde_json::to_value(spec).unwrap();
+        assert_eq!(json["risk_tier"], "low_write");
+        assert_eq!(json["approval_mode"], "auto");
+        assert_eq!(json["loosened_because"], "cosmetic");
+    }
+}
