@@ -16,7 +16,7 @@ use crate::{
 /// ```
 /// use cairnloop::{Blocked, PolicyDenial};
 ///
-/// let blocked = Blocked::PolicyDenied(PolicyDenial::NoPolicyDefined);
+/// let blocked = Blocked::PolicyDenied { reason: PolicyDenial::NoPolicyDefined };
 /// assert_eq!(blocked.code(), "policy_denied");
 /// assert_eq!(blocked.to_string(), "policy denied: no policy defined");
 /// ```

@@ -299,3 +299,22 @@ impl serde::Serialize for InputErrors {
         serializer.collect_seq(self.iter())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_is_kept_or_counted() {
+        let mut errors = InputErrors::new();
+        for _ in 0..5 {
+            errors.push(FieldError::new("/a", "required", "is required"));
+        }
+        assert_eq!(errors.len() + errors.omitted(), 5);
+        assert_eq!(errors.iter().count(), errors.len());
+        #[cfg(not(feature = "alloc"))]
+        assert_eq!((errors.len(), errors.omitted()), (2, 3));
+        #[cfg(feature = "alloc")]
+        assert_eq!((errors.len(), errors.omitted()), (5, 0));
+    }
+}

@@ -105,9 +105,9 @@ pub trait Tool {
 /// ```
 /// use cairnloop::{Invocation, Tool};
 ///
-/// // Inside `Tool::run`:
-/// fn describe<T: Tool<Context = ()>>(call: &Invocation<'_, T>) -> &str {
-///     call.actor().id()
+/// // What `Tool::run` can read of the call it was given.
+/// fn describe<'a, T: Tool<Input = u32>>(call: &Invocation<'a, T>) -> (&'a str, u32) {
+///     (call.actor().id(), *call.input())
 /// }
 /// ```
 pub struct Invocation<'a, T: Tool + ?Sized> {
@@ -130,21 +130,42 @@ impl<'a, T: Tool + ?Sized> Invocation<'a, T> {
     }
 
     /// The validated input.
+    ///
+    /// ```
+    /// # use cairnloop::{Invocation, Tool};
+    /// fn amount<T: Tool<Input = u64>>(call: &Invocation<'_, T>) -> u64 { *call.input() }
+    /// ```
     pub fn input(&self) -> &T::Input {
         &self.input
     }
 
     /// The actor the call is made for.
+    ///
+    /// ```
+    /// # use cairnloop::{Invocation, Tool};
+    /// fn account<'a, T: Tool>(call: &Invocation<'a, T>) -> Option<&'a str> { call.actor().account() }
+    /// ```
     pub fn actor(&self) -> &'a Actor<'a> {
         self.actor
     }
 
     /// The host's context.
+    ///
+    /// ```
+    /// # use cairnloop::{Invocation, Tool};
+    /// struct Db { rows: usize }
+    /// fn rows<T: Tool<Context = Db>>(call: &Invocation<'_, T>) -> usize { call.context().rows }
+    /// ```
     pub fn context(&self) -> &'a T::Context {
         self.context
     }
 
     /// The input, taken by value.
+    ///
+    /// ```
+    /// # use cairnloop::{Invocation, Tool};
+    /// fn take<T: Tool<Input = String>>(call: Invocation<'_, T>) -> String { call.into_input() }
+    /// ```
     pub fn into_input(self) -> T::Input {
         self.input
     }
