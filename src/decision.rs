@@ -100,6 +100,31 @@ impl From<AccessDenied> for Blocked {
 ///
 /// It holds the validated input; the approval lifecycle turns it into an [`Invocation`].
 /// Until then nothing can run it.
+///
+/// ```
+/// use cairnloop::{Actor, Decision, InputErrors, Invocation, ModePolicy, PolicyDenial, RiskTier, Scope, Tool, ToolSpec, decide};
+///
+/// struct Refund;
+/// impl Tool for Refund {
+///     const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds an order.", RiskTier::HighWrite);
+///     const SCOPES: &'static [Scope] = &[];
+///     type Input = u32; type Output = (); type Error = (); type Context = ();
+///     fn validate(_: &u32) -> Result<(), InputErrors> { Ok(()) }
+///     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+///     fn preview(cents: &u32, out: &mut dyn core::fmt::Write) -> Option<core::fmt::Result> {
+///         Some(write!(out, "Refund {cents} cents"))
+///     }
+///     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+/// }
+///
+/// let actor = Actor::new("agent", &[]);
+/// let Decision::AwaitApproval(pending) = decide::<Refund>(1250, &actor, &(), &ModePolicy::new()) else {
+///     unreachable!("a high-write tool waits for approval");
+/// };
+/// let mut preview = String::new();
+/// pending.write_preview(&mut preview);
+/// assert_eq!(preview, "Refund 1250 cents");
+/// ```
 pub struct Pending<'a, T: Tool + ?Sized> {
     call: Invocation<'a, T>,
     mode: ModeResolution,
@@ -166,6 +191,24 @@ impl<T: Tool + ?Sized> fmt::Debug for Pending<'_, T> {
 }
 
 /// What the pipeline says of one call: execute, await a human's approval, or block.
+///
+/// ```
+/// use cairnloop::{Actor, Blocked, Decision, InputErrors, Invocation, ModePolicy, RiskTier, Scope, Tool, ToolSpec, decide};
+///
+/// struct Forgotten; // no `authorize`: denied by default
+/// impl Tool for Forgotten {
+///     const SPEC: ToolSpec = ToolSpec::new("forgotten", "Forgotten", "Has no policy.", RiskTier::ReadOnly);
+///     const SCOPES: &'static [Scope] = &[];
+///     type Input = (); type Output = (); type Error = (); type Context = ();
+///     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+///     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+/// }
+///
+/// let actor = Actor::new("a", &[]);
+/// let decision = decide::<Forgotten>((), &actor, &(), &ModePolicy::new());
+/// assert!(matches!(decision, Decision::Blocked(Blocked::PolicyDenied { .. })));
+/// ```
+#[must_use = "a decision that is not acted on does nothing"]
 pub enum Decision<'a, T: Tool + ?Sized> {
     /// Every gate passed and the mode is `Auto`: run it with [`execute`].
     Execute {

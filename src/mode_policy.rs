@@ -5,6 +5,20 @@ use crate::{Actor, ApprovalMode, RiskTier, ToolSpec};
 /// A run-time hook that may demand a stricter approval mode for one call (a tenant in
 /// incident mode, a call outside business hours). It can only tighten: the pipeline takes
 /// the strictest of the spec, the tier override and the hook.
+///
+/// ```
+/// use cairnloop::{Actor, ApprovalMode, ModeHook, ToolSpec};
+///
+/// fn outside_business_hours(spec: &ToolSpec, _: &Actor<'_>, clock: &u8) -> ApprovalMode {
+///     let hour = *clock;
+///     if spec.is_open_world() && !(9..17).contains(&hour) {
+///         ApprovalMode::RequiresApproval
+///     } else {
+///         ApprovalMode::Auto
+///     }
+/// }
+/// const HOOK: ModeHook<u8> = outside_business_hours;
+/// ```
 pub type ModeHook<C> = fn(&ToolSpec, &Actor<'_>, &C) -> ApprovalMode;
 
 /// The host's part of gate 4: a minimum approval mode per risk tier and an optional
