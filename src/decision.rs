@@ -1,4 +1,5 @@
 use core::fmt;
+use core::future::Future;
 
 use crate::access::check_access;
 use crate::spec_error::expect_valid;
@@ -28,6 +29,10 @@ pub enum Blocked {
     /// Gate 0: no tool has exactly this name.
     #[error("unknown tool")]
     UnknownTool,
+    /// Gate 0: the tool is registered for typed calls only
+    /// ([`ToolEntry::of`](crate::ToolEntry::of), not `ToolEntry::json`).
+    #[error("this tool cannot be called by name")]
+    NotCallableByName,
     /// Gate 1: the input is invalid; every field error found.
     #[error("invalid input: {errors}")]
     NeedsInput {
@@ -65,6 +70,7 @@ impl Blocked {
     pub const fn code(&self) -> &'static str {
         match self {
             Self::UnknownTool => "unknown_tool",
+            Self::NotCallableByName => "not_callable_by_name",
             Self::NeedsInput { .. } => "needs_input",
             Self::ScopeMissing { .. } => "scope_missing",
             Self::PolicyDenied { .. } => "policy_denied",
@@ -77,6 +83,7 @@ impl fmt::Debug for Blocked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::UnknownTool => f.write_str("UnknownTool"),
+            Self::NotCallableByName => f.write_str("NotCallableByName"),
             Self::NeedsInput { errors } => f.debug_tuple("NeedsInput").field(errors).finish(),
             Self::ScopeMissing { missing } => f.debug_tuple("ScopeMissing").field(missing).finish(),
             Self::PolicyDenied { reason } => f.debug_tuple("PolicyDenied").field(reason).finish(),
@@ -341,8 +348,10 @@ pub fn decide<'a, T: Tool + ?Sized>(
 /// #     loop { if let core::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
 /// # }
 /// ```
-pub async fn execute<T: Tool + ?Sized>(call: Invocation<'_, T>) -> Result<T::Output, T::Error> {
-    T::run(call).await
+pub fn execute<T: Tool + ?Sized>(
+    call: Invocation<'_, T>,
+) -> impl Future<Output = Result<T::Output, T::Error>> + Send {
+    T::run(call)
 }
 
 #[cfg(test)]

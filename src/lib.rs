@@ -12,17 +12,32 @@ extern crate std;
 mod access;
 mod actor;
 mod approval_mode;
+#[cfg(feature = "serde")]
+mod audit;
+#[cfg(feature = "serde")]
+mod call;
+#[cfg(feature = "serde")]
+mod canonical;
 mod decision;
+#[cfg(feature = "serde")]
+mod idempotency;
 mod input_error;
+mod limits;
 mod messages;
 mod mode_policy;
 mod parse_error;
 mod policy;
+#[cfg(feature = "serde")]
+mod preview;
+#[cfg(feature = "serde")]
+mod proposal;
 mod registry;
 mod risk_tier;
 mod scope;
 mod spec;
 mod spec_error;
+#[cfg(feature = "serde")]
+mod strict_json;
 mod text;
 mod tool;
 
@@ -31,6 +46,7 @@ pub use actor::Actor;
 pub use approval_mode::{ApprovalMode, derive_approval_mode};
 pub use decision::{Blocked, Decision, Pending, decide, execute};
 pub use input_error::{FieldError, InputErrors};
+pub use limits::InputLimits;
 pub use mode_policy::{ModeHook, ModePolicy, ModeResolution, ModeSource};
 pub use parse_error::ParseError;
 pub use policy::PolicyDenial;
@@ -40,3 +56,16 @@ pub use scope::Scope;
 pub use spec::ToolSpec;
 pub use spec_error::SpecError;
 pub use tool::{Invocation, Tool};
+
+#[cfg(feature = "serde")]
+pub use audit::AuditEvent;
+#[cfg(feature = "serde")]
+pub use call::{CallDecision, CallOutcome, Governance, ReadyCall, RunError, RunFuture, ToolCall};
+#[cfg(feature = "serde")]
+pub use canonical::canonical_json;
+#[cfg(feature = "serde")]
+pub use idempotency::IdempotencyKey;
+#[cfg(feature = "serde")]
+pub use preview::{Preview, PreviewSource};
+#[cfg(feature = "serde")]
+pub use proposal::{PolicySnapshot, Proposal};

@@ -1,7 +1,7 @@
 use core::fmt;
 
 /// A string that is not one of the wire names of [`RiskTier`](crate::RiskTier) or
-/// [`ApprovalMode`](crate::ApprovalMode).
+/// [`ApprovalMode`](crate::ApprovalMode), or not an idempotency key.
 ///
 /// Opaque on purpose: the only thing to know is that the input was not a known name, and
 /// that it must be treated as the strictest case.
@@ -27,6 +27,10 @@ impl ParseError {
     };
     pub(crate) const APPROVAL_MODE: Self = Self {
         what: "unknown approval mode, expected auto, requires_approval or always_block",
+    };
+    #[cfg(feature = "serde")]
+    pub(crate) const IDEMPOTENCY_KEY: Self = Self {
+        what: "invalid idempotency key, expected 64 lowercase hex digits",
     };
 }
 

@@ -35,6 +35,8 @@ pub struct ToolEntry<C: ?Sized + 'static> {
     scopes: &'static [Scope],
     authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
     custom_ui: fn() -> Option<&'static str>,
+    #[cfg(feature = "serde")]
+    json: Option<crate::call::JsonHooks<C>>,
 }
 
 impl<C: ?Sized + 'static> ToolEntry<C> {
@@ -84,7 +86,74 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             scopes: T::SCOPES,
             authorize: T::authorize,
             custom_ui: T::custom_ui,
+            #[cfg(feature = "serde")]
+            json: None,
         })
+    }
+
+    /// The entry for tool `T`, callable by name with JSON arguments through
+    /// [`Registry::call`]: its input is decoded with serde, its output encoded as JSON.
+    /// Checked like [`ToolEntry::of`].
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, InputErrors, Invocation, PolicyDenial, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// #[derive(serde::Deserialize)]
+    /// struct Ping { count: u8 }
+    /// struct PingTool;
+    /// impl Tool for PingTool {
+    ///     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    ///     const SCOPES: &'static [Scope] = &[];
+    ///     type Input = Ping;
+    ///     type Output = String;
+    ///     type Error = String;
+    ///     type Context = ();
+    ///     fn validate(_: &Ping) -> Result<(), InputErrors> { Ok(()) }
+    ///     async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
+    ///         Ok("pong".repeat(call.input().count.into()))
+    ///     }
+    /// }
+    /// static PING: ToolEntry<()> = ToolEntry::json::<PingTool>();
+    /// assert!(PING.is_callable_by_name());
+    /// ```
+    #[cfg(feature = "serde")]
+    #[must_use]
+    pub const fn json<T>() -> Self
+    where
+        T: Tool<Context = C>,
+        T::Input: serde::de::DeserializeOwned + Send + 'static,
+        T::Output: serde::Serialize,
+        T::Error: fmt::Display,
+        C: Sync,
+    {
+        let mut entry = Self::of::<T>();
+        entry.json = Some(crate::call::JsonHooks::of::<T>());
+        entry
+    }
+
+    /// Whether [`Registry::call`] can call this tool by name (it was registered with
+    /// [`ToolEntry::json`]).
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// # struct Ping;
+    /// # impl Tool for Ping {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = (); type Output = (); type Error = (); type Context = ();
+    /// #     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+    /// #     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// # }
+    /// assert!(!ToolEntry::<()>::of::<Ping>().is_callable_by_name());
+    /// ```
+    #[cfg(feature = "serde")]
+    #[must_use]
+    pub const fn is_callable_by_name(&self) -> bool {
+        self.json.is_some()
+    }
+
+    #[cfg(feature = "serde")]
+    pub(crate) const fn json_hooks(&self) -> Option<crate::call::JsonHooks<C>> {
+        self.json
     }
 
     /// The tool's spec.

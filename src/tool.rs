@@ -73,8 +73,12 @@ pub trait Tool {
     fn validate(input: &Self::Input) -> Result<(), InputErrors>;
 
     /// Runs the tool. Runtime-agnostic: the future needs no particular executor, so it runs
-    /// under tokio as under a no_std executor.
-    fn run(call: Invocation<'_, Self>) -> impl Future<Output = Result<Self::Output, Self::Error>>;
+    /// under tokio as under a no_std executor. It is `Send`, so a multi-threaded server
+    /// can move it between threads; `async fn run` in an impl gives one as long as
+    /// nothing held across an `.await` is thread-bound.
+    fn run(
+        call: Invocation<'_, Self>,
+    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
 
     /// Whether `actor` may use the tool at all, in `context`. Deny by default: a tool that
     /// does not state a policy is refused with [`PolicyDenial::NoPolicyDefined`].

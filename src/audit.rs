@@ -1,0 +1,73 @@
+use alloc::string::{String, ToString};
+
+use crate::{ApprovalMode, IdempotencyKey};
+
+/// The longest tool name an audit record copies from a model; the rest is cut.
+const MAX_RECORDED_NAME_CHARS: usize = 128;
+
+/// One append-only audit record: who asked for which tool, what was decided and why.
+///
+/// ```
+/// # use cairnloop::AuditEvent;
+/// fn log(event: &AuditEvent) {
+///     println!("{} {} {} {:?}", event.actor_id, event.tool, event.decision, event.code);
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct AuditEvent {
+    /// The tool's name; for an unknown tool, the requested name escaped and cut to 128
+    /// characters.
+    pub tool: String,
+    /// Who asked.
+    pub actor_id: String,
+    /// The account the actor acted in.
+    pub account_id: Option<String>,
+    /// `execute`, `await_approval` or `blocked`.
+    pub decision: String,
+    /// The block's code (`unknown_tool`, `needs_input`, ...), if blocked.
+    pub code: Option<String>,
+    /// The block's reason, fit for an operator, if blocked.
+    pub reason: Option<String>,
+    /// The call's idempotency key, once the input was valid.
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// The approval mode in force, once it was resolved.
+    pub mode: Option<ApprovalMode>,
+    /// The spec's justification for a loosened mode, if it has one.
+    pub loosened_because: Option<String>,
+}
+
+impl AuditEvent {
+    /// A record of a decision about `tool` for `actor`.
+    pub(crate) fn decided(
+        tool: String,
+        actor_id: &str,
+        account_id: Option<&str>,
+        decision: &str,
+    ) -> Self {
+        Self {
+            tool,
+            actor_id: actor_id.to_string(),
+            account_id: account_id.map(ToString::to_string),
+            decision: decision.to_string(),
+            code: None,
+            reason: None,
+            idempotency_key: None,
+            mode: None,
+            loosened_because: None,
+        }
+    }
+
+    /// A requested name as it may be recorded: escaped, cut.
+    pub(crate) fn recorded_name(name: &str) -> String {
+        let mut recorded: String = name
+            .chars()
+            .take(MAX_RECORDED_NAME_CHARS)
+            .flat_map(char::escape_debug)
+            .collect();
+        if name.chars().nth(MAX_RECORDED_NAME_CHARS).is_some() {
+            recorded.push('…');
+        }
+        recorded
+    }
+}

@@ -1,0 +1,149 @@
+use alloc::string::String;
+use core::fmt;
+use core::str::FromStr;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::{ParseError, canonical_json};
+
+/// The identity of one call: the lowercase hex SHA-256 of the RFC 8785 canonical JSON of
+/// `{account_id, actor_id, dedupe_token, input, tool_ref}`, absent parts as `null`.
+///
+/// Key order and whitespace in the arguments never change the key; any change of input,
+/// tool, actor, account or dedupe token does. Conversation and routing ids are not part of
+/// it, so the same call retried in another turn is recognised.
+///
+/// ```
+/// use cairnloop::IdempotencyKey;
+/// use serde_json::json;
+///
+/// let a = IdempotencyKey::for_call("refund_order", &json!({"order": 7, "cents": 1250}), Some("agent-1"), Some("acme"), None);
+/// let b = IdempotencyKey::for_call("refund_order", &json!({"cents": 1250, "order": 7}), Some("agent-1"), Some("acme"), None);
+/// let c = IdempotencyKey::for_call("refund_order", &json!({"cents": 1251, "order": 7}), Some("agent-1"), Some("acme"), None);
+/// assert_eq!(a, b);
+/// assert_ne!(a, c);
+/// assert_eq!(a.to_string().len(), 64);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IdempotencyKey([u8; 32]);
+
+impl IdempotencyKey {
+    /// The key of a call of `tool` with `input`, for an actor and account, with an optional
+    /// caller-chosen dedupe token.
+    ///
+    /// ```
+    /// use cairnloop::IdempotencyKey;
+    /// use serde_json::json;
+    ///
+    /// let key = IdempotencyKey::for_call("lookup_order", &json!({"order": 1}), None, None, None);
+    /// let again: IdempotencyKey = key.to_string().parse()?;
+    /// assert_eq!(key, again);
+    /// // A dedupe token makes a deliberate repeat a different call.
+    /// let repeat = IdempotencyKey::for_call("lookup_order", &json!({"order": 1}), None, None, Some("2"));
+    /// assert_ne!(key, repeat);
+    /// # Ok::<(), cairnloop::ParseError>(())
+    /// ```
+    #[must_use]
+    pub fn for_call(
+        tool: &str,
+        input: &Value,
+        actor_id: Option<&str>,
+        account_id: Option<&str>,
+        dedupe_token: Option<&str>,
+    ) -> Self {
+        let text = |part: Option<&str>| part.map_or(Value::Null, |s| Value::String(s.into()));
+        let mut envelope = Map::new();
+        envelope.insert("account_id".into(), text(account_id));
+        envelope.insert("actor_id".into(), text(actor_id));
+        envelope.insert("dedupe_token".into(), text(dedupe_token));
+        envelope.insert("input".into(), input.clone());
+        envelope.insert("tool_ref".into(), Value::String(tool.into()));
+        Self::of_canonical(&canonical_json(&Value::Object(envelope)))
+    }
+
+    /// The SHA-256 of an already canonical text.
+    fn of_canonical(canonical: &str) -> Self {
+        Self(Sha256::digest(canonical.as_bytes()).into())
+    }
+
+    /// The 32 bytes of the digest.
+    ///
+    /// ```
+    /// # use cairnloop::IdempotencyKey;
+    /// # let key = IdempotencyKey::for_call("t", &serde_json::json!({}), None, None, None);
+    /// assert_eq!(key.as_bytes().len(), 32);
+    /// ```
+    #[must_use]
+    pub const fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// The 64 lowercase hex digits.
+    ///
+    /// ```
+    /// # use cairnloop::IdempotencyKey;
+    /// # let key = IdempotencyKey::for_call("t", &serde_json::json!({}), None, None, None);
+    /// assert!(key.to_hex().bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    /// ```
+    #[must_use]
+    pub fn to_hex(&self) -> String {
+        let mut hex = String::with_capacity(64);
+        for byte in self.0 {
+            hex.push(char::from(HEX[usize::from(byte >> 4)]));
+            hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+        }
+        hex
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+impl fmt::Display for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IdempotencyKey({self})")
+    }
+}
+
+impl FromStr for IdempotencyKey {
+    type Err = ParseError;
+
+    /// Exactly 64 lowercase hex digits.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bytes = s.as_bytes();
+        if bytes.len() != 64 {
+            return Err(ParseError::IDEMPOTENCY_KEY);
+        }
+        let digit = |b: u8| {
+            HEX.iter()
+                .position(|&h| h == b)
+                .ok_or(ParseError::IDEMPOTENCY_KEY)
+        };
+        let mut key = [0u8; 32];
+        for (i, pair) in bytes.chunks_exact(2).enumerate() {
+            #[allow(clippy::cast_possible_truncation, reason = "hex digits are below 16")]
+            let byte = (digit(pair[0])? << 4 | digit(pair[1])?) as u8;
+            key[i] = byte;
+        }
+        Ok(Self(key))
+    }
+}
+
+impl serde::Serialize for IdempotencyKey {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IdempotencyKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
