@@ -223,12 +223,16 @@ pub(crate) fn parse_arguments(
         Ok(value) => value,
         Err(error) => {
             let field = state.failure.take().unwrap_or_else(|| {
-                let code = if error.to_string().starts_with("recursion limit exceeded") {
+                let message = error.to_string();
+                let code = if message.starts_with("recursion limit exceeded") {
                     "too_deep"
+                } else if message.starts_with("number out of range") {
+                    "number_out_of_range"
                 } else {
                     "invalid_json"
                 };
-                FieldError::owned(String::new(), code, short(&error.to_string()))
+                // The path reached when the parser stopped.
+                FieldError::owned(state.path.clone(), code, short(&message))
             });
             return Err(InputErrors::one(field));
         }

@@ -1,0 +1,205 @@
+//! Idempotency keys (DESIGN.md §7): RFC 8785 canonical JSON, then SHA-256, with the
+//! published RFC 8785 vectors and vectors computed independently.
+#![cfg(feature = "serde")]
+
+mod common;
+
+use cairnloop::{Actor, CallDecision, Governance, IdempotencyKey, ToolCall, canonical_json};
+use common::{DESK, Desk, EVERY_SCOPE};
+use serde_json::{Value, json};
+
+#[test]
+fn rfc_8785_section_3_2_2_example() {
+    let input = r#"{
+      "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+      "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+      "literals": [null, true, false]
+    }"#;
+    let value: Value = serde_json::from_str(input).unwrap();
+    assert_eq!(
+        canonical_json(&value),
+        r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#
+    );
+}
+
+#[test]
+fn rfc_8785_section_3_2_3_sorts_keys_by_utf16_code_units() {
+    let input = r#"{
+      "\u20ac": "Euro Sign",
+      "\r": "Carriage Return",
+      "\ufb33": "Hebrew Letter Dalet With Dagesh",
+      "1": "One",
+      "\ud83d\ude00": "Emoji: Grinning Face",
+      "\u0080": "Control",
+      "\u00f6": "Latin Small Letter O With Diaeresis"
+    }"#;
+    let value: Value = serde_json::from_str(input).unwrap();
+    let canonical = canonical_json(&value);
+    let back: serde_json::Map<String, Value> = serde_json::from_str(&canonical).unwrap();
+    let order: Vec<&str> = canonical
+        .split("\":\"")
+        .skip(1)
+        .map(|part| part.split('"').next().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "Carriage Return",
+            "One",
+            "Control",
+            "Latin Small Letter O With Diaeresis",
+            "Euro Sign",
+            "Emoji: Grinning Face",
+            "Hebrew Letter Dalet With Dagesh"
+        ]
+    );
+    assert_eq!(back.len(), 7);
+    assert!(canonical.starts_with(r#"{"\r":"Carriage Return","1":"One","#));
+}
+
+#[test]
+fn rfc_8785_appendix_b_numbers() {
+    let vectors: [(u64, &str); 23] = [
+        (0x0000000000000000, "0"),
+        (0x8000000000000000, "0"),
+        (0x0000000000000001, "5e-324"),
+        (0x8000000000000001, "-5e-324"),
+        (0x7fefffffffffffff, "1.7976931348623157e+308"),
+        (0x4340000000000000, "9007199254740992"),
+        (0xc340000000000000, "-9007199254740992"),
+        (0x4430000000000000, "295147905179352830000"),
+        (0x44b52d02c7e14af5, "9.999999999999997e+22"),
+        (0x44b52d02c7e14af6, "1e+23"),
+        (0x44b52d02c7e14af7, "1.0000000000000001e+23"),
+        (0x444b1ae4d6e2ef4e, "999999999999999700000"),
+        (0x444b1ae4d6e2ef4f, "999999999999999900000"),
+        (0x444b1ae4d6e2ef50, "1e+21"),
+        (0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7"),
+        (0x3eb0c6f7a0b5ed8d, "0.000001"),
+        (0x41b3de4355555553, "333333333.3333332"),
+        (0x41b3de4355555554, "333333333.33333325"),
+        (0x41b3de4355555555, "333333333.3333333"),
+        (0x41b3de4355555556, "333333333.3333334"),
+        (0x41b3de4355555557, "333333333.33333343"),
+        (0xbecbf647612f3696, "-0.0000033333333333333333"),
+        (0x43143ff3c1cb0959, "1424953923781206.2"),
+    ];
+    for (bits, expected) in vectors {
+        let value = Value::from(f64::from_bits(bits));
+        assert_eq!(canonical_json(&value), expected, "{bits:#018x}");
+    }
+}
+
+#[test]
+fn string_escapes_are_minimal() {
+    let value = json!(["\u{1}\u{8}\t\n\u{c}\r\u{1f}\"\\/\u{7f}\u{2028}é😀"]);
+    assert_eq!(
+        canonical_json(&value),
+        "[\"\\u0001\\b\\t\\n\\f\\r\\u001f\\\"\\\\/\u{7f}\u{2028}é😀\"]"
+    );
+}
+
+#[test]
+fn key_vectors_computed_independently() {
+    // sha256(json.dumps(envelope, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    let key = IdempotencyKey::for_call(
+        "refund_order",
+        &json!({"order": 7, "cents": 1250, "reason": "damaged"}),
+        Some("agent-1"),
+        Some("acme"),
+        None,
+    );
+    assert_eq!(
+        key.to_string(),
+        "8b8207d2ca54436778615c2a42ee092efc3f7992dee9849fdc58ab4f2e24e5e4"
+    );
+    // Every part absent: {"account_id":null,"actor_id":null,"dedupe_token":null,"input":null,"tool_ref":""}
+    let empty = IdempotencyKey::for_call("", &Value::Null, None, None, None);
+    assert_eq!(
+        empty.to_string(),
+        "1b224ef0cc39d54b5db8743d5ce9ba68404298ef727d2624550d1171062a6e7d"
+    );
+}
+
+fn key_of(arguments: &str, token: Option<&str>) -> IdempotencyKey {
+    let actor = Actor::new("admin-1", EVERY_SCOPE).with_account("acme");
+    let desk = Desk::default();
+    let mut call = ToolCall::new("refund_order", arguments);
+    if let Some(token) = token {
+        call = call.with_dedupe_token(token);
+    }
+    match DESK.call(&call, &actor, &desk, &Governance::new()).decision {
+        CallDecision::AwaitApproval(proposal) => proposal.idempotency_key(),
+        other => panic!("expected a proposal, got {}", other.code()),
+    }
+}
+
+#[test]
+fn key_order_whitespace_and_escapes_never_change_the_key() {
+    let reference = key_of(r#"{"order":7,"cents":1250,"reason":"damaged"}"#, None);
+    for same in [
+        r#"{"reason":"damaged","cents":1250,"order":7}"#,
+        "{\n  \"cents\" : 1250 ,\n\t\"order\": 7, \"reason\": \"damaged\"\n}\n",
+        r#"{"order":7,"cents":1250,"reason":"dam\u0061ged"}"#,
+    ] {
+        assert_eq!(key_of(same, None), reference, "{same}");
+    }
+}
+
+#[test]
+fn number_spellings_share_one_canonical_form() {
+    let a: Value = serde_json::from_str(r#"{"n": 1250, "x": 0.5}"#).unwrap();
+    let b: Value = serde_json::from_str(r#"{"x": 5e-1, "n": 1.25e3}"#).unwrap();
+    assert_eq!(canonical_json(&a), canonical_json(&b));
+    assert_eq!(canonical_json(&a), r#"{"n":1250,"x":0.5}"#);
+}
+
+#[test]
+fn any_change_of_input_or_token_changes_the_key() {
+    let reference = key_of(r#"{"order":7,"cents":1250,"reason":"damaged"}"#, None);
+    for different in [
+        r#"{"order":7,"cents":1251,"reason":"damaged"}"#,
+        r#"{"order":8,"cents":1250,"reason":"damaged"}"#,
+        r#"{"order":7,"cents":1250,"reason":"late"}"#,
+    ] {
+        assert_ne!(key_of(different, None), reference, "{different}");
+    }
+    assert_ne!(
+        key_of(r#"{"order":7,"cents":1250,"reason":"damaged"}"#, Some("t")),
+        reference
+    );
+}
+
+#[test]
+fn the_key_is_exactly_the_hash_of_the_five_parts() {
+    // Nothing else (no conversation or routing id, no timestamp) enters the key: the
+    // pipeline's key equals the one built from the five parts alone.
+    let from_pipeline = key_of(
+        r#"{"order":7,"cents":1250,"reason":"damaged"}"#,
+        Some("turn-3"),
+    );
+    let by_hand = IdempotencyKey::for_call(
+        "refund_order",
+        &json!({"cents": 1250, "order": 7, "reason": "damaged"}),
+        Some("admin-1"),
+        Some("acme"),
+        Some("turn-3"),
+    );
+    assert_eq!(from_pipeline, by_hand);
+}
+
+#[test]
+fn a_key_parses_only_from_its_own_form() {
+    let key = IdempotencyKey::for_call("t", &json!({}), None, None, None);
+    assert_eq!(key.to_string().parse::<IdempotencyKey>(), Ok(key));
+    for bad in [
+        "",
+        "abc",
+        &key.to_string().to_uppercase(),
+        &format!("{key}0"),
+        &"g".repeat(64),
+    ] {
+        assert!(bad.parse::<IdempotencyKey>().is_err(), "{bad}");
+    }
+    assert!(serde_json::from_str::<IdempotencyKey>("\"xyz\"").is_err());
+}
