@@ -2,10 +2,11 @@
 //! published RFC 8785 vectors and vectors computed independently.
 #![cfg(feature = "serde")]
 
-mod common;
+#[path = "../examples/desk/mod.rs"]
+mod desk;
 
 use cairnloop::{Actor, CallDecision, Governance, IdempotencyKey, ToolCall, canonical_json};
-use common::{DESK, Desk, EVERY_SCOPE};
+use desk::{DESK, Desk, EVERY_SCOPE};
 use serde_json::{Value, json};
 
 #[test]

@@ -2,13 +2,14 @@
 //! hostile input of the pipeline issue, previews and proposals.
 #![cfg(feature = "serde")]
 
-mod common;
+#[path = "../examples/desk/mod.rs"]
+mod desk;
 
 use cairnloop::{
     Actor, ApprovalMode, Blocked, CallDecision, CallOutcome, Governance, InputLimits, ModePolicy,
     ModeSource, PolicyDenial, PreviewSource, RiskTier, Scope, ToolCall, ToolSpec,
 };
-use common::{DESK, Desk, EVERY_SCOPE};
+use desk::{DESK, Desk, EVERY_SCOPE};
 
 fn call<'a>(
     actor: &'a Actor<'a>,

@@ -1,6 +1,7 @@
-//! A small support desk: one tool per risk tier, a tool without a policy and a typed-only
-//! tool, shared by the integration tests.
-#![allow(dead_code, reason = "each test file uses a part")]
+//! A small support desk: one tool per risk tier, a tool whose author forgot its policy, a
+//! tag tool loosened on the record and a tool registered for typed calls only. Shared by
+//! the examples and the integration tests.
+#![allow(dead_code, reason = "each example and test uses a part")]
 
 use core::fmt;
 
@@ -206,7 +207,7 @@ impl Tool for DeleteCustomer {
     }
 
     async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        panic!("a destructive tool must never run")
+        unreachable!("a destructive tool is always blocked")
     }
 }
 
@@ -231,7 +232,7 @@ impl Tool for Forgotten {
     }
 
     async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        panic!("a tool without a policy must never run")
+        unreachable!("a tool without a policy is denied to everyone")
     }
 }
 
