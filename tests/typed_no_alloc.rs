@@ -87,7 +87,8 @@ impl Tool for Refund {
 #[test]
 fn typed_decisions_allocate_nothing() {
     let actor = Actor::new("agent", &["orders:read", "orders:list", "refunds:write"]);
-    let policy = ModePolicy::new().with_tier(RiskTier::LowWrite, cairnloop::ApprovalMode::AlwaysBlock);
+    let policy =
+        ModePolicy::new().with_tier(RiskTier::LowWrite, cairnloop::ApprovalMode::AlwaysBlock);
     let mut codes = [""; 3];
     let counted = allocations_in(|| {
         codes[0] = decide::<Lookup>(7, &actor, &(), &policy).code();
