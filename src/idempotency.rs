@@ -1,11 +1,14 @@
+#[cfg(feature = "alloc")]
 use alloc::string::String;
 use core::fmt;
 use core::str::FromStr;
 
+#[cfg(feature = "serde")]
 use serde_json::{Map, Value};
+#[cfg(feature = "serde")]
 use sha2::{Digest, Sha256};
 
-use crate::{ParseError, canonical_json};
+use crate::ParseError;
 
 /// The identity of one call: the lowercase hex SHA-256 of the RFC 8785 canonical JSON of
 /// `{account_id, actor_id, dedupe_token, input, tool_ref}`, absent parts as `null`.
@@ -15,6 +18,7 @@ use crate::{ParseError, canonical_json};
 /// it, so the same call retried in another turn is recognised.
 ///
 /// ```
+/// # #[cfg(feature = "serde")] {
 /// use cairnloop::IdempotencyKey;
 /// use serde_json::json;
 ///
@@ -24,6 +28,7 @@ use crate::{ParseError, canonical_json};
 /// assert_eq!(a, b);
 /// assert_ne!(a, c);
 /// assert_eq!(a.to_string().len(), 64);
+/// # }
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IdempotencyKey([u8; 32]);
@@ -44,6 +49,7 @@ impl IdempotencyKey {
     /// assert_ne!(key, repeat);
     /// # Ok::<(), cairnloop::ParseError>(())
     /// ```
+    #[cfg(feature = "serde")]
     #[must_use]
     pub fn for_call(
         tool: &str,
@@ -59,20 +65,27 @@ impl IdempotencyKey {
         envelope.insert("dedupe_token".into(), text(dedupe_token));
         envelope.insert("input".into(), input.clone());
         envelope.insert("tool_ref".into(), Value::String(tool.into()));
-        Self::of_canonical(&canonical_json(&Value::Object(envelope)))
+        let canonical = crate::canonical_json(&Value::Object(envelope));
+        Self(Sha256::digest(canonical.as_bytes()).into())
     }
 
-    /// The SHA-256 of an already canonical text.
-    fn of_canonical(canonical: &str) -> Self {
-        Self(Sha256::digest(canonical.as_bytes()).into())
+    /// A key from its 32 bytes, as a host stored them.
+    ///
+    /// ```
+    /// let key = cairnloop::IdempotencyKey::from_bytes([0xab; 32]);
+    /// assert!(key.to_string().starts_with("abab"));
+    /// ```
+    #[must_use]
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
     }
 
     /// The 32 bytes of the digest.
     ///
     /// ```
     /// # use cairnloop::IdempotencyKey;
-    /// # let key = IdempotencyKey::for_call("t", &serde_json::json!({}), None, None, None);
-    /// assert_eq!(key.as_bytes().len(), 32);
+    /// let key = IdempotencyKey::from_bytes([7; 32]);
+    /// assert_eq!(key.as_bytes(), &[7; 32]);
     /// ```
     #[must_use]
     pub const fn as_bytes(&self) -> &[u8; 32] {
@@ -83,9 +96,11 @@ impl IdempotencyKey {
     ///
     /// ```
     /// # use cairnloop::IdempotencyKey;
-    /// # let key = IdempotencyKey::for_call("t", &serde_json::json!({}), None, None, None);
+    /// let key = IdempotencyKey::from_bytes([0x5a; 32]);
+    /// assert_eq!(&key.to_hex()[..4], "5a5a");
     /// assert!(key.to_hex().bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
     /// ```
+    #[cfg(feature = "alloc")]
     #[must_use]
     pub fn to_hex(&self) -> String {
         let mut hex = String::with_capacity(64);
@@ -101,7 +116,12 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 impl fmt::Display for IdempotencyKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        for byte in self.0 {
+            let pair = [HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]];
+            // Both bytes are ASCII hex digits.
+            f.write_str(core::str::from_utf8(&pair).map_err(|_| fmt::Error)?)?;
+        }
+        Ok(())
     }
 }
 
@@ -135,12 +155,14 @@ impl FromStr for IdempotencyKey {
     }
 }
 
+#[cfg(feature = "serde")]
 impl serde::Serialize for IdempotencyKey {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.to_hex())
+        serializer.collect_str(self)
     }
 }
 
+#[cfg(feature = "serde")]
 impl<'de> serde::Deserialize<'de> for IdempotencyKey {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;

@@ -19,7 +19,6 @@ mod call;
 #[cfg(feature = "serde")]
 mod canonical;
 mod decision;
-#[cfg(feature = "serde")]
 mod idempotency;
 mod input_error;
 mod limits;
@@ -45,6 +44,7 @@ pub use access::{AccessDenied, MissingScopes, check_scopes};
 pub use actor::Actor;
 pub use approval_mode::{ApprovalMode, derive_approval_mode};
 pub use decision::{Blocked, Decision, Pending, decide, execute};
+pub use idempotency::IdempotencyKey;
 pub use input_error::{FieldError, InputErrors};
 pub use limits::InputLimits;
 pub use mode_policy::{ModeHook, ModePolicy, ModeResolution, ModeSource};
@@ -63,8 +63,6 @@ pub use audit::AuditEvent;
 pub use call::{CallDecision, CallOutcome, Governance, ReadyCall, RunError, RunFuture, ToolCall};
 #[cfg(feature = "serde")]
 pub use canonical::canonical_json;
-#[cfg(feature = "serde")]
-pub use idempotency::IdempotencyKey;
 #[cfg(feature = "serde")]
 pub use preview::{Preview, PreviewSource};
 #[cfg(feature = "serde")]

@@ -28,7 +28,6 @@ impl ParseError {
     pub(crate) const APPROVAL_MODE: Self = Self {
         what: "unknown approval mode, expected auto, requires_approval or always_block",
     };
-    #[cfg(feature = "serde")]
     pub(crate) const IDEMPOTENCY_KEY: Self = Self {
         what: "invalid idempotency key, expected 64 lowercase hex digits",
     };
