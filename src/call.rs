@@ -27,7 +27,7 @@ pub type RunFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, RunError>> + 
 pub(crate) struct JsonHooks<C: ?Sized + 'static> {
     decode: fn(&Value) -> Result<ErasedInput, InputErrors>,
     preview: fn(&ErasedInput, &mut dyn fmt::Write) -> Option<fmt::Result>,
-    run: for<'a> fn(ErasedInput, &'a Actor<'a>, &'a C) -> RunFuture<'a>,
+    run: for<'a> fn(ErasedInput, &'a Actor<'a>, &'a C, IdempotencyKey) -> RunFuture<'a>,
 }
 
 impl<C: ?Sized + Sync + 'static> JsonHooks<C> {
@@ -78,6 +78,7 @@ fn run_input<'a, T>(
     input: ErasedInput,
     actor: &'a Actor<'a>,
     context: &'a T::Context,
+    run_key: IdempotencyKey,
 ) -> RunFuture<'a>
 where
     T: Tool,
@@ -90,7 +91,7 @@ where
         let input = input
             .downcast::<T::Input>()
             .map_err(|_| RunError::InputType)?;
-        let output = execute::<T>(Invocation::new(*input, actor, context))
+        let output = execute::<T>(Invocation::new(*input, actor, context, Some(run_key)))
             .await
             .map_err(|error| RunError::Failed(error.to_string()))?;
         serde_json::to_value(output).map_err(|error| RunError::Output(error.to_string()))
@@ -346,7 +347,7 @@ impl<'a, C: ?Sized + 'static> ReadyCall<'a, C> {
     /// # }
     /// ```
     pub fn run(self) -> RunFuture<'a> {
-        (self.hooks.run)(self.input, self.actor, self.context)
+        (self.hooks.run)(self.input, self.actor, self.context, self.idempotency_key)
     }
 }
 
@@ -452,14 +453,46 @@ impl<C: ?Sized + Sync + 'static> Registry<C> {
         context: &'a C,
         governance: &Governance<C>,
     ) -> CallOutcome<'a, C> {
+        let (mut audit, admitted) = self.admit(call, actor, context, governance);
+        let admitted = match admitted {
+            Ok(admitted) => admitted,
+            Err(reason) => return blocked(audit, reason),
+        };
+        match admitted.mode.resolved() {
+            ApprovalMode::AlwaysBlock => {
+                let decided_by = admitted.mode.source();
+                blocked(audit, Blocked::AlwaysBlocked { decided_by })
+            }
+            ApprovalMode::Auto => {
+                audit.decision = "execute".to_string();
+                CallOutcome {
+                    decision: CallDecision::Execute(admitted.ready()),
+                    audit,
+                }
+            }
+            ApprovalMode::RequiresApproval => {
+                audit.decision = "await_approval".to_string();
+                CallOutcome {
+                    decision: CallDecision::AwaitApproval(admitted.proposal(call)),
+                    audit,
+                }
+            }
+        }
+    }
+
+    /// Gates 0 to 3 and the resolution of the mode, with the audit record so far; the
+    /// caller decides what the mode means.
+    pub(crate) fn admit<'a>(
+        &self,
+        call: &ToolCall<'_>,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+        governance: &Governance<C>,
+    ) -> (AuditEvent, Result<Admitted<'a, C>, Blocked>) {
         let Some(entry) = self.get(call.name()) else {
-            let audit = AuditEvent::decided(
-                AuditEvent::recorded_name(call.name()),
-                actor.id(),
-                actor.account(),
-                "blocked",
-            );
-            return blocked(audit, Blocked::UnknownTool);
+            let name = AuditEvent::recorded_name(call.name());
+            let audit = AuditEvent::decided(name, actor.id(), actor.account(), "blocked");
+            return (audit, Err(Blocked::UnknownTool));
         };
         let spec = entry.spec();
         let mut audit = AuditEvent::decided(
@@ -470,16 +503,15 @@ impl<C: ?Sized + Sync + 'static> Registry<C> {
         );
         audit.loosened_because = spec.loosened_because().map(ToString::to_string);
         let Some(hooks) = entry.json_hooks() else {
-            return blocked(audit, Blocked::NotCallableByName);
+            return (audit, Err(Blocked::NotCallableByName));
         };
-
         let arguments = match parse_arguments(call.arguments(), governance.limits()) {
             Ok(object) => Value::Object(object),
-            Err(errors) => return blocked(audit, Blocked::NeedsInput { errors }),
+            Err(errors) => return (audit, Err(Blocked::NeedsInput { errors })),
         };
         let input = match (hooks.decode)(&arguments) {
             Ok(input) => input,
-            Err(errors) => return blocked(audit, Blocked::NeedsInput { errors }),
+            Err(errors) => return (audit, Err(Blocked::NeedsInput { errors })),
         };
         let idempotency_key = IdempotencyKey::for_call(
             spec.name(),
@@ -489,74 +521,92 @@ impl<C: ?Sized + Sync + 'static> Registry<C> {
             call.dedupe_token(),
         );
         audit.idempotency_key = Some(idempotency_key);
-
         if let Err(denied) = entry.access(actor, context) {
-            return blocked(audit, denied.into());
+            return (audit, Err(denied.into()));
         }
         let mode = governance.mode_policy().resolve(spec, actor, context);
         audit.mode = Some(mode.resolved());
-        match mode.resolved() {
-            ApprovalMode::AlwaysBlock => blocked(
-                audit,
-                Blocked::AlwaysBlocked {
-                    decided_by: mode.source(),
-                },
-            ),
-            ApprovalMode::Auto => {
-                audit.decision = "execute".to_string();
-                CallOutcome {
-                    decision: CallDecision::Execute(ReadyCall {
-                        entry,
-                        hooks,
-                        input,
-                        actor,
-                        context,
-                        idempotency_key,
-                        mode,
-                    }),
-                    audit,
-                }
-            }
-            ApprovalMode::RequiresApproval => {
-                let arguments = match arguments {
-                    Value::Object(object) => object,
-                    _ => serde_json::Map::new(), // parse_arguments only returns objects
-                };
-                let mut own = String::new();
-                let preview = match (hooks.preview)(&input, &mut own) {
-                    Some(Ok(())) => Preview::new(own, PreviewSource::Tool),
-                    // No preview, or one that failed to write: the fallback never fails.
-                    _ => Preview::fallback(spec, entry.scopes(), &mode, &arguments),
-                };
-                let proposal = Proposal::new(ProposalParts {
-                    tool: spec.name(),
-                    title: spec.title(),
-                    risk_tier: spec.risk_tier(),
-                    actor_id: actor.id().to_string(),
-                    account_id: actor.account().map(ToString::to_string),
-                    dedupe_token: call.dedupe_token().map(ToString::to_string),
-                    input: canonical_json(&Value::Object(arguments)),
-                    idempotency_key,
-                    preview,
-                    required_scopes: entry
-                        .scopes()
-                        .iter()
-                        .map(|s| s.as_str().to_string())
-                        .collect(),
-                    granted_scopes: actor
-                        .scopes()
-                        .iter()
-                        .map(|s| (*s).to_string())
-                        .collect::<Vec<_>>(),
-                    policy: mode.into(),
-                });
-                audit.decision = "await_approval".to_string();
-                CallOutcome {
-                    decision: CallDecision::AwaitApproval(proposal),
-                    audit,
-                }
-            }
+        let admitted = Admitted {
+            entry,
+            hooks,
+            input,
+            arguments,
+            actor,
+            context,
+            idempotency_key,
+            mode,
+        };
+        (audit, Ok(admitted))
+    }
+}
+
+/// A call by name that passed gates 0 to 3, with its approval mode resolved.
+pub(crate) struct Admitted<'a, C: ?Sized + 'static> {
+    entry: &'static ToolEntry<C>,
+    hooks: JsonHooks<C>,
+    input: ErasedInput,
+    arguments: Value,
+    actor: &'a Actor<'a>,
+    context: &'a C,
+    pub(crate) idempotency_key: IdempotencyKey,
+    pub(crate) mode: ModeResolution,
+}
+
+impl<'a, C: ?Sized + 'static> Admitted<'a, C> {
+    /// The proof that the call may run: for `Auto`, or for an approved call.
+    pub(crate) fn ready(self) -> ReadyCall<'a, C> {
+        ReadyCall {
+            entry: self.entry,
+            hooks: self.hooks,
+            input: self.input,
+            actor: self.actor,
+            context: self.context,
+            idempotency_key: self.idempotency_key,
+            mode: self.mode,
         }
+    }
+
+    /// The canonical text of the arguments.
+    pub(crate) fn canonical_arguments(&self) -> String {
+        canonical_json(&self.arguments)
+    }
+
+    fn proposal(self, call: &ToolCall<'_>) -> Proposal {
+        let spec = self.entry.spec();
+        let mut own = String::new();
+        let preview = match (self.hooks.preview)(&self.input, &mut own) {
+            Some(Ok(())) => Preview::new(own, PreviewSource::Tool),
+            // No preview, or one that failed to write: the fallback never fails.
+            _ => {
+                let empty = serde_json::Map::new();
+                let arguments = self.arguments.as_object().unwrap_or(&empty);
+                Preview::fallback(spec, self.entry.scopes(), &self.mode, arguments)
+            }
+        };
+        Proposal::new(ProposalParts {
+            tool: spec.name(),
+            title: spec.title(),
+            risk_tier: spec.risk_tier(),
+            actor_id: self.actor.id().to_string(),
+            account_id: self.actor.account().map(ToString::to_string),
+            dedupe_token: call.dedupe_token().map(ToString::to_string),
+            input: self.canonical_arguments(),
+            idempotency_key: self.idempotency_key,
+            preview,
+            required_scopes: self
+                .entry
+                .scopes()
+                .iter()
+                .map(|scope| scope.as_str().to_string())
+                .collect(),
+            granted_scopes: self
+                .actor
+                .scopes()
+                .iter()
+                .map(|scope| (*scope).to_string())
+                .collect::<Vec<_>>(),
+            policy: self.mode.into(),
+        })
     }
 }
 

@@ -313,7 +313,7 @@ pub fn decide<'a, T: Tool + ?Sized>(
         return Decision::Blocked(denied.into());
     }
     let mode = policy.resolve(&spec, actor, context);
-    let call = Invocation::new(input, actor, context);
+    let call = Invocation::new(input, actor, context, None);
     match mode.resolved() {
         ApprovalMode::AlwaysBlock => Decision::Blocked(Blocked::AlwaysBlocked {
             decided_by: mode.source(),

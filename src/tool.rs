@@ -1,7 +1,7 @@
 use core::fmt;
 use core::future::Future;
 
-use crate::{Actor, InputErrors, PolicyDenial, Scope, ToolSpec};
+use crate::{Actor, IdempotencyKey, InputErrors, PolicyDenial, Scope, ToolSpec};
 
 /// A governed tool: what a host crate implements for each tool an agent may call.
 ///
@@ -118,6 +118,7 @@ pub struct Invocation<'a, T: Tool + ?Sized> {
     input: T::Input,
     actor: &'a Actor<'a>,
     context: &'a T::Context,
+    run_key: Option<IdempotencyKey>,
 }
 
 impl<'a, T: Tool + ?Sized> Invocation<'a, T> {
@@ -125,12 +126,26 @@ impl<'a, T: Tool + ?Sized> Invocation<'a, T> {
         input: T::Input,
         actor: &'a Actor<'a>,
         context: &'a T::Context,
+        run_key: Option<IdempotencyKey>,
     ) -> Self {
         Self {
             input,
             actor,
             context,
+            run_key,
         }
+    }
+
+    /// A stable key for this call, the same on every attempt of an approved call's retries:
+    /// the call's idempotency key. A tool that talks to another system passes it on so
+    /// that a retried run is applied once. `None` on the typed path, which computes no key.
+    ///
+    /// ```
+    /// # use cairnloop::{IdempotencyKey, Invocation, Tool};
+    /// fn key<T: Tool>(call: &Invocation<'_, T>) -> Option<IdempotencyKey> { call.run_key() }
+    /// ```
+    pub fn run_key(&self) -> Option<IdempotencyKey> {
+        self.run_key
     }
 
     /// The validated input.
