@@ -11,7 +11,11 @@ extern crate std;
 
 mod access;
 mod actor;
+#[cfg(feature = "serde")]
+mod approval;
 mod approval_mode;
+#[cfg(feature = "serde")]
+mod approvals;
 #[cfg(feature = "serde")]
 mod audit;
 #[cfg(feature = "serde")]
@@ -21,6 +25,7 @@ mod canonical;
 mod decision;
 mod idempotency;
 mod input_error;
+mod lane;
 mod limits;
 mod messages;
 mod mode_policy;
@@ -36,8 +41,11 @@ mod scope;
 mod spec;
 mod spec_error;
 #[cfg(feature = "serde")]
+mod store;
+#[cfg(feature = "serde")]
 mod strict_json;
 mod text;
+mod time;
 mod tool;
 
 pub use access::{AccessDenied, MissingScopes, check_scopes};
@@ -46,6 +54,7 @@ pub use approval_mode::{ApprovalMode, derive_approval_mode};
 pub use decision::{Blocked, Decision, Pending, decide, execute};
 pub use idempotency::IdempotencyKey;
 pub use input_error::{FieldError, InputErrors};
+pub use lane::{LaneAction, LaneState, TransitionError};
 pub use limits::InputLimits;
 pub use mode_policy::{ModeHook, ModePolicy, ModeResolution, ModeSource};
 pub use parse_error::ParseError;
@@ -55,8 +64,15 @@ pub use risk_tier::RiskTier;
 pub use scope::Scope;
 pub use spec::ToolSpec;
 pub use spec_error::SpecError;
+pub use time::{Timestamp, Ttl};
 pub use tool::{Invocation, Tool};
 
+#[cfg(feature = "serde")]
+pub use approval::{
+    ApprovalError, ApprovalLane, BoundField, Invalidation, StoreError, TransitionEvent,
+};
+#[cfg(feature = "serde")]
+pub use approvals::{ApprovalConfig, Approvals};
 #[cfg(feature = "serde")]
 pub use audit::AuditEvent;
 #[cfg(feature = "serde")]
@@ -67,3 +83,7 @@ pub use canonical::canonical_json;
 pub use preview::{Preview, PreviewSource};
 #[cfg(feature = "serde")]
 pub use proposal::{PolicySnapshot, Proposal};
+#[cfg(feature = "serde")]
+pub use store::ApprovalStore;
+#[cfg(all(feature = "serde", feature = "std"))]
+pub use store::MemoryStore;

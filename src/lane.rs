@@ -1,0 +1,240 @@
+use core::fmt;
+
+/// Where an approval lane stands. A lane starts `Pending`; the terminal states are
+/// `Rejected`, `Deferred`, `Expired`, `Executed`, `ExecutionFailed` and `Invalidated`.
+///
+/// ```text
+/// pending ──approve──▶ approved ──start──▶ execution_pending ──succeed──▶ executed
+///    │                    │                       │ └──────fail──────▶ execution_failed
+///    ├─reject─▶ rejected  ├─expire─▶ expired      └──invalidate──▶ invalidated
+///    ├─defer──▶ deferred  └─invalidate─▶ invalidated
+///    └─expire─▶ expired
+/// ```
+///
+/// ```
+/// use cairnloop::{LaneAction, LaneState};
+///
+/// assert_eq!(LaneState::Pending.apply(LaneAction::Approve), Ok(LaneState::Approved));
+/// assert!(LaneState::Rejected.apply(LaneAction::Approve).is_err());
+/// assert!(LaneState::Executed.is_terminal());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum LaneState {
+    /// Waiting for a human's decision.
+    Pending,
+    /// Approved, not yet run.
+    Approved,
+    /// Refused, with a reason. Terminal.
+    Rejected,
+    /// Put off, with a reason. Terminal: a later attempt is a new call.
+    Deferred,
+    /// Not decided or not run in time. Terminal.
+    Expired,
+    /// Claimed for execution; the tool is running.
+    ExecutionPending,
+    /// Ran successfully. Terminal.
+    Executed,
+    /// Ran and failed on every attempt. Terminal.
+    ExecutionFailed,
+    /// No longer allowed when it was to run (a scope revoked, the tool tightened). Terminal.
+    Invalidated,
+}
+
+/// A move of an approval lane.
+///
+/// ```
+/// assert_eq!(cairnloop::LaneAction::Reject.as_str(), "reject");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum LaneAction {
+    /// A human approves.
+    Approve,
+    /// A human rejects (reason required).
+    Reject,
+    /// A human defers (reason required).
+    Defer,
+    /// The time to live ran out.
+    Expire,
+    /// The approved call is claimed for execution.
+    StartExecution,
+    /// The run succeeded.
+    Succeed,
+    /// The run failed on its last attempt.
+    Fail,
+    /// Re-validation at execution failed.
+    Invalidate,
+}
+
+impl LaneState {
+    /// Every state.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::LaneState::ALL.len(), 9);
+    /// ```
+    pub const ALL: [Self; 9] = [
+        Self::Pending,
+        Self::Approved,
+        Self::Rejected,
+        Self::Deferred,
+        Self::Expired,
+        Self::ExecutionPending,
+        Self::Executed,
+        Self::ExecutionFailed,
+        Self::Invalidated,
+    ];
+
+    /// The state after `action`, or the refused move. This table is the whole lifecycle;
+    /// every move it does not list is an error.
+    ///
+    /// ```
+    /// use cairnloop::{LaneAction, LaneState};
+    ///
+    /// const NEXT: Result<LaneState, cairnloop::TransitionError> =
+    ///     LaneState::Approved.apply(LaneAction::StartExecution);
+    /// assert_eq!(NEXT, Ok(LaneState::ExecutionPending));
+    /// assert!(LaneState::Pending.apply(LaneAction::Succeed).is_err());
+    /// ```
+    pub const fn apply(self, action: LaneAction) -> Result<Self, TransitionError> {
+        use LaneAction as A;
+        use LaneState as S;
+        let next = match (self, action) {
+            (S::Pending, A::Approve) => S::Approved,
+            (S::Pending, A::Reject) => S::Rejected,
+            (S::Pending, A::Defer) => S::Deferred,
+            (S::Pending | S::Approved, A::Expire) => S::Expired,
+            (S::Approved, A::StartExecution) => S::ExecutionPending,
+            (S::Approved | S::ExecutionPending, A::Invalidate) => S::Invalidated,
+            (S::ExecutionPending, A::Succeed) => S::Executed,
+            (S::ExecutionPending, A::Fail) => S::ExecutionFailed,
+            _ => return Err(TransitionError { from: self, action }),
+        };
+        Ok(next)
+    }
+
+    /// Whether no move leaves this state.
+    ///
+    /// ```
+    /// assert!(!cairnloop::LaneState::Approved.is_terminal());
+    /// ```
+    #[must_use]
+    pub const fn is_terminal(self) -> bool {
+        !matches!(
+            self,
+            Self::Pending | Self::Approved | Self::ExecutionPending
+        )
+    }
+
+    /// The wire name, such as `execution_pending`.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::LaneState::ExecutionFailed.as_str(), "execution_failed");
+    /// ```
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Deferred => "deferred",
+            Self::Expired => "expired",
+            Self::ExecutionPending => "execution_pending",
+            Self::Executed => "executed",
+            Self::ExecutionFailed => "execution_failed",
+            Self::Invalidated => "invalidated",
+        }
+    }
+}
+
+impl LaneAction {
+    /// Every action.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::LaneAction::ALL.len(), 8);
+    /// ```
+    pub const ALL: [Self; 8] = [
+        Self::Approve,
+        Self::Reject,
+        Self::Defer,
+        Self::Expire,
+        Self::StartExecution,
+        Self::Succeed,
+        Self::Fail,
+        Self::Invalidate,
+    ];
+
+    /// The wire name, such as `start_execution`.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::LaneAction::StartExecution.as_str(), "start_execution");
+    /// ```
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Reject => "reject",
+            Self::Defer => "defer",
+            Self::Expire => "expire",
+            Self::StartExecution => "start_execution",
+            Self::Succeed => "succeed",
+            Self::Fail => "fail",
+            Self::Invalidate => "invalidate",
+        }
+    }
+}
+
+impl fmt::Display for LaneState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for LaneAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A move the lifecycle does not allow.
+///
+/// ```
+/// use cairnloop::{LaneAction, LaneState};
+///
+/// let err = LaneState::Executed.apply(LaneAction::StartExecution).unwrap_err();
+/// assert_eq!(err.to_string(), "cannot start_execution a lane that is executed");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("cannot {action} a lane that is {from}")]
+pub struct TransitionError {
+    from: LaneState,
+    action: LaneAction,
+}
+
+impl TransitionError {
+    /// The state the move was tried from.
+    ///
+    /// ```
+    /// # use cairnloop::{LaneAction, LaneState};
+    /// let err = LaneState::Rejected.apply(LaneAction::Approve).unwrap_err();
+    /// assert_eq!(err.from(), LaneState::Rejected);
+    /// ```
+    #[must_use]
+    pub const fn from(&self) -> LaneState {
+        self.from
+    }
+
+    /// The move that was tried.
+    ///
+    /// ```
+    /// # use cairnloop::{LaneAction, LaneState};
+    /// let err = LaneState::Rejected.apply(LaneAction::Approve).unwrap_err();
+    /// assert_eq!(err.action(), LaneAction::Approve);
+    /// ```
+    #[must_use]
+    pub const fn action(&self) -> LaneAction {
+        self.action
+    }
+}
