@@ -105,8 +105,11 @@ impl From<AccessDenied> for Blocked {
 
 /// A call that passed every gate but needs a human's approval before it may run.
 ///
-/// It holds the validated input; the approval lifecycle turns it into an [`Invocation`].
-/// Until then nothing can run it.
+/// It holds the validated input and nothing can run it: the approval lifecycle
+/// ([`Approvals`](crate::Approvals), feature `serde`) binds approvals to the canonical JSON
+/// of the arguments, so a call that needs approval is proposed and executed by name
+/// ([`Registry::call`](crate::Registry::call)). A typed `Pending` shows what would be
+/// proposed (its mode and preview).
 ///
 /// ```
 /// use cairnloop::{Actor, Decision, InputErrors, Invocation, ModePolicy, PolicyDenial, RiskTier, Scope, Tool, ToolSpec, decide};
@@ -179,11 +182,6 @@ impl<'a, T: Tool + ?Sized> Pending<'a, T> {
     /// ```
     pub fn write_preview(&self, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
         T::preview(self.call.input(), out)
-    }
-
-    #[allow(dead_code, reason = "the approval lifecycle consumes it")]
-    pub(crate) fn into_invocation(self) -> Invocation<'a, T> {
-        self.call
     }
 }
 
