@@ -28,6 +28,9 @@ pub(crate) struct JsonHooks<C: ?Sized + 'static> {
     decode: fn(&Value) -> Result<ErasedInput, InputErrors>,
     preview: fn(&ErasedInput, &mut dyn fmt::Write) -> Option<fmt::Result>,
     run: for<'a> fn(ErasedInput, &'a Actor<'a>, &'a C, IdempotencyKey) -> RunFuture<'a>,
+    /// The input's JSON Schema, when registered with `ToolEntry::mcp`.
+    #[cfg(feature = "schemars")]
+    pub(crate) schema: Option<fn() -> Value>,
 }
 
 impl<C: ?Sized + Sync + 'static> JsonHooks<C> {
@@ -42,7 +45,19 @@ impl<C: ?Sized + Sync + 'static> JsonHooks<C> {
             decode: decode_input::<T>,
             preview: preview_input::<T>,
             run: run_input::<T>,
+            #[cfg(feature = "schemars")]
+            schema: None,
         }
+    }
+
+    #[cfg(feature = "schemars")]
+    pub(crate) const fn with_schema<T>(mut self) -> Self
+    where
+        T: Tool<Context = C>,
+        T::Input: schemars::JsonSchema,
+    {
+        self.schema = Some(crate::schema::input_schema::<T::Input>);
+        self
     }
 }
 

@@ -27,6 +27,8 @@ mod idempotency;
 mod input_error;
 mod lane;
 mod limits;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod messages;
 mod mode_policy;
 mod parse_error;
@@ -37,6 +39,8 @@ mod preview;
 mod proposal;
 mod registry;
 mod risk_tier;
+#[cfg(feature = "schemars")]
+mod schema;
 mod scope;
 mod spec;
 mod spec_error;
@@ -79,6 +83,8 @@ pub use audit::AuditEvent;
 pub use call::{CallDecision, CallOutcome, Governance, ReadyCall, RunError, RunFuture, ToolCall};
 #[cfg(feature = "serde")]
 pub use canonical::canonical_json;
+#[cfg(feature = "mcp")]
+pub use mcp::{META_APPROVAL_MODE, META_RISK_TIER, ProjectionError};
 #[cfg(feature = "serde")]
 pub use preview::{Preview, PreviewSource};
 #[cfg(feature = "serde")]

@@ -130,6 +130,62 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
         entry
     }
 
+    /// [`ToolEntry::json`], and also the JSON Schema of the tool's input, for listing the
+    /// tool over MCP ([`ToolEntry::mcp_tool`]).
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Ping { count: u8 }
+    /// struct PingTool;
+    /// impl Tool for PingTool {
+    ///     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    ///     const SCOPES: &'static [Scope] = &[];
+    ///     type Input = Ping; type Output = String; type Error = String; type Context = ();
+    ///     fn validate(_: &Ping) -> Result<(), InputErrors> { Ok(()) }
+    ///     async fn run(_: Invocation<'_, Self>) -> Result<String, String> { Ok("pong".into()) }
+    /// }
+    /// static PING: ToolEntry<()> = ToolEntry::mcp::<PingTool>();
+    /// assert_eq!(PING.input_schema().unwrap()["properties"]["count"]["type"], "integer");
+    /// ```
+    #[cfg(feature = "schemars")]
+    #[must_use]
+    pub const fn mcp<T>() -> Self
+    where
+        T: Tool<Context = C>,
+        T::Input: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        T::Output: serde::Serialize,
+        T::Error: fmt::Display,
+        C: Sync,
+    {
+        let mut entry = Self::of::<T>();
+        entry.json = Some(crate::call::JsonHooks::of::<T>().with_schema::<T>());
+        entry
+    }
+
+    /// The JSON Schema of the tool's input (every object closed, `required` explicit), or
+    /// `None` when it was not registered with [`ToolEntry::mcp`].
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// # struct Ping;
+    /// # impl Tool for Ping {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = (); type Output = (); type Error = (); type Context = ();
+    /// #     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+    /// #     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// # }
+    /// assert!(ToolEntry::<()>::of::<Ping>().input_schema().is_none());
+    /// ```
+    #[cfg(feature = "schemars")]
+    #[must_use]
+    pub fn input_schema(&self) -> Option<serde_json::Value> {
+        self.json
+            .and_then(|hooks| hooks.schema)
+            .map(|schema| schema())
+    }
+
     /// Whether [`Registry::call`] can call this tool by name (it was registered with
     /// [`ToolEntry::json`]).
     ///

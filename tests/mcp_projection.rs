@@ -1,0 +1,243 @@
+//! MCP projection (DESIGN.md §8): each tier's annotations, `_meta`, the input schema's
+//! `required` and `additionalProperties`, and that the schema agrees with the input gate.
+#![cfg(feature = "mcp")]
+
+use cairnloop::{
+    Actor, ApprovalMode, Governance, InputErrors, Invocation, PolicyDenial, ProjectionError,
+    Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code, reason = "decoded, not read")]
+struct Refund {
+    order: u32,
+    cents: u64,
+    #[serde(default)]
+    note: Option<String>,
+    reason: Reason,
+    lines: Vec<Line>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Reason {
+    Damaged,
+    Late,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code, reason = "decoded, not read")]
+struct Line {
+    sku: String,
+    qty: u16,
+}
+
+macro_rules! tool {
+    ($ty:ident, $spec:expr, $input:ty) => {
+        struct $ty;
+        impl Tool for $ty {
+            const SPEC: ToolSpec = $spec;
+            const SCOPES: &'static [Scope] = &[Scope::new("desk:use")];
+            type Input = $input;
+            type Output = ();
+            type Error = String;
+            type Context = ();
+            fn validate(_: &$input) -> Result<(), InputErrors> {
+                Ok(())
+            }
+            fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+                Ok(())
+            }
+            async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
+                Ok(())
+            }
+        }
+    };
+}
+
+tool!(
+    ReadTool,
+    ToolSpec::new("read_tool", "Read", "Reads.", RiskTier::ReadOnly)
+        .idempotent()
+        .closed_world(),
+    Refund
+);
+tool!(
+    LowTool,
+    ToolSpec::new("low_tool", "Low", "Writes a little.", RiskTier::LowWrite),
+    Refund
+);
+tool!(
+    HighTool,
+    ToolSpec::new("high_tool", "High", "Writes a lot.", RiskTier::HighWrite),
+    Refund
+);
+tool!(
+    WipeTool,
+    ToolSpec::new("wipe_tool", "Wipe", "Destroys.", RiskTier::Destructive)
+        .loosen_approval(ApprovalMode::RequiresApproval, "test data only"),
+    Refund
+);
+tool!(
+    NumberTool,
+    ToolSpec::new(
+        "number_tool",
+        "Number",
+        "Takes a number.",
+        RiskTier::ReadOnly
+    ),
+    u32
+);
+
+static TOOLS: Registry<()> = Registry::new(&[
+    ToolEntry::mcp::<ReadTool>(),
+    ToolEntry::mcp::<LowTool>(),
+    ToolEntry::mcp::<HighTool>(),
+    ToolEntry::mcp::<WipeTool>(),
+]);
+
+fn entry(name: &str) -> Value {
+    TOOLS.get(name).unwrap().mcp_tool().unwrap()
+}
+
+#[test]
+fn annotations_are_explicit_for_every_tier() {
+    let expected = [
+        ("read_tool", true, false, true, false, "read_only", "auto"),
+        (
+            "low_tool",
+            false,
+            false,
+            false,
+            true,
+            "low_write",
+            "requires_approval",
+        ),
+        (
+            "high_tool",
+            false,
+            true,
+            false,
+            true,
+            "high_write",
+            "requires_approval",
+        ),
+        (
+            "wipe_tool",
+            false,
+            true,
+            false,
+            true,
+            "destructive",
+            "requires_approval",
+        ),
+    ];
+    for (name, read_only, destructive, idempotent, open_world, tier, mode) in expected {
+        let tool = entry(name);
+        let annotations = tool["annotations"].as_object().unwrap();
+        assert_eq!(annotations["readOnlyHint"], read_only, "{name}");
+        assert_eq!(annotations["destructiveHint"], destructive, "{name}");
+        assert_eq!(annotations["idempotentHint"], idempotent, "{name}");
+        assert_eq!(annotations["openWorldHint"], open_world, "{name}");
+        assert_eq!(tool["_meta"]["cairnloop/riskTier"], tier);
+        assert_eq!(tool["_meta"]["cairnloop/approvalMode"], mode);
+    }
+}
+
+#[test]
+fn name_title_and_description_come_from_the_spec() {
+    let tool = entry("high_tool");
+    assert_eq!(tool["name"], "high_tool");
+    assert_eq!(tool["title"], "High");
+    assert_eq!(tool["description"], "Writes a lot.");
+    let keys: Vec<&str> = tool
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "_meta",
+            "annotations",
+            "description",
+            "inputSchema",
+            "name",
+            "title"
+        ]
+    );
+}
+
+#[test]
+fn every_object_in_the_schema_is_closed_and_lists_what_it_requires() {
+    let schema = entry("read_tool")["inputSchema"].clone();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+    let mut required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    required.sort_unstable();
+    assert_eq!(required, ["cents", "lines", "order", "reason"]);
+    let line = &schema["$defs"]["Line"];
+    assert_eq!(line["additionalProperties"], false);
+    assert_eq!(line["required"], json!(["sku", "qty"]));
+    assert!(schema.get("title").is_none());
+}
+
+#[test]
+fn the_schema_agrees_with_the_input_gate() {
+    let actor = Actor::new("a", &["desk:use"]);
+    let valid = r#"{"order": 1, "cents": 5, "reason": "late", "lines": [{"sku": "A", "qty": 1}]}"#;
+    let missing = r#"{"order": 1, "cents": 5, "lines": []}"#;
+    let extra = r#"{"order": 1, "cents": 5, "reason": "late", "lines": [], "x": 1}"#;
+    let nested_extra =
+        r#"{"order": 1, "cents": 5, "reason": "late", "lines": [{"sku": "A", "qty": 1, "x": 1}]}"#;
+    let call = |args| {
+        TOOLS
+            .call(
+                &ToolCall::new("read_tool", args),
+                &actor,
+                &(),
+                &Governance::new(),
+            )
+            .audit
+            .decision
+    };
+    assert_eq!(call(valid), "execute");
+    for rejected in [missing, extra, nested_extra] {
+        assert_eq!(call(rejected), "blocked", "{rejected}");
+    }
+}
+
+#[test]
+fn a_tool_without_a_schema_or_with_a_non_object_input_is_an_error_not_an_entry() {
+    static WITHOUT: Registry<()> = Registry::new(&[ToolEntry::json::<ReadTool>()]);
+    assert_eq!(
+        WITHOUT.mcp_tools(),
+        Err(ProjectionError::NoSchema { tool: "read_tool" })
+    );
+    static NUMBER: Registry<()> = Registry::new(&[ToolEntry::mcp::<NumberTool>()]);
+    assert!(matches!(
+        NUMBER.mcp_tools(),
+        Err(ProjectionError::InputNotAnObject {
+            tool: "number_tool",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn the_listing_for_an_actor_uses_the_visibility_check() {
+    assert_eq!(TOOLS.mcp_tools().unwrap().len(), 4);
+    let outsider = Actor::new("b", &["desk:*"]);
+    assert!(TOOLS.mcp_tools_for(&outsider, &()).unwrap().is_empty());
+    let insider = Actor::new("a", &["desk:use"]);
+    assert_eq!(TOOLS.mcp_tools_for(&insider, &()).unwrap().len(), 4);
+}
