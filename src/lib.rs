@@ -29,6 +29,8 @@ mod lane;
 mod limits;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "rmcp")]
+mod mcp_server;
 mod messages;
 mod mode_policy;
 mod parse_error;
@@ -85,6 +87,8 @@ pub use call::{CallDecision, CallOutcome, Governance, ReadyCall, RunError, RunFu
 pub use canonical::canonical_json;
 #[cfg(feature = "mcp")]
 pub use mcp::{META_APPROVAL_MODE, META_RISK_TIER, ProjectionError};
+#[cfg(feature = "rmcp")]
+pub use mcp_server::McpServer;
 #[cfg(feature = "serde")]
 pub use preview::{Preview, PreviewSource};
 #[cfg(feature = "serde")]

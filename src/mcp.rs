@@ -117,7 +117,8 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
 }
 
 impl<C: ?Sized + 'static> Registry<C> {
-    /// Every tool's `tools/list` entry, whoever asks (for the host).
+    /// Every tool's `tools/list` entry, whoever asks (for the host). Tools registered for
+    /// typed calls only ([`ToolEntry::of`]) cannot be called by name and are left out.
     ///
     /// # Errors
     ///
@@ -129,11 +130,15 @@ impl<C: ?Sized + 'static> Registry<C> {
     /// assert!(EMPTY.mcp_tools().unwrap().is_empty());
     /// ```
     pub fn mcp_tools(&self) -> Result<Vec<Value>, ProjectionError> {
-        self.tools().iter().map(ToolEntry::mcp_tool).collect()
+        self.tools()
+            .iter()
+            .filter(|entry| entry.is_callable_by_name())
+            .map(ToolEntry::mcp_tool)
+            .collect()
     }
 
     /// The `tools/list` entries of the tools `actor` may call: the same scope and policy
-    /// check as a call.
+    /// check as a call. Typed-only tools are left out, as in [`Registry::mcp_tools`].
     ///
     /// # Errors
     ///
@@ -150,6 +155,7 @@ impl<C: ?Sized + 'static> Registry<C> {
         context: &C,
     ) -> Result<Vec<Value>, ProjectionError> {
         self.visible(actor, context)
+            .filter(|entry| entry.is_callable_by_name())
             .map(ToolEntry::mcp_tool)
             .collect()
     }

@@ -223,6 +223,12 @@ fn a_tool_without_a_schema_or_with_a_non_object_input_is_an_error_not_an_entry()
         WITHOUT.mcp_tools(),
         Err(ProjectionError::NoSchema { tool: "read_tool" })
     );
+    static TYPED: Registry<()> = Registry::new(&[ToolEntry::of::<NumberTool>()]);
+    assert_eq!(
+        TYPED.mcp_tools(),
+        Ok(vec![]),
+        "typed-only tools are not offered by name"
+    );
     static NUMBER: Registry<()> = Registry::new(&[ToolEntry::mcp::<NumberTool>()]);
     assert!(matches!(
         NUMBER.mcp_tools(),

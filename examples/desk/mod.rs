@@ -9,6 +9,7 @@ use cairnloop::{
     Actor, FieldError, InputErrors, Invocation, PolicyDenial, Registry, RiskTier, Scope, Tool,
     ToolEntry, ToolSpec,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The host's context.
@@ -17,7 +18,7 @@ pub struct Desk {
     pub refunds_frozen: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct OrderRef {
     pub order: u32,
 }
@@ -63,7 +64,7 @@ impl Tool for LookupOrder {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Note {
     pub ticket: u32,
@@ -115,14 +116,14 @@ impl Tool for InternalNote {
     }
 }
 
-#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     Damaged,
     Late,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Refund {
     pub order: u32,
@@ -174,7 +175,7 @@ impl Tool for RefundOrder {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 pub struct CustomerRef {
     pub customer: u64,
 }
@@ -295,13 +296,27 @@ impl Tool for TypedOnly {
     }
 }
 
+/// Registers a tool for calls by name, with its input schema when MCP is on.
+#[cfg(feature = "schemars")]
+macro_rules! by_name {
+    ($tool:ty) => {
+        ToolEntry::mcp::<$tool>()
+    };
+}
+#[cfg(not(feature = "schemars"))]
+macro_rules! by_name {
+    ($tool:ty) => {
+        ToolEntry::json::<$tool>()
+    };
+}
+
 pub static DESK: Registry<Desk> = Registry::new(&[
-    ToolEntry::json::<LookupOrder>(),
-    ToolEntry::json::<InternalNote>(),
-    ToolEntry::json::<RefundOrder>(),
-    ToolEntry::json::<DeleteCustomer>(),
-    ToolEntry::json::<Forgotten>(),
-    ToolEntry::json::<TagTicket>(),
+    by_name!(LookupOrder),
+    by_name!(InternalNote),
+    by_name!(RefundOrder),
+    by_name!(DeleteCustomer),
+    by_name!(Forgotten),
+    by_name!(TagTicket),
     ToolEntry::of::<TypedOnly>(),
 ]);
 
