@@ -1,0 +1,149 @@
+"""End to end: the official Python MCP SDK drives examples/mcp_server over stdio.
+
+Run by .ci/run after `cargo build --features rmcp --example mcp_server`; the server binary
+is taken from $CAIRNLOOP_MCP_SERVER (default: target/debug/examples/mcp_server).
+"""
+
+import asyncio
+import os
+import re
+from pathlib import Path
+
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = os.environ.get("CAIRNLOOP_MCP_SERVER", str(ROOT / "target/debug/examples/mcp_server"))
+
+AGENT = ["--actor", "agent-7", "--account", "acme", "--scopes", "orders:read,tickets:write"]
+ADMIN = [
+    "--actor", "admin-1", "--account", "acme",
+    "--scopes", "orders:read,tickets:write,refunds:write,customers:delete",
+]
+
+
+def session(args, steps):
+    """Starts the server with `args`, initializes, and runs `steps(session)`."""
+
+    async def run():
+        params = StdioServerParameters(command=SERVER, args=args)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as client:
+                init = await client.initialize()
+                assert init.server_info.name == "cairnloop"
+                return await steps(client)
+
+    return asyncio.run(run())
+
+
+def listed(args):
+    async def steps(client):
+        return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    return session(args, steps)
+
+
+def test_each_actor_sees_exactly_its_tools():
+    assert sorted(listed(AGENT)) == ["internal_note", "lookup_order", "tag_ticket"]
+    assert sorted(listed(ADMIN)) == [
+        "delete_customer", "internal_note", "lookup_order", "refund_order", "tag_ticket",
+    ]
+    # No scopes and no account: every tool needs a scope (and lookup_order an account).
+    assert listed(["--actor", "guest"]) == {}
+    # Wildcards grant nothing.
+    assert listed(["--actor", "w", "--account", "acme", "--scopes", "*,all,orders:*"]) == {}
+
+
+def test_annotations_are_explicit_and_honest():
+    tools = listed(ADMIN)
+    expected = {
+        # name: (readOnly, destructive, idempotent, openWorld, tier, mode)
+        "lookup_order": (True, False, False, True, "read_only", "auto"),
+        "internal_note": (False, False, False, True, "low_write", "requires_approval"),
+        "tag_ticket": (False, False, False, True, "low_write", "auto"),
+        "refund_order": (False, True, False, True, "high_write", "requires_approval"),
+        "delete_customer": (False, True, False, True, "destructive", "always_block"),
+    }
+    for name, (read_only, destructive, idempotent, open_world, tier, mode) in expected.items():
+        hints = tools[name].annotations
+        assert (hints.read_only_hint, hints.destructive_hint) == (read_only, destructive), name
+        assert (hints.idempotent_hint, hints.open_world_hint) == (idempotent, open_world), name
+        assert tools[name].meta == {"cairnloop/riskTier": tier, "cairnloop/approvalMode": mode}
+        schema = tools[name].input_schema
+        assert schema["type"] == "object" and schema["additionalProperties"] is False, name
+    assert sorted(tools["refund_order"].input_schema["required"]) == ["cents", "order", "reason"]
+
+
+def calls(args, *requests):
+    async def steps(client):
+        results = []
+        for name, arguments in requests:
+            try:
+                results.append(await client.call_tool(name, arguments))
+            except MCPError as error:
+                results.append(error)
+        return results
+
+    return session(args, steps)
+
+
+def test_calls_execute_await_approval_or_block():
+    auto, note, refund, delete, unknown, bad = calls(
+        ADMIN,
+        ("lookup_order", {"order": 1001}),
+        ("internal_note", {"ticket": 42, "body": "Called twice.", "api_token": "tok-123"}),
+        ("refund_order", {"order": 1001, "cents": 1250, "reason": "damaged"}),
+        ("delete_customer", {"customer": 9}),
+        ("drop_tables", {}),
+        ("lookup_order", {"order": "1001", "force": True}),
+    )
+    # Auto: the tool ran.
+    assert auto.is_error is False
+    assert auto.content[0].text == '"shipped"'
+
+    # Approval: nothing ran; the proposal and its preview came back.
+    for result in (note, refund):
+        assert result.is_error is False
+        assert result.structured_content["status"] == "awaiting_approval"
+        assert re.fullmatch(r"[0-9a-f]{64}", result.structured_content["proposal_id"])
+        assert result.structured_content["state"] == "pending"
+    assert "api_token: ******" in note.structured_content["preview"]
+    assert "tok-123" not in note.content[0].text
+    assert refund.structured_content["preview"] == "Refund 12.50 EUR for order 1001 (Damaged)"
+
+    # Destructive: blocked, as a tool error the model can read.
+    assert delete.is_error is True
+    assert delete.structured_content["code"] == "always_blocked"
+
+    # Unknown tool: the protocol error of the spec.
+    assert isinstance(unknown, MCPError)
+    assert unknown.error.code == -32602
+    assert "Unknown tool" in unknown.error.message
+
+    # Bad arguments: every field error, with paths.
+    assert bad.is_error is True
+    assert bad.structured_content["code"] == "needs_input"
+    errors = {(e["path"], e["code"]) for e in bad.structured_content["errors"]}
+    assert errors == {("/force", "unknown_field"), ("/order", "invalid_type")}
+
+
+def test_a_tool_the_actor_cannot_see_is_blocked_when_called():
+    (refund,) = calls(AGENT, ("refund_order", {"order": 1, "cents": 5, "reason": "late"}))
+    assert refund.is_error is True
+    assert refund.structured_content["code"] == "scope_missing"
+    assert refund.structured_content["reason"] == "missing scope: refunds:write"
+
+
+def test_the_same_call_twice_is_one_proposal():
+    first, second = calls(
+        ADMIN,
+        ("refund_order", {"order": 7, "cents": 100, "reason": "late"}),
+        ("refund_order", {"reason": "late", "cents": 100, "order": 7}),
+    )
+    assert first.structured_content["proposal_id"] == second.structured_content["proposal_id"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(pytest.main([__file__, "-q"]))
