@@ -1,0 +1,405 @@
+//! Hostile input, grouped by gate (DESIGN.md §9): each case asserts the exact typed
+//! outcome, a block or an error; never a panic, never *execute*, never a run.
+#![cfg(all(feature = "serde", feature = "std"))]
+
+#[path = "../examples/desk/mod.rs"]
+mod desk;
+
+use cairnloop::{
+    Actor, ApprovalConfig, ApprovalError, Approvals, Blocked, BoundField, CallDecision,
+    CallOutcome, Governance, IdempotencyKey, Invalidation, LaneState, MemoryStore, ModeSource,
+    Proposal, Timestamp, ToolCall,
+};
+use desk::{DESK, Desk, EVERY_SCOPE};
+
+fn admin() -> Actor<'static> {
+    Actor::new("admin-1", EVERY_SCOPE).with_account("acme")
+}
+
+/// The block's code; panics (failing the test) on anything that is not a block.
+fn code_of(outcome: CallOutcome<'_, Desk>) -> &'static str {
+    match outcome.decision {
+        CallDecision::Blocked(blocked) => blocked.code(),
+        other => panic!("expected a block, got {}", other.code()),
+    }
+}
+
+fn call(actor: &Actor<'_>, name: &str, arguments: &str) -> &'static str {
+    code_of(DESK.call(
+        &ToolCall::new(name, arguments),
+        actor,
+        &Desk::default(),
+        &Governance::new(),
+    ))
+}
+
+mod names {
+    use super::*;
+
+    #[test]
+    fn every_near_miss_of_a_real_name_is_unknown() {
+        let megabyte = "lookup_order".repeat(90_000);
+        let names = [
+            "",
+            " ",
+            "\0",
+            "lookup_order\0",
+            "\0lookup_order",
+            "Lookup_order",
+            "LOOKUP_ORDER",
+            "lookup_Order",
+            " lookup_order",
+            "lookup_order ",
+            "\tlookup_order",
+            "lookup_order\n",
+            "lookup_order\r\n",
+            "lookup\u{200b}_order",
+            "\u{feff}lookup_order",
+            "lookup_order\u{200d}",
+            "lookup\u{00ad}_order",
+            "lооkup_order",
+            "lookup_оrder",
+            "ｌｏｏｋｕｐ_order",
+            "lookup-order",
+            "lookup.order",
+            "lookup_orders",
+            "lookup_orde",
+            "lookup_order/",
+            "../lookup_order",
+            "lookup_order; drop",
+            "l\u{0307}ookup_order",
+            megabyte.as_str(),
+        ];
+        for name in names {
+            assert_eq!(
+                call(&admin(), name, r#"{"order": 1001}"#),
+                "unknown_tool",
+                "{name:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_recorded_name_is_cut_and_escaped() {
+        let (actor, desk) = (admin(), Desk::default());
+        let name = "\u{202e}x".repeat(1000);
+        let outcome = DESK.call(
+            &ToolCall::new(&name, "{}"),
+            &actor,
+            &desk,
+            &Governance::new(),
+        );
+        assert!(outcome.audit.tool.starts_with("\\u{202e}x"));
+        assert!(outcome.audit.tool.chars().count() < 1000);
+    }
+}
+
+mod arguments {
+    use super::*;
+
+    fn field_codes(name: &str, arguments: &str) -> Vec<String> {
+        let (actor, desk) = (admin(), Desk::default());
+        let outcome = DESK.call(
+            &ToolCall::new(name, arguments),
+            &actor,
+            &desk,
+            &Governance::new(),
+        );
+        match outcome.decision {
+            CallDecision::Blocked(Blocked::NeedsInput { errors }) => {
+                errors.iter().map(|e| e.code().to_owned()).collect()
+            }
+            other => panic!(
+                "expected NeedsInput for {arguments:.60}, got {}",
+                other.code()
+            ),
+        }
+    }
+
+    #[test]
+    fn the_pipeline_issues_list_of_bad_arguments() {
+        let huge_string = format!(r#"{{"order": 1, "x": "{}"}}"#, "a".repeat(16 << 20));
+        let cases: Vec<(&str, String, &str)> = vec![
+            ("lookup_order", "5".into(), "not_an_object"),
+            ("lookup_order", "null".into(), "not_an_object"),
+            ("lookup_order", "[]".into(), "not_an_object"),
+            ("lookup_order", r#""x""#.into(), "not_an_object"),
+            ("lookup_order", r#"{"order": 1001"#.into(), "invalid_json"),
+            (
+                "lookup_order",
+                r#"{"order": 1001} trailing"#.into(),
+                "invalid_json",
+            ),
+            (
+                "lookup_order",
+                r#"{"order": 1001, "x": "\ud800"}"#.into(),
+                "invalid_json",
+            ),
+            (
+                "lookup_order",
+                r#"{"order": 1, "order": 1001}"#.into(),
+                "duplicate_key",
+            ),
+            (
+                "lookup_order",
+                r#"{"order": 1001, "admin": true}"#.into(),
+                "unknown_field",
+            ),
+            ("lookup_order", huge_string, "too_large"),
+            (
+                "refund_order",
+                r#"{"order": 1, "cents": 9007199254740993, "reason": "late"}"#.into(),
+                "number_out_of_range",
+            ),
+            (
+                "refund_order",
+                r#"{"order": 1, "cents": 18446744073709551616, "reason": "late"}"#.into(),
+                "number_out_of_range",
+            ),
+            ("lookup_order", r#"{"order": true}"#.into(), "invalid_type"),
+            (
+                "refund_order",
+                r#"{"order": 1, "cents": 1, "reason": "LATE"}"#.into(),
+                "invalid_value",
+            ),
+        ];
+        for (tool, arguments, code) in cases {
+            assert_eq!(field_codes(tool, &arguments), [code], "{arguments:.80}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_of_every_shape_is_refused_without_recursion() {
+        for depth in [33, 100, 127, 128, 129, 10_000] {
+            let arrays = format!(r#"{{"order": {}{}}}"#, "[".repeat(depth), "]".repeat(depth));
+            assert_eq!(
+                field_codes("lookup_order", &arrays),
+                ["too_deep"],
+                "arrays {depth}"
+            );
+            let objects = format!(
+                r#"{{"order": {}1{}}}"#,
+                r#"{"a":"#.repeat(depth),
+                "}".repeat(depth)
+            );
+            assert_eq!(
+                field_codes("lookup_order", &objects),
+                ["too_deep"],
+                "objects {depth}"
+            );
+            let unclosed = format!(r#"{{"order": {}"#, "[{".repeat(depth));
+            assert_eq!(
+                field_codes("lookup_order", &unclosed).len(),
+                1,
+                "unclosed {depth}"
+            );
+        }
+        // Past the size limit, the size is refused before any parsing.
+        let huge = format!(
+            r#"{{"order": {}{}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(field_codes("lookup_order", &huge), ["too_large"]);
+    }
+
+    #[test]
+    fn odd_but_valid_json_still_meets_the_type() {
+        for arguments in [
+            "\u{feff}{\"order\": 1001}",
+            r#"{"order": 1001.5}"#,
+            r#"{"order": -0}"#,
+            r#"{"order": 1e3}"#,
+            r#"{"\u006frder": 1001, "order": 1}"#,
+        ] {
+            let codes = field_codes("lookup_order", arguments);
+            assert_eq!(codes.len(), 1, "{arguments}: {codes:?}");
+        }
+    }
+}
+
+mod scopes {
+    use super::*;
+
+    #[test]
+    fn wildcards_prefixes_case_and_padding_never_grant() {
+        let fakes: [&[&str]; 8] = [
+            &[],
+            &["*"],
+            &["all", "ALL", "any"],
+            &["refunds:*", "orders:*"],
+            &["refunds", "orders", "refunds:", "orders:"],
+            &["REFUNDS:WRITE", "Orders:Read"],
+            &[" refunds:write", "orders:read ", "orders:read\0"],
+            &["refunds:write\u{200b}", "оrders:read"],
+        ];
+        for granted in fakes {
+            let actor = Actor::new("agent", granted).with_account("acme");
+            assert_eq!(
+                call(
+                    &actor,
+                    "refund_order",
+                    r#"{"order": 1, "cents": 5, "reason": "late"}"#
+                ),
+                "scope_missing",
+                "{granted:?}"
+            );
+        }
+    }
+}
+
+mod approvals {
+    use super::*;
+
+    const ARGS: &str = r#"{"order": 1001, "cents": 1250, "reason": "damaged"}"#;
+    const T0: Timestamp = Timestamp::from_unix_millis(1_000_000);
+
+    fn at(millis: u64) -> Timestamp {
+        Timestamp::from_unix_millis(T0.unix_millis() + millis)
+    }
+
+    fn proposed() -> (Approvals<MemoryStore>, IdempotencyKey) {
+        let approvals = Approvals::new(MemoryStore::new(), ApprovalConfig::new());
+        let (actor, desk) = (admin(), Desk::default());
+        let outcome = DESK.call(
+            &ToolCall::new("refund_order", ARGS),
+            &actor,
+            &desk,
+            &Governance::new(),
+        );
+        let CallDecision::AwaitApproval(proposal) = outcome.decision else {
+            panic!()
+        };
+        let key = approvals.propose(proposal, T0).unwrap().key();
+        (approvals, key)
+    }
+
+    fn execute(
+        approvals: &Approvals<MemoryStore>,
+        key: &IdempotencyKey,
+        name: &str,
+        args: &str,
+        actor: &Actor<'_>,
+        now: Timestamp,
+    ) -> Result<serde_json::Value, ApprovalError> {
+        pollster::block_on(approvals.execute(
+            &DESK,
+            key,
+            &ToolCall::new(name, args),
+            actor,
+            &Desk::default(),
+            &Governance::new(),
+            now,
+        ))
+    }
+
+    #[test]
+    fn replay_changed_arguments_and_self_approval() {
+        let (approvals, key) = proposed();
+        assert_eq!(
+            approvals.approve(&key, "admin-1", at(1)),
+            Err(ApprovalError::SelfApproval)
+        );
+        approvals.approve(&key, "lead", at(2)).unwrap();
+        assert_eq!(
+            execute(
+                &approvals,
+                &key,
+                "refund_order",
+                r#"{"order": 1001, "cents": 125000, "reason": "damaged"}"#,
+                &admin(),
+                at(3)
+            ),
+            Err(ApprovalError::Mismatch(BoundField::Arguments))
+        );
+        assert!(execute(&approvals, &key, "refund_order", ARGS, &admin(), at(4)).is_ok());
+        let replay = execute(&approvals, &key, "refund_order", ARGS, &admin(), at(5));
+        assert!(
+            matches!(replay, Err(ApprovalError::Transition(e)) if e.from() == LaneState::Executed)
+        );
+    }
+
+    #[test]
+    fn expired_and_backward_clocks() {
+        let (approvals, key) = proposed();
+        let late =
+            Timestamp::from_unix_millis(T0.unix_millis() + cairnloop::Ttl::DEFAULT.as_millis());
+        assert_eq!(
+            approvals.approve(&key, "lead", late),
+            Err(ApprovalError::Expired)
+        );
+        assert_eq!(
+            approvals.approve(&key, "lead", at(1)),
+            Err(ApprovalError::ClockWentBackwards)
+        );
+        let executed = execute(&approvals, &key, "refund_order", ARGS, &admin(), late);
+        assert!(
+            matches!(executed, Err(ApprovalError::Transition(e)) if e.from() == LaneState::Expired)
+        );
+    }
+
+    #[test]
+    fn rejected_and_deferred_lanes_never_run() {
+        for reject in [true, false] {
+            let (approvals, key) = proposed();
+            if reject {
+                approvals.reject(&key, "lead", "no", at(1)).unwrap();
+            } else {
+                approvals.defer(&key, "lead", "later", at(1)).unwrap();
+            }
+            assert!(approvals.approve(&key, "lead", at(2)).is_err());
+            let executed = execute(&approvals, &key, "refund_order", ARGS, &admin(), at(3));
+            assert!(
+                matches!(executed, Err(ApprovalError::Transition(_))),
+                "{executed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_lane_cannot_be_approved_or_executed() {
+        let (approvals, _) = proposed();
+        let ghost = IdempotencyKey::from_bytes([0; 32]);
+        assert_eq!(
+            approvals.approve(&ghost, "lead", at(1)),
+            Err(ApprovalError::UnknownLane)
+        );
+        assert_eq!(
+            execute(&approvals, &ghost, "refund_order", ARGS, &admin(), at(1)),
+            Err(ApprovalError::UnknownLane)
+        );
+    }
+
+    #[test]
+    fn a_forged_proposal_for_an_always_blocked_tool_is_invalidated_at_execution() {
+        // The pipeline never proposes delete_customer; a proposal forged into the store
+        // (say, edited in the host's database) still cannot make it run.
+        let (approvals, key) = proposed();
+        let lane = approvals.lane(&key).unwrap();
+        let mut forged = serde_json::to_value(lane.proposal()).unwrap();
+        forged["tool"] = "delete_customer".into();
+        forged["input"] = r#"{"customer":9}"#.into();
+        let forged: Proposal = serde_json::from_value(forged).unwrap();
+        let store = Approvals::new(MemoryStore::new(), ApprovalConfig::new());
+        let key = store.propose(forged, T0).unwrap().key();
+        store.approve(&key, "lead", at(1)).unwrap();
+        let result = pollster::block_on(store.execute(
+            &DESK,
+            &key,
+            &ToolCall::new("delete_customer", r#"{"customer": 9}"#),
+            &admin(),
+            &Desk::default(),
+            &Governance::new(),
+            at(2),
+        ));
+        assert_eq!(
+            result,
+            Err(ApprovalError::Invalidated(Invalidation::Blocked(
+                Blocked::AlwaysBlocked {
+                    decided_by: ModeSource::Spec
+                }
+            )))
+        );
+        assert_eq!(store.lane(&key).unwrap().state(), LaneState::Invalidated);
+    }
+}
