@@ -238,3 +238,20 @@ impl TransitionError {
         self.action
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn display_is_the_wire_name() {
+        for state in LaneState::ALL {
+            assert_eq!(state.to_string(), state.as_str());
+        }
+        for action in LaneAction::ALL {
+            assert_eq!(action.to_string(), action.as_str());
+        }
+        assert_eq!(LaneState::ExecutionPending.to_string(), "execution_pending");
+    }
+}
