@@ -97,3 +97,8 @@ pub use proposal::{PolicySnapshot, Proposal};
 pub use store::ApprovalStore;
 #[cfg(all(feature = "serde", feature = "std"))]
 pub use store::MemoryStore;
+
+/// The guide's code blocks, compiled and run as doctests.
+#[cfg(all(doctest, feature = "rmcp"))]
+#[doc = include_str!("../docs/guide.md")]
+pub struct GuideDoctests;
