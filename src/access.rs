@@ -138,3 +138,40 @@ pub enum AccessDenied {
     #[error("policy denied: {0}")]
     PolicyDenied(PolicyDenial),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::format;
+    use std::vec::Vec;
+
+    const TWO: &[Scope] = &[Scope::new("a:b"), Scope::new("c:d"), Scope::new("e:f")];
+
+    #[test]
+    fn missing_scopes_report_in_declared_order() {
+        let missing = check_scopes(TWO, &Actor::new("x", &["c:d"])).unwrap_err();
+        assert_eq!(missing.len(), 2);
+        assert_eq!(format!("{missing}"), "a:b, e:f");
+        assert_eq!(format!("{missing:?}"), r#"["a:b", "e:f"]"#);
+        let one = check_scopes(TWO, &Actor::new("x", &["a:b", "c:d"])).unwrap_err();
+        assert_eq!((one.len(), format!("{one}")), (1, "e:f".into()));
+    }
+
+    #[test]
+    fn sixty_four_scopes_are_checked_and_more_are_refused_whole() {
+        let names: Vec<&'static str> = (0..65)
+            .map(|i| &*std::boxed::Box::leak(format!("s:{i}").into_boxed_str()))
+            .collect();
+        let scopes: &'static [Scope] = std::boxed::Box::leak(
+            names
+                .iter()
+                .map(|n| Scope::new(n))
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        let all = Actor::new("x", &names);
+        assert_eq!(check_scopes(&scopes[..64], &all), Ok(()));
+        let refused = check_scopes(scopes, &all).unwrap_err();
+        assert_eq!(refused.len(), 64);
+    }
+}
