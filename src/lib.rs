@@ -65,7 +65,7 @@ pub use limits::InputLimits;
 pub use mode_policy::{ModeHook, ModePolicy, ModeResolution, ModeSource};
 pub use parse_error::ParseError;
 pub use policy::PolicyDenial;
-pub use registry::{Registry, ToolEntry};
+pub use registry::{MAX_TOOLS, Registry, ToolEntry};
 pub use risk_tier::RiskTier;
 pub use scope::Scope;
 pub use spec::ToolSpec;

@@ -6,6 +6,7 @@
 
 use const_format::concatcp;
 
+use crate::registry::MAX_TOOLS;
 use crate::text::{MAX_NAME_LEN, MAX_SCOPES};
 
 const RULE: &str = "cairnloop rule ";
@@ -93,4 +94,10 @@ pub(crate) const TOOL_DUPLICATE: &str = concatcp!(
     RULE,
     "7 (registry): two tools in one registry have the same name, or names equal ignoring \
      ASCII case; fix: rename one of them"
+);
+pub(crate) const TOO_MANY_TOOLS: &str = concatcp!(
+    RULE,
+    "7 (registry): one registry holds at most ",
+    MAX_TOOLS,
+    " tools; fix: split the tools into several registries"
 );

@@ -346,11 +346,109 @@ impl<C: ?Sized + 'static> fmt::Debug for ToolEntry<C> {
 /// ```
 pub struct Registry<C: ?Sized + 'static> {
     tools: &'static [ToolEntry<C>],
+    /// Name → position, built on the first lookup (with `std`), so that resolving a name
+    /// costs the same among 10 or 10,000 tools.
+    #[cfg(feature = "std")]
+    index: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>>,
+}
+
+/// Most tools one registry holds. The compile-time check for duplicate names sorts the
+/// names' hashes in a scratch array of this size, so it stays fast for large registries.
+pub const MAX_TOOLS: usize = 1 << 16;
+
+/// Rule 7 for a whole registry.
+const fn check_registry<C: ?Sized>(tools: &[ToolEntry<C>]) -> Result<(), SpecError> {
+    if tools.len() > MAX_TOOLS {
+        return Err(SpecError::TooManyTools);
+    }
+    if has_duplicate_name(tools) {
+        return Err(SpecError::DuplicateToolName);
+    }
+    Ok(())
+}
+
+/// FNV-1a over the ASCII-lowercased name: equal for names equal ignoring ASCII case.
+const fn folded_hash(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i].to_ascii_lowercase() as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// Rule 7 in O(n log n): sort (hash, position) keys, then compare names only where the
+/// hashes agree.
+const fn has_duplicate_name<C: ?Sized>(tools: &[ToolEntry<C>]) -> bool {
+    let n = tools.len();
+    if n < 2 {
+        return false;
+    }
+    // The low 16 bits carry the position (n <= MAX_TOOLS), the rest the hash.
+    let mut keys = [0u64; MAX_TOOLS];
+    let mut i = 0;
+    while i < n {
+        keys[i] = (folded_hash(tools[i].spec.name()) & !0xffff) | i as u64;
+        i += 1;
+    }
+    heapsort(&mut keys, n);
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && keys[j] >> 16 == keys[i] >> 16 {
+            let (a, b) = ((keys[i] & 0xffff) as usize, (keys[j] & 0xffff) as usize);
+            if text::eq_ignore_ascii_case(tools[a].spec.name(), tools[b].spec.name()) {
+                return true;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Sorts `keys[..n]` ascending, in place, in a `const` context.
+const fn heapsort(keys: &mut [u64; MAX_TOOLS], n: usize) {
+    let mut start = n / 2;
+    while start > 0 {
+        start -= 1;
+        sift_down(keys, start, n);
+    }
+    let mut end = n;
+    while end > 1 {
+        end -= 1;
+        let top = keys[0];
+        keys[0] = keys[end];
+        keys[end] = top;
+        sift_down(keys, 0, end);
+    }
+}
+
+const fn sift_down(keys: &mut [u64; MAX_TOOLS], mut root: usize, end: usize) {
+    loop {
+        let mut child = 2 * root + 1;
+        if child >= end {
+            return;
+        }
+        if child + 1 < end && keys[child] < keys[child + 1] {
+            child += 1;
+        }
+        if keys[root] >= keys[child] {
+            return;
+        }
+        let swap = keys[root];
+        keys[root] = keys[child];
+        keys[child] = swap;
+        root = child;
+    }
 }
 
 impl<C: ?Sized + 'static> Registry<C> {
-    /// A registry of `tools`. In a `static` or `const` item, two names that are equal or
-    /// equal ignoring ASCII case fail compilation (rule 7).
+    /// A registry of `tools`. In a `static` item, two names that are equal or equal
+    /// ignoring ASCII case fail compilation (rule 7), as do more than [`MAX_TOOLS`] tools.
     ///
     /// ```compile_fail
     /// # use cairnloop::{InputErrors, Invocation, Registry, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
@@ -374,7 +472,20 @@ impl<C: ?Sized + 'static> Registry<C> {
     /// ```
     #[must_use]
     pub const fn new(tools: &'static [ToolEntry<C>]) -> Self {
-        expect_valid(Self::try_new(tools))
+        // Checked apart from construction: a `Result<Registry, _>` cannot be dropped in a
+        // `const fn` (the registry owns a lazily built index).
+        if let Err(err) = check_registry(tools) {
+            panic!("{}", err.message());
+        }
+        Self::unchecked(tools)
+    }
+
+    const fn unchecked(tools: &'static [ToolEntry<C>]) -> Self {
+        Self {
+            tools,
+            #[cfg(feature = "std")]
+            index: std::sync::OnceLock::new(),
+        }
     }
 
     /// [`Registry::new`], returning the broken rule instead of failing.
@@ -386,18 +497,10 @@ impl<C: ?Sized + 'static> Registry<C> {
     /// assert!(empty.is_ok());
     /// ```
     pub const fn try_new(tools: &'static [ToolEntry<C>]) -> Result<Self, SpecError> {
-        let mut i = 0;
-        while i < tools.len() {
-            let mut j = i + 1;
-            while j < tools.len() {
-                if text::eq_ignore_ascii_case(tools[i].spec.name(), tools[j].spec.name()) {
-                    return Err(SpecError::DuplicateToolName);
-                }
-                j += 1;
-            }
-            i += 1;
+        match check_registry(tools) {
+            Ok(()) => Ok(Self::unchecked(tools)),
+            Err(err) => Err(err),
         }
-        Ok(Self { tools })
     }
 
     /// The tool a model named, by exact byte equality, or `None`.
@@ -409,7 +512,24 @@ impl<C: ?Sized + 'static> Registry<C> {
     /// ```
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&'static ToolEntry<C>> {
+        // No registered name is empty or longer than 64 bytes: refuse those before any
+        // hashing, so a megabyte of name costs nothing.
+        if name.is_empty() || name.len() > text::MAX_NAME_LEN {
+            return None;
+        }
         let tools: &'static [ToolEntry<C>] = self.tools;
+        #[cfg(feature = "std")]
+        {
+            let index = self.index.get_or_init(|| {
+                tools
+                    .iter()
+                    .enumerate()
+                    .map(|(position, entry)| (entry.spec.name(), position))
+                    .collect()
+            });
+            index.get(name).map(|&position| &tools[position])
+        }
+        #[cfg(not(feature = "std"))]
         tools
             .iter()
             .find(|entry| entry.spec.name().as_bytes() == name.as_bytes())
@@ -447,18 +567,40 @@ impl<C: ?Sized + 'static> Registry<C> {
     }
 }
 
-impl<C: ?Sized + 'static> Clone for Registry<C> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<C: ?Sized + 'static> Copy for Registry<C> {}
-
 impl<C: ?Sized + 'static> fmt::Debug for Registry<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
             .entries(self.tools.iter().map(|entry| entry.spec.name()))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heapsort_sorts_any_prefix() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for n in [0, 1, 2, 3, 7, 64, 1000, 4097] {
+            let mut keys = [0u64; MAX_TOOLS];
+            for key in keys.iter_mut().take(n) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                *key = state % 50; // many equal keys
+            }
+            let mut expected = keys[..n].to_vec();
+            expected.sort_unstable();
+            heapsort(&mut keys, n);
+            assert_eq!(&keys[..n], &expected[..], "n = {n}");
+        }
+    }
+
+    #[test]
+    fn folded_hashes_ignore_ascii_case_only() {
+        assert_eq!(folded_hash("Refund_Order"), folded_hash("refund_order"));
+        assert_ne!(folded_hash("refund_order"), folded_hash("refund_orders"));
+        assert_ne!(folded_hash("a"), folded_hash("b"));
     }
 }

@@ -51,6 +51,8 @@ pub enum SpecError {
     TooManyScopes,
     /// Rule 7: two tools in one registry with names equal, or equal ignoring ASCII case.
     DuplicateToolName,
+    /// Rule 7: more tools than one registry holds ([`MAX_TOOLS`](crate::MAX_TOOLS)).
+    TooManyTools,
 }
 
 impl SpecError {
@@ -80,6 +82,7 @@ impl SpecError {
             Self::DuplicateScope => messages::SCOPE_DUPLICATE,
             Self::TooManyScopes => messages::SCOPE_TOO_MANY,
             Self::DuplicateToolName => messages::TOOL_DUPLICATE,
+            Self::TooManyTools => messages::TOO_MANY_TOOLS,
         }
     }
 }

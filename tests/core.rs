@@ -215,6 +215,7 @@ fn every_message_names_its_rule_and_a_fix() {
         DuplicateScope,
         TooManyScopes,
         DuplicateToolName,
+        TooManyTools,
     ];
     for err in all {
         let text = err.to_string();
@@ -389,6 +390,21 @@ fn registry_twin_rejects_duplicate_names_ignoring_ascii_case() {
     static A: [ToolEntry<Ctx>; 2] = [ToolEntry::of::<ReadFile>(), ToolEntry::of::<ReadFile>()];
     assert_eq!(
         Registry::try_new(&A).err(),
+        Some(SpecError::DuplicateToolName)
+    );
+}
+
+#[test]
+fn a_registry_holds_at_most_max_tools() {
+    let entry = ToolEntry::of::<ReadFile>();
+    let too_many: &'static [ToolEntry<Ctx>] = Vec::leak(vec![entry; cairnloop::MAX_TOOLS + 1]);
+    assert_eq!(
+        Registry::try_new(too_many).err(),
+        Some(SpecError::TooManyTools)
+    );
+    let many_same: &'static [ToolEntry<Ctx>] = Vec::leak(vec![entry; 5000]);
+    assert_eq!(
+        Registry::try_new(many_same).err(),
         Some(SpecError::DuplicateToolName)
     );
 }
