@@ -386,6 +386,20 @@ fn binding_mismatch_for_each_bound_field() {
 }
 
 #[test]
+fn bound_fields_and_defaults_read_plainly() {
+    let names = [
+        BoundField::Tool,
+        BoundField::Arguments,
+        BoundField::Actor,
+        BoundField::Account,
+    ]
+    .map(|f| f.to_string());
+    assert_eq!(names, ["tool", "arguments", "actor", "account"]);
+    assert_eq!(ApprovalConfig::new().max_attempts(), 3);
+    assert_eq!(ApprovalConfig::new().with_max_attempts(0).max_attempts(), 1);
+}
+
+#[test]
 fn expiry_at_just_before_and_just_after_the_ttl() {
     let lab = Lab::default();
     let ttl = 2 * HOUR;
