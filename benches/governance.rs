@@ -1,0 +1,395 @@
+//! Governance against the simplest code that does the same job (its floor), measured in
+//! one run. Each group prints `ratio = ours / floor` (medians) at the end.
+//!
+//! `cargo bench --features serde --bench governance`
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use cairnloop::{
+    Actor, ApprovalMode, Decision, Governance, IdempotencyKey, InputErrors, Invocation, ModePolicy,
+    PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec, decide,
+};
+use criterion::{BenchmarkId, Criterion};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+// ---------------------------------------------------------------------------------------
+// 1. The typed decision.
+
+struct Lookup;
+struct Refund;
+
+macro_rules! typed {
+    ($ty:ident, $tier:expr) => {
+        impl Tool for $ty {
+            const SPEC: ToolSpec = ToolSpec::new("t", "T", "D.", $tier);
+            const SCOPES: &'static [Scope] =
+                &[Scope::new("orders:read"), Scope::new("refunds:write")];
+            type Input = u32;
+            type Output = ();
+            type Error = ();
+            type Context = ();
+            fn validate(_: &u32) -> Result<(), InputErrors> {
+                Ok(())
+            }
+            fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+                Ok(())
+            }
+            async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+                Ok(())
+            }
+        }
+    };
+}
+typed!(Lookup, RiskTier::ReadOnly);
+typed!(Refund, RiskTier::HighWrite);
+
+#[derive(Debug, PartialEq)]
+enum Floor {
+    Execute,
+    Await,
+    Blocked,
+}
+
+/// By hand: the same scope comparison, a policy call and the match on the mode.
+#[inline(never)]
+fn floor_decision(
+    required: &[&str],
+    granted: &[&str],
+    policy: fn() -> bool,
+    mode: ApprovalMode,
+) -> Floor {
+    if !required
+        .iter()
+        .all(|r| granted.iter().any(|g| g.as_bytes() == r.as_bytes()))
+        || !policy()
+    {
+        return Floor::Blocked;
+    }
+    match mode {
+        ApprovalMode::Auto => Floor::Execute,
+        ApprovalMode::RequiresApproval => Floor::Await,
+        ApprovalMode::AlwaysBlock => Floor::Blocked,
+    }
+}
+
+fn allow() -> bool {
+    true
+}
+
+fn typed_decision(c: &mut Criterion) {
+    let granted = ["tickets:write", "orders:read", "refunds:write"];
+    let actor = Actor::new("agent", &granted);
+    let policy = ModePolicy::new();
+    let required = ["orders:read", "refunds:write"];
+    let mut group = c.benchmark_group("typed_decision");
+    group.bench_function("auto/cairnloop", |b| {
+        b.iter(|| {
+            matches!(
+                decide::<Lookup>(black_box(7), black_box(&actor), &(), &policy),
+                Decision::Execute { .. }
+            )
+        })
+    });
+    group.bench_function("auto/floor", |b| {
+        b.iter(|| {
+            floor_decision(
+                black_box(&required),
+                black_box(&granted),
+                allow,
+                ApprovalMode::Auto,
+            ) == Floor::Execute
+        })
+    });
+    group.bench_function("approval/cairnloop", |b| {
+        b.iter(|| {
+            matches!(
+                decide::<Refund>(black_box(7), black_box(&actor), &(), &policy),
+                Decision::AwaitApproval(_)
+            )
+        })
+    });
+    group.bench_function("approval/floor", |b| {
+        b.iter(|| {
+            floor_decision(
+                black_box(&required),
+                black_box(&granted),
+                allow,
+                ApprovalMode::RequiresApproval,
+            ) == Floor::Await
+        })
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Name resolution among 10 to 10,000 tools.
+
+/// "tool_00000" to "tool_09999", built at compile time.
+static NAMES: [[u8; 10]; 10_000] = {
+    let mut names = [*b"tool_00000"; 10_000];
+    let mut n = 0;
+    while n < 10_000 {
+        let mut digit = 9;
+        let mut rest = n;
+        while digit >= 5 {
+            names[n][digit] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            digit -= 1;
+        }
+        n += 1;
+    }
+    names
+};
+
+const fn name(n: usize) -> &'static str {
+    match core::str::from_utf8(&NAMES[n]) {
+        Ok(name) => name,
+        Err(_) => panic!("names are ASCII"),
+    }
+}
+
+struct Numbered<const N: usize>;
+
+impl<const N: usize> Tool for Numbered<N> {
+    const SPEC: ToolSpec =
+        ToolSpec::new(name(N), "Numbered", "A numbered tool.", RiskTier::ReadOnly);
+    const SCOPES: &'static [Scope] = &[];
+    type Input = ();
+    type Output = ();
+    type Error = ();
+    type Context = ();
+    fn validate(_: &()) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+        Ok(())
+    }
+}
+
+seq_macro::seq!(N in 0..10 { static R10: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
+seq_macro::seq!(N in 0..100 { static R100: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
+seq_macro::seq!(N in 0..1000 { static R1000: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
+seq_macro::seq!(N in 0..10000 { static R10000: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
+
+fn name_resolution(c: &mut Criterion) {
+    let mut group = c.benchmark_group("name_resolution");
+    for (size, registry) in [(10, &R10), (100, &R100), (1000, &R1000), (10_000, &R10000)] {
+        let map: HashMap<&str, usize> = (0..size).map(|n| (name(n), n)).collect();
+        let wanted = name(size * 3 / 4);
+        assert!(registry.get(wanted).is_some() && map.contains_key(wanted));
+        group.bench_with_input(BenchmarkId::new("cairnloop", size), &wanted, |b, wanted| {
+            b.iter(|| registry.get(black_box(wanted)).is_some())
+        });
+        group.bench_with_input(BenchmarkId::new("floor", size), &wanted, |b, wanted| {
+            b.iter(|| map.get(black_box(wanted)).is_some())
+        });
+    }
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. A call by name with a five-field JSON object.
+
+#[derive(Deserialize)]
+#[allow(dead_code, reason = "decoded, not read")]
+struct Shipment {
+    order: u32,
+    carrier: String,
+    weight_grams: u32,
+    express: bool,
+    note: String,
+}
+
+struct Ship;
+
+impl Tool for Ship {
+    const SPEC: ToolSpec = ToolSpec::new("ship", "Ship", "Ships an order.", RiskTier::ReadOnly);
+    const SCOPES: &'static [Scope] = &[Scope::new("orders:write")];
+    type Input = Shipment;
+    type Output = ();
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Shipment) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+static SHIPPING: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
+
+const SHIPMENT: &str = r#"{"order": 1001, "carrier": "DHL", "weight_grams": 1250, "express": true, "note": "leave at the door"}"#;
+
+fn by_name_call(c: &mut Criterion) {
+    let actor = Actor::new("agent", &["orders:write"]);
+    let governance = Governance::new();
+    let mut group = c.benchmark_group("by_name_call");
+    group.bench_function("cairnloop", |b| {
+        b.iter(|| {
+            let outcome = SHIPPING.call(
+                &ToolCall::new("ship", black_box(SHIPMENT)),
+                &actor,
+                &(),
+                &governance,
+            );
+            outcome.decision.code()
+        })
+    });
+    group.bench_function("floor", |b| {
+        b.iter(|| serde_json::from_str::<Shipment>(black_box(SHIPMENT)).is_ok())
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. The visibility filter over 1,000 tools for an actor with 5 scopes.
+
+fn visibility(c: &mut Criterion) {
+    let granted = [
+        "orders:read",
+        "tickets:write",
+        "refunds:write",
+        "customers:read",
+        "notes:write",
+    ];
+    let actor = Actor::new("agent", &granted);
+    // Floor: the same subset checks (none required here) and a policy call per tool.
+    let required: Vec<&[&str]> = R1000.tools().iter().map(|_| &[][..]).collect();
+    fn deny() -> bool {
+        false
+    }
+    let mut group = c.benchmark_group("visibility_1000");
+    group.bench_function("cairnloop", |b| {
+        b.iter(|| R1000.visible(black_box(&actor), &()).count())
+    });
+    group.bench_function("floor", |b| {
+        b.iter(|| {
+            required
+                .iter()
+                .filter(|req| {
+                    req.iter().all(|r| {
+                        black_box(&granted)
+                            .iter()
+                            .any(|g| g.as_bytes() == r.as_bytes())
+                    })
+                })
+                .filter(|_| black_box(deny as fn() -> bool)())
+                .count()
+        })
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. The idempotency key.
+
+fn idempotency_key(c: &mut Criterion) {
+    let input: serde_json::Value = serde_json::from_str(SHIPMENT).unwrap();
+    let envelope = serde_json::json!({
+        "account_id": "acme", "actor_id": "agent", "dedupe_token": null, "input": input, "tool_ref": "ship",
+    });
+    let mut group = c.benchmark_group("idempotency_key");
+    group.bench_function("cairnloop", |b| {
+        b.iter(|| {
+            IdempotencyKey::for_call("ship", black_box(&input), Some("agent"), Some("acme"), None)
+        })
+    });
+    group.bench_function("floor", |b| {
+        b.iter(|| Sha256::digest(serde_json::to_vec(black_box(&envelope)).unwrap()))
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// The median of one benchmark, in nanoseconds, from criterion's own estimates.
+fn median(group: &str, bench: &str) -> Option<f64> {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    let path = target
+        .join("criterion")
+        .join(group)
+        .join(bench)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let estimates: serde_json::Value = serde_json::from_str(&text).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+fn report() {
+    let rows: Vec<(&str, String, String, f64)> = vec![
+        (
+            "typed_decision",
+            "auto/cairnloop".into(),
+            "auto/floor".into(),
+            2.0,
+        ),
+        (
+            "typed_decision",
+            "approval/cairnloop".into(),
+            "approval/floor".into(),
+            2.0,
+        ),
+        (
+            "name_resolution",
+            "cairnloop/10".into(),
+            "floor/10".into(),
+            1.0,
+        ),
+        (
+            "name_resolution",
+            "cairnloop/100".into(),
+            "floor/100".into(),
+            1.0,
+        ),
+        (
+            "name_resolution",
+            "cairnloop/1000".into(),
+            "floor/1000".into(),
+            1.0,
+        ),
+        (
+            "name_resolution",
+            "cairnloop/10000".into(),
+            "floor/10000".into(),
+            1.0,
+        ),
+        ("by_name_call", "cairnloop".into(), "floor".into(), 1.25),
+        ("visibility_1000", "cairnloop".into(), "floor".into(), 2.0),
+        ("idempotency_key", "cairnloop".into(), "floor".into(), 1.5),
+    ];
+    println!(
+        "\n{:<18} {:<20} {:>12} {:>12} {:>7} {:>6}  met",
+        "group", "bench", "ours (ns)", "floor (ns)", "ratio", "goal"
+    );
+    for (group, ours, floor, goal) in rows {
+        match (median(group, &ours), median(group, &floor)) {
+            (Some(a), Some(b)) => {
+                let ratio = a / b;
+                let met = if ratio <= goal { "yes" } else { "NO" };
+                println!(
+                    "{group:<18} {ours:<20} {a:>12.1} {b:>12.1} {ratio:>7.2} {goal:>6.2}  {met}"
+                );
+            }
+            _ => println!("{group:<18} {ours:<20} (not measured in this run)"),
+        }
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    typed_decision(&mut criterion);
+    name_resolution(&mut criterion);
+    by_name_call(&mut criterion);
+    visibility(&mut criterion);
+    idempotency_key(&mut criterion);
+    criterion.final_summary();
+    report();
+}
