@@ -505,6 +505,10 @@ impl<C: ?Sized + 'static> Registry<C> {
 
     /// The tool a model named, by exact byte equality, or `None`.
     ///
+    /// With `std` the first lookup builds a hash index, and every lookup after costs the
+    /// same whatever the number of tools; without `std` it is a scan. An empty name or one
+    /// longer than 64 bytes is refused before any work.
+    ///
     /// ```
     /// # use cairnloop::Registry;
     /// static EMPTY: Registry<()> = Registry::new(&[]);
