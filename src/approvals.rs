@@ -261,9 +261,7 @@ impl<S: ApprovalStore> Approvals<S> {
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key)?;
         check_clock(&lane, now)?;
-        if now >= lane.expires_at()
-            && matches!(lane.state(), LaneState::Pending | LaneState::Approved)
-        {
+        if is_due(&lane, now) {
             return self.apply(&lane, LaneAction::Expire, now, None, None);
         }
         Ok(lane)
@@ -293,9 +291,7 @@ impl<S: ApprovalStore> Approvals<S> {
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key)?;
         check_clock(&lane, now)?;
-        if now >= lane.expires_at()
-            && matches!(lane.state(), LaneState::Pending | LaneState::Approved)
-        {
+        if is_due(&lane, now) {
             self.apply(&lane, LaneAction::Expire, now, None, None)?;
             return Err(ApprovalError::Expired);
         }
@@ -418,6 +414,11 @@ impl<S: ApprovalStore> Approvals<S> {
             }
         }
     }
+}
+
+/// Whether a lane that can still expire has reached its expiry: at or after it.
+fn is_due(lane: &ApprovalLane, now: Timestamp) -> bool {
+    now >= lane.expires_at() && matches!(lane.state(), LaneState::Pending | LaneState::Approved)
 }
 
 fn check_clock(lane: &ApprovalLane, now: Timestamp) -> Result<(), ApprovalError> {
