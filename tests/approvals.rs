@@ -305,21 +305,23 @@ fn a_duplicate_proposal_returns_the_existing_lane() {
 fn four_eyes_unless_the_host_opts_in() {
     let (approvals, lab) = (new_approvals(), Lab::default());
     let key = propose(&approvals, &lab, ARGS, T0);
+    assert!(!approvals.config().allows_self_approval());
     assert_eq!(
         approvals.approve(&key, "agent-7", at(1)),
         Err(ApprovalError::SelfApproval)
     );
     assert_eq!(approvals.lane(&key).unwrap().state(), LaneState::Pending);
+    assert_eq!(approvals.lane(&key).unwrap().decided_by(), None);
 
     let lenient = Approvals::new(
         MemoryStore::new(),
         ApprovalConfig::new().allowing_self_approval(),
     );
+    assert!(lenient.config().allows_self_approval());
     let key = propose(&lenient, &lab, ARGS, T0);
-    assert_eq!(
-        lenient.approve(&key, "agent-7", at(1)).unwrap().state(),
-        LaneState::Approved
-    );
+    let approved = lenient.approve(&key, "agent-7", at(1)).unwrap();
+    assert_eq!(approved.decided_by(), Some("agent-7"));
+    assert_eq!(approved.state(), LaneState::Approved);
 }
 
 #[test]
@@ -642,10 +644,9 @@ fn two_threads_racing_to_execute_one_approval_run_it_once() {
 
 #[test]
 fn retries_share_one_run_key_and_are_bounded() {
-    let approvals = Approvals::new(
-        MemoryStore::new(),
-        ApprovalConfig::new().with_max_attempts(3),
-    );
+    let config = ApprovalConfig::new().with_max_attempts(4);
+    assert_eq!(config.max_attempts(), 4);
+    let approvals = Approvals::new(MemoryStore::new(), config);
     let lab = Lab::default();
     lab.fail_first.store(2, Ordering::SeqCst);
     let key = propose(&approvals, &lab, ARGS, T0);
@@ -679,11 +680,11 @@ fn retries_share_one_run_key_and_are_bounded() {
     assert!(
         matches!(
             result,
-            Err(ApprovalError::ExecutionFailed { attempts: 3, .. })
+            Err(ApprovalError::ExecutionFailed { attempts: 4, .. })
         ),
         "{result:?}"
     );
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 3);
+    assert_eq!(lab.runs.load(Ordering::SeqCst), 4);
     let lane = approvals.lane(&key).unwrap();
     assert_eq!(
         (lane.state(), lane.reason()),
