@@ -448,3 +448,157 @@ mod serde_wire {
         assert_eq!(json["loosened_because"], "cosmetic");
     }
 }
+
+mod typed_pipeline {
+    use super::*;
+    use cairnloop::{Blocked, Decision, ModePolicy, decide};
+    use core::fmt;
+
+    struct Refund;
+
+    impl Tool for Refund {
+        const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::HighWrite);
+        const SCOPES: &'static [Scope] = &[];
+        type Input = u32;
+        type Output = ();
+        type Error = ();
+        type Context = ();
+        fn validate(_: &u32) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+            Ok(())
+        }
+        fn preview(cents: &u32, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
+            Some(write!(out, "Refund {cents} cents"))
+        }
+        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    struct Note;
+
+    impl Tool for Note {
+        const SPEC: ToolSpec = ToolSpec::new("note", "Note", "Notes.", RiskTier::LowWrite);
+        const SCOPES: &'static [Scope] = &[];
+        type Input = u32;
+        type Output = ();
+        type Error = ();
+        type Context = ();
+        fn validate(_: &u32) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+            Ok(())
+        }
+        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_pending_call_writes_the_tools_own_preview_or_none() {
+        let actor = Actor::new("agent", &[]);
+        let Decision::AwaitApproval(pending) =
+            decide::<Refund>(1250, &actor, &(), &ModePolicy::new())
+        else {
+            panic!("expected approval")
+        };
+        let mut text = String::new();
+        assert_eq!(pending.write_preview(&mut text), Some(Ok(())));
+        assert_eq!(text, "Refund 1250 cents");
+        assert_eq!(*pending.input(), 1250);
+        assert_eq!(pending.actor().id(), "agent");
+        assert_eq!(pending.mode().resolved(), ApprovalMode::RequiresApproval);
+        let debug = format!("{pending:?}");
+        assert!(
+            debug.starts_with("Pending { tool: \"refund\", actor: \"agent\""),
+            "{debug}"
+        );
+
+        let Decision::AwaitApproval(pending) = decide::<Note>(1, &actor, &(), &ModePolicy::new())
+        else {
+            panic!("expected approval")
+        };
+        let mut text = String::new();
+        assert_eq!(pending.write_preview(&mut text), None);
+        assert!(text.is_empty());
+        assert!(
+            format!("{:?}", Decision::AwaitApproval(pending))
+                .starts_with("AwaitApproval(Pending {")
+        );
+    }
+
+    #[test]
+    fn decisions_and_blocks_debug_as_their_variants() {
+        let actor = Actor::new("agent", &[]);
+        let executed = decide::<ReadOnlyTyped>(1, &actor, &(), &ModePolicy::new());
+        assert!(format!("{executed:?}").starts_with("Execute { tool: \"typed\""));
+        let blocked: Vec<String> = [
+            Blocked::UnknownTool,
+            Blocked::NotCallableByName,
+            Blocked::PolicyDenied {
+                reason: PolicyDenial::NoPolicyDefined,
+            },
+            Blocked::AlwaysBlocked {
+                decided_by: cairnloop::ModeSource::Hook,
+            },
+        ]
+        .iter()
+        .map(|b| format!("{b:?}"))
+        .collect();
+        assert_eq!(
+            blocked,
+            [
+                "UnknownTool",
+                "NotCallableByName",
+                "PolicyDenied(NoPolicyDefined)",
+                "AlwaysBlocked(Hook)"
+            ]
+        );
+        let denied = decide::<Forgotten>(1, &actor, &(), &ModePolicy::new());
+        assert_eq!(
+            format!("{denied:?}"),
+            "Blocked(PolicyDenied(NoPolicyDefined))"
+        );
+    }
+
+    struct ReadOnlyTyped;
+
+    impl Tool for ReadOnlyTyped {
+        const SPEC: ToolSpec = ToolSpec::new("typed", "Typed", "Reads.", RiskTier::ReadOnly);
+        const SCOPES: &'static [Scope] = &[];
+        type Input = u32;
+        type Output = ();
+        type Error = ();
+        type Context = ();
+        fn validate(_: &u32) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+            Ok(())
+        }
+        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    struct Forgotten;
+
+    impl Tool for Forgotten {
+        const SPEC: ToolSpec =
+            ToolSpec::new("forgotten", "Forgotten", "No policy.", RiskTier::ReadOnly);
+        const SCOPES: &'static [Scope] = &[];
+        type Input = u32;
+        type Output = ();
+        type Error = ();
+        type Context = ();
+        fn validate(_: &u32) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+}
