@@ -312,7 +312,7 @@ impl<C: ?Sized + 'static> fmt::Debug for ToolEntry<C> {
 
 /// The tools an agent may call, fixed at compile time.
 ///
-/// Build it in a `static` (or `const`) item: then `cargo check` evaluates every tool's
+/// Build it in a `static` item: then `cargo check` evaluates every tool's
 /// `SPEC` and `SCOPES`, and rejects two tools whose names are equal or equal ignoring ASCII
 /// case (rule 7). Names from a model resolve by exact byte equality only: no trimming, no
 /// case folding, no Unicode normalisation.

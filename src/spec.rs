@@ -32,7 +32,7 @@ use crate::{ApprovalMode, RiskTier, SpecError, text};
 /// Rust evaluates a `const` when something uses it. A free `const` or `static` item is
 /// always evaluated, so `cargo check` rejects a bad one. An associated `const SPEC` in an
 /// `impl Tool` is evaluated when it is used: registering the tool in a
-/// [`Registry`](crate::Registry) that lives in a `static` (or a `const`) makes `cargo check`
+/// [`Registry`](crate::Registry) that lives in a `static` makes `cargo check`
 /// reject it; a `SPEC` that only run-time code reaches is rejected by `cargo build`; a
 /// `SPEC` that nothing uses is never evaluated and so never rejected.
 ///
