@@ -269,3 +269,58 @@ impl ModeResolution {
         self.loosened_because
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::format;
+
+    const LOW: ToolSpec = ToolSpec::new("note", "Note", "Notes.", RiskTier::LowWrite);
+
+    fn requires(_: &ToolSpec, _: &Actor<'_>, _: &()) -> ApprovalMode {
+        ApprovalMode::RequiresApproval
+    }
+
+    #[test]
+    fn on_a_tie_the_earlier_source_is_named() {
+        let actor = Actor::new("a", &[]);
+        let floor =
+            ModePolicy::<()>::new().with_tier(RiskTier::LowWrite, ApprovalMode::RequiresApproval);
+        assert_eq!(floor.resolve(&LOW, &actor, &()).source(), ModeSource::Spec);
+        let hook = ModePolicy::<()>::new().with_hook(requires);
+        assert_eq!(hook.resolve(&LOW, &actor, &()).source(), ModeSource::Spec);
+        let both = ModePolicy::<()>::new()
+            .with_tier(RiskTier::ReadOnly, ApprovalMode::RequiresApproval)
+            .with_hook(requires);
+        let read = ToolSpec::new("read", "Read", "Reads.", RiskTier::ReadOnly);
+        assert_eq!(
+            both.resolve(&read, &actor, &()).source(),
+            ModeSource::TierOverride
+        );
+    }
+
+    #[test]
+    fn copies_keep_their_floors_and_hook_and_say_so() {
+        let policy = ModePolicy::<()>::new()
+            .with_tier(RiskTier::HighWrite, ApprovalMode::AlwaysBlock)
+            .with_hook(requires);
+        #[allow(clippy::clone_on_copy, reason = "the Clone impl is what is tested")]
+        let copy = policy.clone();
+        assert_eq!(
+            copy.tier_floor(RiskTier::HighWrite),
+            ApprovalMode::AlwaysBlock
+        );
+        assert_eq!(
+            copy.resolve(&LOW, &Actor::new("a", &[]), &()).resolved(),
+            ApprovalMode::RequiresApproval
+        );
+        assert_eq!(
+            format!("{copy:?}"),
+            "ModePolicy { tier_floor: [Auto, Auto, AlwaysBlock, Auto], hook: true }"
+        );
+        assert_eq!(
+            [ModeSource::Spec, ModeSource::TierOverride, ModeSource::Hook].map(ModeSource::as_str),
+            ["spec", "tier_override", "hook"]
+        );
+    }
+}

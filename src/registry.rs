@@ -608,3 +608,66 @@ mod tests {
         assert_ne!(folded_hash("a"), folded_hash("b"));
     }
 }
+
+#[cfg(test)]
+mod entry_tests {
+    use super::*;
+    use crate::{InputErrors, Invocation};
+    use std::format;
+
+    struct Card;
+
+    impl Tool for Card {
+        const SPEC: ToolSpec =
+            ToolSpec::new("card", "Card", "Has a UI.", crate::RiskTier::ReadOnly);
+        const SCOPES: &'static [Scope] = &[Scope::new("cards:read")];
+        type Input = ();
+        type Output = ();
+        type Error = ();
+        type Context = ();
+        fn validate(_: &()) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        fn custom_ui() -> Option<&'static str> {
+            Some("refund-card")
+        }
+        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_entry_keeps_the_tools_ui_and_debugs_plainly() {
+        let entry = ToolEntry::<()>::of::<Card>();
+        assert_eq!(entry.custom_ui(), Some("refund-card"));
+        let debug = format!("{entry:?}");
+        assert!(
+            debug.starts_with("ToolEntry { spec: ToolSpec { name: \"card\""),
+            "{debug}"
+        );
+        assert!(debug.contains("scopes: [\"cards:read\"]"), "{debug}");
+        static ONE: [ToolEntry<()>; 1] = [ToolEntry::of::<Card>()];
+        assert_eq!(format!("{:?}", Registry::new(&ONE)), "[\"card\"]");
+    }
+
+    #[test]
+    fn exactly_max_tools_is_allowed_one_more_is_not() {
+        let entry = ToolEntry::<()>::of::<Card>();
+        let full: &'static [ToolEntry<()>] = std::vec::Vec::leak(std::vec![entry; MAX_TOOLS]);
+        // The size passes; the (identical) names then fail rule 7.
+        assert_eq!(
+            Registry::try_new(full).err(),
+            Some(SpecError::DuplicateToolName)
+        );
+    }
+
+    #[test]
+    fn folded_hashes_spread_similar_names() {
+        let mut hashes: std::vec::Vec<u64> = (0..1000)
+            .map(|i| folded_hash(&format!("tool_{i:04}")) >> 16)
+            .collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        assert_eq!(hashes.len(), 1000);
+    }
+}
