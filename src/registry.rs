@@ -602,6 +602,32 @@ mod tests {
     }
 
     #[test]
+    fn heapsort_sorts_every_permutation_of_small_inputs() {
+        fn permutations(items: &mut [u64], k: usize, out: &mut std::vec::Vec<std::vec::Vec<u64>>) {
+            if k == items.len() {
+                out.push(items.to_vec());
+                return;
+            }
+            for i in k..items.len() {
+                items.swap(k, i);
+                permutations(items, k + 1, out);
+                items.swap(k, i);
+            }
+        }
+        for n in 2..=6 {
+            let mut items: std::vec::Vec<u64> = (1..=n as u64).collect();
+            let mut all = std::vec::Vec::new();
+            permutations(&mut items, 0, &mut all);
+            for permutation in all {
+                let mut keys = [0u64; MAX_TOOLS];
+                keys[..n].copy_from_slice(&permutation);
+                heapsort(&mut keys, n);
+                assert_eq!(&keys[..n], &items[..], "from {permutation:?}");
+            }
+        }
+    }
+
+    #[test]
     fn folded_hashes_ignore_ascii_case_only() {
         assert_eq!(folded_hash("Refund_Order"), folded_hash("refund_order"));
         assert_ne!(folded_hash("refund_order"), folded_hash("refund_orders"));
