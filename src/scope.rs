@@ -130,3 +130,16 @@ impl fmt::Debug for Scope {
         fmt::Debug::fmt(self.name, f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn granted_only_by_an_equal_string() {
+        let scope = Scope::new("orders:read");
+        assert!(scope.is_granted_by(&["tickets:write", "orders:read"]));
+        assert!(!scope.is_granted_by(&[]));
+        assert!(!scope.is_granted_by(&["orders:reads", "orders:rea", "tickets:write"]));
+    }
+}
