@@ -141,5 +141,25 @@ mod tests {
         assert!(scope.is_granted_by(&["tickets:write", "orders:read"]));
         assert!(!scope.is_granted_by(&[]));
         assert!(!scope.is_granted_by(&["orders:reads", "orders:rea", "tickets:write"]));
+        assert_eq!(
+            std::format!("{scope} {scope:?}"),
+            "orders:read \"orders:read\""
+        );
+    }
+
+    #[test]
+    fn a_list_with_a_repeat_anywhere_is_refused() {
+        const A: Scope = Scope::new("a:a");
+        const B: Scope = Scope::new("b:b");
+        const C: Scope = Scope::new("c:c");
+        assert_eq!(Scope::check_list(&[]), Ok(()));
+        assert_eq!(Scope::check_list(&[A, B, C]), Ok(()));
+        for list in [&[A, A][..], &[A, B, A], &[B, A, C, A], &[C, B, B]] {
+            assert_eq!(
+                Scope::check_list(list),
+                Err(SpecError::DuplicateScope),
+                "{list:?}"
+            );
+        }
     }
 }

@@ -196,6 +196,17 @@ fn run_time_twins_report_each_rule() {
 }
 
 #[test]
+fn declared_result_states_are_kept_in_order() {
+    let spec = ToolSpec::new("t", "T", "D", RiskTier::ReadOnly)
+        .with_result_states(&["found", "not_found"]);
+    assert_eq!(spec.result_states(), ["found", "not_found"]);
+    let twin = ToolSpec::try_new("t", "T", "D", RiskTier::ReadOnly)
+        .and_then(|s| s.try_with_result_states(&["ok"]))
+        .unwrap();
+    assert_eq!(twin.result_states(), ["ok"]);
+}
+
+#[test]
 fn every_message_names_its_rule_and_a_fix() {
     use SpecError::*;
     let all = [
