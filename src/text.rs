@@ -170,6 +170,21 @@ mod tests {
         assert!(has_control("a\u{2028}", true));
         assert!(has_control("a\u{2029}", true));
         assert!(!has_control("café — ok ✓", false));
+        // Neighbours of the ranges: Latin-1 after C1, and the code points around U+2028/9.
+        for text in [
+            "\u{a0}",
+            "¡",
+            "a©b",
+            "\u{ff}",
+            "\u{2027}",
+            "\u{202a}",
+            "x\u{2030}",
+            "\u{1fff}",
+        ] {
+            assert!(!has_control(text, false), "{text:?}");
+        }
+        assert!(has_control("\u{80}", false));
+        assert!(has_control("\u{9f}x", false));
     }
 
     #[test]
