@@ -190,6 +190,12 @@ mod tests {
     #[test]
     fn scopes_and_states() {
         assert!(is_scope_token("orders:read"));
+        // The ends of the RFC 6749 range are in; space, DEL, `"` and `\` are out.
+        assert!(is_scope_token("!"));
+        assert!(is_scope_token("~"));
+        for bad in ["a b", "a\u{7f}", "a\"b", "a\\b", "\"", "\\"] {
+            assert!(!is_scope_token(bad), "{bad:?}");
+        }
         assert!(!is_scope_token("orders read"));
         assert!(!is_scope_token("ordérs"));
         assert!(is_wildcard_scope("*"));
