@@ -317,12 +317,16 @@ fn idempotency_key(c: &mut Criterion) {
 fn median(group: &str, bench: &str) -> Option<f64> {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
-    let path = target
-        .join("criterion")
-        .join(group)
-        .join(bench)
-        .join("new/estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
+    // A `BenchmarkId` nests a directory per part; a plain name `a/b` is kept as `a_b`.
+    let read = |bench: &str| {
+        let path = target
+            .join("criterion")
+            .join(group)
+            .join(bench)
+            .join("new/estimates.json");
+        std::fs::read_to_string(path).ok()
+    };
+    let text = read(bench).or_else(|| read(&bench.replace('/', "_")))?;
     let estimates: serde_json::Value = serde_json::from_str(&text).ok()?;
     estimates["median"]["point_estimate"].as_f64()
 }
