@@ -488,25 +488,36 @@ mod typed_pipeline {
         }
     }
 
-    struct Note;
-
-    impl Tool for Note {
-        const SPEC: ToolSpec = ToolSpec::new("note", "Note", "Notes.", RiskTier::LowWrite);
-        const SCOPES: &'static [Scope] = &[];
-        type Input = u32;
-        type Output = ();
-        type Error = ();
-        type Context = ();
-        fn validate(_: &u32) -> Result<(), InputErrors> {
-            Ok(())
-        }
-        fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-            Ok(())
-        }
-        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-            Ok(())
-        }
+    /// A tool on `u32` with nothing but a spec, and a policy that allows, or none.
+    macro_rules! plain_tool {
+        ($ty:ident, $name:literal, $tier:expr, $($allows:ident)?) => {
+            struct $ty;
+            impl Tool for $ty {
+                const SPEC: ToolSpec = ToolSpec::new($name, "Plain", "A plain tool.", $tier);
+                const SCOPES: &'static [Scope] = &[];
+                type Input = u32;
+                type Output = ();
+                type Error = ();
+                type Context = ();
+                fn validate(_: &u32) -> Result<(), InputErrors> {
+                    Ok(())
+                }
+                $(
+                    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+                        let $allows = Ok(());
+                        $allows
+                    }
+                )?
+                async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+                    Ok(())
+                }
+            }
+        };
     }
+
+    plain_tool!(Note, "note", RiskTier::LowWrite, allows);
+    plain_tool!(ReadOnlyTyped, "typed", RiskTier::ReadOnly, allows);
+    plain_tool!(Forgotten, "forgotten", RiskTier::ReadOnly,);
 
     #[test]
     fn a_pending_call_writes_the_tools_own_preview_or_none() {
@@ -573,43 +584,5 @@ mod typed_pipeline {
             format!("{denied:?}"),
             "Blocked(PolicyDenied(NoPolicyDefined))"
         );
-    }
-
-    struct ReadOnlyTyped;
-
-    impl Tool for ReadOnlyTyped {
-        const SPEC: ToolSpec = ToolSpec::new("typed", "Typed", "Reads.", RiskTier::ReadOnly);
-        const SCOPES: &'static [Scope] = &[];
-        type Input = u32;
-        type Output = ();
-        type Error = ();
-        type Context = ();
-        fn validate(_: &u32) -> Result<(), InputErrors> {
-            Ok(())
-        }
-        fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-            Ok(())
-        }
-        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-            Ok(())
-        }
-    }
-
-    struct Forgotten;
-
-    impl Tool for Forgotten {
-        const SPEC: ToolSpec =
-            ToolSpec::new("forgotten", "Forgotten", "No policy.", RiskTier::ReadOnly);
-        const SCOPES: &'static [Scope] = &[];
-        type Input = u32;
-        type Output = ();
-        type Error = ();
-        type Context = ();
-        fn validate(_: &u32) -> Result<(), InputErrors> {
-            Ok(())
-        }
-        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-            Ok(())
-        }
     }
 }
