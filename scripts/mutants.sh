@@ -6,6 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
 out=target/mutants
+mkdir -p "$out"  # cargo-mutants does not create the parent on a clean checkout
 cargo mutants --output "$out" --no-shuffle "$@"
 status=$?
 missed="$out/mutants.out/missed.txt"

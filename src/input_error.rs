@@ -312,9 +312,51 @@ mod tests {
         }
         assert_eq!(errors.len() + errors.omitted(), 5);
         assert_eq!(errors.iter().count(), errors.len());
+        let kept = "/a: is required (required); /a: is required (required)";
         #[cfg(not(feature = "alloc"))]
-        assert_eq!((errors.len(), errors.omitted()), (2, 3));
+        {
+            assert_eq!((errors.len(), errors.omitted()), (2, 3));
+            assert_display(&errors, &[kept, "; and 3 more"].concat());
+        }
         #[cfg(feature = "alloc")]
-        assert_eq!((errors.len(), errors.omitted()), (5, 0));
+        {
+            assert_eq!((errors.len(), errors.omitted()), (5, 0));
+            assert_display(
+                &errors,
+                &[kept, "; ", kept, "; /a: is required (required)"].concat(),
+            );
+        }
+    }
+
+    #[test]
+    fn an_error_for_the_whole_input_reads_without_a_path() {
+        let error = FieldError::new("", "not_an_object", "expected an object");
+        assert_display(
+            &InputErrors::one(error.clone()),
+            "expected an object (not_an_object)",
+        );
+        assert!(!InputErrors::one(error).is_empty());
+    }
+
+    /// Compares `Display` output without allocating, so it also runs without `alloc`.
+    fn assert_display(errors: &InputErrors, expected: &str) {
+        struct Expect<'a>(&'a str);
+        impl fmt::Write for Expect<'_> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                match self.0.strip_prefix(s) {
+                    Some(rest) => {
+                        self.0 = rest;
+                        Ok(())
+                    }
+                    None => Err(fmt::Error),
+                }
+            }
+        }
+        let mut expect = Expect(expected);
+        let written = fmt::write(&mut expect, format_args!("{errors}"));
+        assert!(
+            written.is_ok() && expect.0.is_empty(),
+            "{expected:?} not matched"
+        );
     }
 }

@@ -118,12 +118,15 @@ impl Preview {
         }
         text.push_str("\ninput:");
         let mut rows = Vec::new();
-        flatten(
-            &mut rows,
-            String::new(),
-            &Value::Object(input.clone()),
-            false,
-        );
+        // An empty input has no rows; flattened, it would show as one row with no path.
+        if !input.is_empty() {
+            flatten(
+                &mut rows,
+                String::new(),
+                &Value::Object(input.clone()),
+                false,
+            );
+        }
         rows.sort();
         if rows.is_empty() {
             text.push_str(" none");
@@ -255,6 +258,40 @@ mod tests {
             !text.contains("hunter2") && !text.contains("\"k\""),
             "{text}"
         );
+    }
+
+    #[test]
+    fn nesting_flattens_to_paths_and_empty_containers_keep_a_row() {
+        let text = rows(serde_json::json!({
+            "tags": ["a", "b"], "meta": {}, "list": [], "order": {"id": 7}
+        }));
+        assert_eq!(
+            text,
+            "\n  list: []\n  meta: {}\n  order.id: 7\n  tags[0]: \"a\"\n  tags[1]: \"b\""
+        );
+        assert_eq!(rows(serde_json::json!({})), " none");
+    }
+
+    #[test]
+    fn scopes_are_listed_and_rows_past_the_limit_are_counted() {
+        let spec = ToolSpec::new("t", "T", "D.", RiskTier::LowWrite);
+        let mode = ModePolicy::<()>::new().resolve(&spec, &Actor::new("a", &[]), &());
+        let input: Map<String, Value> = (0..MAX_ROWS + 3)
+            .map(|i| (format!("f{i:02}"), Value::from(i)))
+            .collect();
+        let scopes = [Scope::new("a:read"), Scope::new("b:write")];
+        let preview = Preview::fallback(&spec, &scopes, &mode, &input);
+        let text = preview.to_string();
+        assert_eq!(text, preview.text());
+        assert!(text.contains("\nscopes: a:read, b:write\n"), "{text}");
+        assert!(text.contains("\n  f39: 39\n  … and 3 more"), "{text}");
+        assert!(!text.contains("f40"), "{text}");
+        let exact: Map<String, Value> = (0..MAX_ROWS)
+            .map(|i| (format!("f{i:02}"), Value::from(i)))
+            .collect();
+        let text = Preview::fallback(&spec, &[], &mode, &exact).to_string();
+        assert!(text.contains("\nscopes: none\n"), "{text}");
+        assert!(text.ends_with("f39: 39"), "{text}");
     }
 
     #[test]

@@ -385,6 +385,71 @@ mod tests {
     }
 
     #[test]
+    fn every_json_value_is_kept_as_parsed() {
+        let text = r#"{"t":true,"f":false,"n":null,"i":-3,"u":7,"x":0.5,"s":"a\u00e9","a":[1,[]],"o":{"k":{}}}"#;
+        let parsed = parse_arguments(text, &InputLimits::new()).unwrap();
+        let plain: Map<String, Value> = serde_json::from_str(text).unwrap();
+        assert_eq!(parsed, plain);
+    }
+
+    #[test]
+    fn closing_a_container_gives_its_depth_back() {
+        let limits = InputLimits::new().with_max_depth(2);
+        assert!(parse_arguments(r#"{"a":[1],"b":[2],"c":[3]}"#, &limits).is_ok());
+        assert!(parse_arguments(r#"{"a":{},"b":{},"c":{}}"#, &limits).is_ok());
+    }
+
+    #[test]
+    fn strings_and_keys_may_be_exactly_as_long_as_the_limit() {
+        let limits = InputLimits::new().with_max_string_bytes(4);
+        assert!(parse_arguments(r#"{"abcd":"wxyz"}"#, &limits).is_ok());
+        let errors = parse_arguments(r#"{"abcde":1}"#, &limits).unwrap_err();
+        let error = errors.iter().next().unwrap();
+        assert_eq!((error.path(), error.code()), ("/abcde", "string_too_long"));
+        assert_eq!(
+            error.message(),
+            "key is 5 bytes, longer than the limit of 4"
+        );
+        let errors = parse_arguments(r#"{"a":"vwxyz"}"#, &limits).unwrap_err();
+        let error = errors.iter().next().unwrap();
+        assert_eq!((error.path(), error.code()), ("/a", "string_too_long"));
+        assert_eq!(
+            error.message(),
+            "string is 5 bytes, longer than the limit of 4"
+        );
+    }
+
+    #[test]
+    fn parser_messages_are_passed_on_and_cut_at_200_characters() {
+        let errors = parse_arguments(r#"{"a":1,}"#, &InputLimits::new()).unwrap_err();
+        let error = errors.iter().next().unwrap();
+        assert_eq!(error.code(), "invalid_json");
+        assert_eq!(error.message(), "trailing comma at line 1 column 8");
+        let long = "é".repeat(300);
+        assert_eq!(short(&long), format!("{}…", "é".repeat(200)));
+        assert_eq!(short(&long[..400]), long[..400]);
+    }
+
+    #[test]
+    fn a_value_that_is_not_an_object_is_named() {
+        for (text, what) in [
+            ("null", "null"),
+            ("true", "a boolean"),
+            ("1", "a number"),
+            (r#""x""#, "a string"),
+            ("[]", "an array"),
+        ] {
+            let errors = parse_arguments(text, &InputLimits::new()).unwrap_err();
+            let error = errors.iter().next().unwrap();
+            assert_eq!((error.path(), error.code()), ("", "not_an_object"));
+            assert_eq!(
+                error.message(),
+                format!("arguments must be a JSON object, not {what}")
+            );
+        }
+    }
+
+    #[test]
     fn depth_counts_the_arguments_object() {
         let limits = InputLimits::new().with_max_depth(2);
         assert!(parse_arguments(r#"{"a":[1]}"#, &limits).is_ok());

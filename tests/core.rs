@@ -113,6 +113,27 @@ fn case_variants_and_near_misses_do_not_parse() {
         err.to_string(),
         "unknown approval mode, expected auto, requires_approval or always_block"
     );
+    assert_eq!(
+        format!("{err:?}"),
+        r#"ParseError("unknown approval mode, expected auto, requires_approval or always_block")"#
+    );
+}
+
+#[test]
+fn timestamps_read_the_clock_and_print_in_milliseconds() {
+    use cairnloop::Timestamp;
+    // 2026-01-01T00:00:00Z: the machine's clock is past it, and `now` never wraps.
+    let now = Timestamp::now().expect("a clock after the epoch");
+    assert!(now.unix_millis() > 1_767_225_600_000, "{now}");
+    assert_eq!(Timestamp::from_unix_millis(1250).to_string(), "1250ms");
+}
+
+#[test]
+fn a_policy_denial_gives_its_reason() {
+    assert_eq!(PolicyDenial::NoPolicyDefined.reason(), "no policy defined");
+    let denial = PolicyDenial::Denied("refunds above 500 EUR need a supervisor");
+    assert_eq!(denial.reason(), "refunds above 500 EUR need a supervisor");
+    assert_eq!(denial.to_string(), denial.reason());
 }
 
 #[test]
@@ -550,6 +571,26 @@ mod typed_pipeline {
             format!("{:?}", Decision::AwaitApproval(pending))
                 .starts_with("AwaitApproval(Pending {")
         );
+    }
+
+    #[test]
+    fn an_invocation_debugs_with_tool_input_and_actor() {
+        let actor = Actor::new("agent", &["notes:write"]);
+        let Decision::Execute { call, .. } =
+            decide::<ReadOnlyTyped>(7, &actor, &(), &ModePolicy::new())
+        else {
+            panic!("expected execute")
+        };
+        assert_eq!(
+            format!("{call:?}"),
+            r#"Invocation { tool: "typed", input: 7, actor: Actor { id: "agent", account: None, scopes: ["notes:write"] }, .. }"#
+        );
+    }
+
+    #[test]
+    fn a_tool_has_no_custom_ui_unless_it_names_one() {
+        assert_eq!(ReadOnlyTyped::custom_ui(), None);
+        assert_eq!(Refund::custom_ui(), None);
     }
 
     #[test]

@@ -204,3 +204,19 @@ fn a_key_parses_only_from_its_own_form() {
     }
     assert!(serde_json::from_str::<IdempotencyKey>("\"xyz\"").is_err());
 }
+
+#[test]
+fn hex_display_debug_and_serde_spell_the_same_digits() {
+    let bytes: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0xa5);
+    let key = IdempotencyKey::from_bytes(bytes);
+    let expected: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(key.to_hex(), expected);
+    assert_eq!(key.to_string(), expected);
+    assert_eq!(format!("{key:?}"), format!("IdempotencyKey({expected})"));
+    assert_eq!(serde_json::to_value(key).unwrap(), json!(expected));
+    assert_eq!(expected.parse::<IdempotencyKey>(), Ok(key));
+    assert_eq!(
+        serde_json::from_value::<IdempotencyKey>(json!(expected)).unwrap(),
+        key
+    );
+}

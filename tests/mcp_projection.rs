@@ -19,6 +19,8 @@ struct Refund {
     note: Option<String>,
     reason: Reason,
     lines: Vec<Line>,
+    #[serde(default)]
+    tags: std::collections::BTreeMap<String, u32>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -189,6 +191,13 @@ fn every_object_in_the_schema_is_closed_and_lists_what_it_requires() {
     assert_eq!(line["additionalProperties"], false);
     assert_eq!(line["required"], json!(["sku", "qty"]));
     assert!(schema.get("title").is_none());
+    // A map stays open to any key, with its value schema; only objects are closed.
+    let tags = &schema["properties"]["tags"];
+    assert_eq!(tags["type"], "object");
+    assert_eq!(tags["additionalProperties"]["type"], "integer");
+    assert_eq!(tags["required"], json!([]));
+    let order = schema["properties"]["order"].as_object().unwrap();
+    assert!(!order.contains_key("required") && !order.contains_key("additionalProperties"));
 }
 
 #[test]
@@ -211,6 +220,9 @@ fn the_schema_agrees_with_the_input_gate() {
             .decision
     };
     assert_eq!(call(valid), "execute");
+    let tagged =
+        r#"{"order": 1, "cents": 5, "reason": "late", "lines": [], "tags": {"any key": 1}}"#;
+    assert_eq!(call(tagged), "execute");
     for rejected in [missing, extra, nested_extra] {
         assert_eq!(call(rejected), "blocked", "{rejected}");
     }

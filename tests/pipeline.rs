@@ -522,6 +522,9 @@ fn a_proposal_carries_preview_key_and_snapshots() {
         panic!()
     };
     assert_eq!(proposal.tool(), "refund_order");
+    assert_eq!(proposal.title(), "Refund order");
+    assert_eq!(proposal.risk_tier(), RiskTier::HighWrite);
+    assert_eq!(proposal.dedupe_token(), None);
     assert_eq!(proposal.preview().source(), PreviewSource::Tool);
     assert_eq!(
         proposal.preview().text(),
@@ -620,4 +623,109 @@ fn blocked_reasons_serialise_with_their_code() {
     assert_eq!(json["errors"][0]["path"], "/extra");
     assert_eq!(json["errors"][1]["path"], "/order");
     assert_eq!(json["errors"][1]["code"], "invalid_type");
+}
+
+#[test]
+fn every_decision_names_its_code_as_the_audit_does() {
+    let (actor, desk) = (admin(), Desk::default());
+    for (name, arguments, code) in [
+        ("lookup_order", r#"{"order": 1001}"#, "execute"),
+        (
+            "refund_order",
+            r#"{"order": 1, "cents": 5, "reason": "late"}"#,
+            "await_approval",
+        ),
+        ("no_such_tool", "{}", "blocked"),
+    ] {
+        let outcome = call(&actor, &desk, name, arguments);
+        assert_eq!(outcome.decision.code(), code);
+        assert_eq!(outcome.audit.decision, code);
+    }
+}
+
+#[test]
+fn a_ready_call_and_the_governance_debug_with_what_decided() {
+    let (actor, desk) = (admin(), Desk::default());
+    let CallDecision::Execute(ready) =
+        call(&actor, &desk, "lookup_order", r#"{"order": 1001}"#).decision
+    else {
+        panic!("expected execute")
+    };
+    let debug = format!("{ready:?}");
+    assert!(
+        debug.starts_with(r#"ReadyCall { tool: "lookup_order", actor: "admin-1", idempotency_key: IdempotencyKey("#),
+        "{debug}"
+    );
+    assert!(debug.contains("mode: ModeResolution {"), "{debug}");
+    let governance: Governance<Desk> =
+        Governance::new().with_limits(InputLimits::new().with_max_depth(4));
+    assert_eq!(
+        format!("{governance:?}"),
+        "Governance { mode_policy: ModePolicy { tier_floor: [Auto, Auto, Auto, Auto], \
+         hook: false }, limits: InputLimits { max_bytes: 65536, max_depth: 4, \
+         max_string_bytes: 16384 } }"
+    );
+}
+
+#[test]
+fn host_limits_apply_and_depth_is_capped_at_the_parsers_limit() {
+    let (actor, desk) = (admin(), Desk::default());
+    let arguments = r#"{"order": 1001}"#;
+    let small =
+        Governance::new().with_limits(InputLimits::new().with_max_bytes(arguments.len() - 1));
+    let outcome = DESK.call(
+        &ToolCall::new("lookup_order", arguments),
+        &actor,
+        &desk,
+        &small,
+    );
+    assert_eq!(
+        field_errors(outcome),
+        [(String::new(), "too_large".to_owned())]
+    );
+    let exact = Governance::new().with_limits(InputLimits::new().with_max_bytes(arguments.len()));
+    let outcome = DESK.call(
+        &ToolCall::new("lookup_order", arguments),
+        &actor,
+        &desk,
+        &exact,
+    );
+    assert_eq!(outcome.audit.decision, "execute");
+    assert_eq!(InputLimits::new().with_max_depth(121).max_depth(), 120);
+    assert_eq!(InputLimits::new().with_max_depth(120).max_depth(), 120);
+    assert_eq!(InputLimits::new().with_max_depth(119).max_depth(), 119);
+}
+
+#[test]
+fn field_errors_read_as_path_message_and_code() {
+    let (actor, desk) = (admin(), Desk::default());
+    let outcome = call(
+        &actor,
+        &desk,
+        "internal_note",
+        r#"{"ticket": 0, "body": " "}"#,
+    );
+    let Blocked::NeedsInput { errors } = blocked(outcome) else {
+        panic!("expected NeedsInput")
+    };
+    assert_eq!(errors.omitted(), 0);
+    assert_eq!(
+        errors.to_string(),
+        "/ticket: ticket numbers start at 1 (out_of_range); /body: the note is empty (required)"
+    );
+    let first = errors.iter().next().unwrap();
+    assert_eq!(first.message(), "ticket numbers start at 1");
+    assert_eq!(
+        format!("{errors:?}"),
+        r#"[FieldError { path: "/ticket", code: "out_of_range", message: "ticket numbers start at 1" }, FieldError { path: "/body", code: "required", message: "the note is empty" }]"#
+    );
+    let whole = field_errors(call(&actor, &desk, "lookup_order", "[]"));
+    assert_eq!(whole[0].0, "");
+    let Blocked::NeedsInput { errors } = blocked(call(&actor, &desk, "lookup_order", "[]")) else {
+        panic!("expected NeedsInput")
+    };
+    assert_eq!(
+        errors.to_string(),
+        "arguments must be a JSON object, not an array (not_an_object)"
+    );
 }
