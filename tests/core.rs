@@ -119,6 +119,7 @@ fn case_variants_and_near_misses_do_not_parse() {
     );
 }
 
+#[cfg(feature = "std")]
 #[test]
 fn timestamps_read_the_clock_and_print_in_milliseconds() {
     use cairnloop::Timestamp;
