@@ -605,6 +605,25 @@ fn revalidation_invalidates_when_the_policy_in_force_changed() {
 }
 
 #[test]
+fn a_move_from_a_stale_version_is_a_conflict_and_changes_nothing() {
+    let (approvals, lab) = (new_approvals(), Lab::default());
+    let key = propose(&approvals, &lab, ARGS, T0);
+    let opened = approvals.lane(&key).unwrap();
+    assert_eq!(opened.version(), 0);
+    approvals.approve(&key, "supervisor", at(1)).unwrap();
+    let approved = approvals.lane(&key).unwrap();
+    assert_eq!(approved.version(), 1);
+    // A second writer read the lane before the approval and now writes it back.
+    let events = approvals.store().events().unwrap();
+    let stale = approvals
+        .store()
+        .transition(opened.version(), opened, events[0].clone());
+    assert_eq!(stale, Err(StoreError::Conflict));
+    assert_eq!(approvals.lane(&key).unwrap(), approved);
+    assert_eq!(approvals.store().events().unwrap(), events);
+}
+
+#[test]
 fn two_threads_racing_to_execute_one_approval_run_it_once() {
     for _ in 0..20 {
         let (approvals, lab) = (new_approvals(), Lab::default());
