@@ -7,7 +7,7 @@ mod desk;
 
 use cairnloop::{
     Actor, ApprovalMode, Blocked, CallDecision, CallOutcome, Governance, InputLimits, ModePolicy,
-    ModeSource, PolicyDenial, PreviewSource, RiskTier, Scope, ToolCall, ToolSpec,
+    ModeSource, PolicyDenial, PreviewSource, ReadyCall, RiskTier, Scope, ToolCall, ToolSpec,
 };
 use desk::{DESK, Desk, EVERY_SCOPE};
 
@@ -40,6 +40,15 @@ fn blocked(outcome: CallOutcome<'_, Desk>) -> Blocked {
     }
 }
 
+/// The call a decision to execute carries.
+fn ready(outcome: CallOutcome<'_, Desk>) -> ReadyCall<'_, Desk> {
+    assert_eq!(outcome.audit.decision, "execute");
+    match outcome.decision {
+        CallDecision::Execute(ready) => ready,
+        other => panic!("expected execute, got {}", other.code()),
+    }
+}
+
 /// The field errors of a `NeedsInput` block, as (path, code).
 fn field_errors(outcome: CallOutcome<'_, Desk>) -> Vec<(String, String)> {
     match blocked(outcome) {
@@ -57,9 +66,7 @@ fn a_read_only_call_executes_and_runs() {
     let outcome = call(&actor, &desk, "lookup_order", r#"{"order": 1001}"#);
     assert_eq!(outcome.audit.decision, "execute");
     assert_eq!(outcome.audit.mode, Some(ApprovalMode::Auto));
-    let CallDecision::Execute(ready) = outcome.decision else {
-        panic!("expected execute")
-    };
+    let ready = ready(outcome);
     assert_eq!(ready.tool(), "lookup_order");
     assert_eq!(
         pollster::block_on(ready.run()),
@@ -70,11 +77,7 @@ fn a_read_only_call_executes_and_runs() {
 #[test]
 fn a_failing_run_reports_the_tools_error() {
     let (actor, desk) = (admin(), Desk::default());
-    let CallDecision::Execute(ready) =
-        call(&actor, &desk, "lookup_order", r#"{"order": 7}"#).decision
-    else {
-        panic!("expected execute")
-    };
+    let ready = ready(call(&actor, &desk, "lookup_order", r#"{"order": 7}"#));
     let error = pollster::block_on(ready.run()).unwrap_err();
     assert_eq!(error.to_string(), "tool failed: order 7 not found");
 }
@@ -502,9 +505,7 @@ fn a_loosened_spec_says_so() {
         outcome.audit.loosened_because.as_deref(),
         Some("tags are cosmetic")
     );
-    let CallDecision::Execute(ready) = outcome.decision else {
-        panic!()
-    };
+    let ready = ready(outcome);
     assert_eq!(ready.mode().loosened_because(), Some("tags are cosmetic"));
 }
 
@@ -646,11 +647,7 @@ fn every_decision_names_its_code_as_the_audit_does() {
 #[test]
 fn a_ready_call_and_the_governance_debug_with_what_decided() {
     let (actor, desk) = (admin(), Desk::default());
-    let CallDecision::Execute(ready) =
-        call(&actor, &desk, "lookup_order", r#"{"order": 1001}"#).decision
-    else {
-        panic!("expected execute")
-    };
+    let ready = ready(call(&actor, &desk, "lookup_order", r#"{"order": 1001}"#));
     let debug = format!("{ready:?}");
     assert!(
         debug.starts_with(r#"ReadyCall { tool: "lookup_order", actor: "admin-1", idempotency_key: IdempotencyKey("#),
