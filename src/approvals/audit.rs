@@ -1,0 +1,126 @@
+use alloc::sync::Arc;
+
+use crate::approvals::TransitionEvent;
+use crate::json::AuditEvent;
+
+/// One record of the audit trail: a decision of the gates on a call, or a move of an
+/// approval lane.
+///
+/// ```
+/// use cairnloop::approvals::AuditRecord;
+///
+/// fn describe(record: &AuditRecord) -> String {
+///     match record {
+///         AuditRecord::Decision(event) => format!("{} {} {}", event.actor_id, event.tool, event.decision),
+///         AuditRecord::Transition(event) => format!("{} -> {}", event.tool, event.to),
+///     }
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AuditRecord {
+    /// What the gates decided on a call.
+    Decision(AuditEvent),
+    /// A lane moved (or was opened).
+    Transition(TransitionEvent),
+}
+
+/// Where a [`Governor`](crate::Governor) sends every audit record, as it happens.
+///
+/// The governor calls it itself, for every decision and every transition, so no caller
+/// can lose a record by ignoring a return value. Without a sink of its own, a governor
+/// appends decisions to its store's event log, where the transitions already are.
+/// [`TracingSink`] (feature `tracing`) emits `tracing` events instead, for hosts that ship
+/// logs (to OpenTelemetry, say) with their usual subscriber.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use cairnloop::approvals::{AuditRecord, AuditSink};
+///
+/// #[derive(Default)]
+/// struct Collect(Mutex<Vec<AuditRecord>>);
+///
+/// impl AuditSink for Collect {
+///     fn record(&self, record: &AuditRecord) {
+///         self.0.lock().unwrap().push(record.clone());
+///     }
+/// }
+/// ```
+pub trait AuditSink: Send + Sync {
+    /// Takes one record. It must not fail the call: a sink that can fail buffers or
+    /// reports on its own.
+    fn record(&self, record: &AuditRecord);
+}
+
+impl<S: AuditSink + ?Sized> AuditSink for Arc<S> {
+    fn record(&self, record: &AuditRecord) {
+        (**self).record(record);
+    }
+}
+
+/// A sink that drops every record: for benchmarks that measure the pipeline alone.
+///
+/// ```
+/// use cairnloop::approvals::{AuditSink, DiscardAudit};
+///
+/// fn takes(_: &dyn AuditSink) {}
+/// takes(&DiscardAudit);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DiscardAudit;
+
+impl AuditSink for DiscardAudit {
+    fn record(&self, _: &AuditRecord) {}
+}
+
+/// A sink that emits each record as a `tracing` event (target `cairnloop::audit`, level
+/// `INFO`), its fields as event fields; a blocked decision is a `WARN`.
+///
+/// ```
+/// use cairnloop::approvals::{AuditSink, TracingSink};
+///
+/// fn takes(_: &dyn AuditSink) {}
+/// takes(&TracingSink);
+/// ```
+#[cfg(feature = "tracing")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TracingSink;
+
+#[cfg(feature = "tracing")]
+impl AuditSink for TracingSink {
+    fn record(&self, record: &AuditRecord) {
+        match record {
+            AuditRecord::Decision(event) if event.decision == "blocked" => tracing::warn!(
+                target: "cairnloop::audit",
+                tool = %event.tool,
+                actor = %event.actor_id,
+                account = event.account_id.as_deref(),
+                decision = %event.decision,
+                code = event.code.as_deref(),
+                reason = event.reason.as_deref(),
+                "call blocked"
+            ),
+            AuditRecord::Decision(event) => tracing::info!(
+                target: "cairnloop::audit",
+                tool = %event.tool,
+                actor = %event.actor_id,
+                account = event.account_id.as_deref(),
+                decision = %event.decision,
+                mode = event.mode.map(|mode| mode.as_str()),
+                key = event.idempotency_key.map(|key| alloc::string::ToString::to_string(&key)),
+                "call decided"
+            ),
+            AuditRecord::Transition(event) => tracing::info!(
+                target: "cairnloop::audit",
+                key = %event.key,
+                tool = %event.tool,
+                proposer = %event.proposer,
+                from = event.from.map(|state| state.as_str()),
+                to = %event.to,
+                by = event.by.as_deref(),
+                reason = event.reason.as_deref(),
+                "lane moved"
+            ),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+use alloc::string::String;
+
+use crate::declare::RunError;
+use crate::gate::{Blocked, LaneAction, TransitionError};
+
+/// A part of what an approval binds: the call, who made it, and the policy it was
+/// approved under. Before an approved call runs, each is compared with its current value.
+///
+/// ```
+/// assert_eq!(cairnloop::approvals::BoundField::RiskTier.to_string(), "risk tier");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundField {
+    /// The tool (gone from the registry, or another tool).
+    Tool,
+    /// The canonical arguments and dedupe token.
+    Arguments,
+    /// The actor who proposed the call.
+    Actor,
+    /// The account the call acts in.
+    Account,
+    /// The tool's risk tier.
+    RiskTier,
+    /// The scopes the tool requires.
+    Scopes,
+    /// The approval mode in force and where it came from.
+    Mode,
+    /// The host's policy for the tool's tier.
+    HostPolicy,
+}
+
+impl BoundField {
+    /// How the part reads in a reason: `tool`, `arguments`, `actor`, `account`,
+    /// `risk tier`, `required scopes`, `approval mode` or `host policy`.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::BoundField::Scopes.as_str(), "required scopes");
+    /// ```
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Arguments => "arguments",
+            Self::Actor => "actor",
+            Self::Account => "account",
+            Self::RiskTier => "risk tier",
+            Self::Scopes => "required scopes",
+            Self::Mode => "approval mode",
+            Self::HostPolicy => "host policy",
+        }
+    }
+}
+
+impl core::fmt::Display for BoundField {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an approval operation was refused. Nothing ran in any of these cases, except
+/// [`ApprovalError::ExecutionFailed`], where the tool ran and failed every attempt.
+///
+/// ```
+/// assert_eq!(cairnloop::ApprovalError::SelfApproval.to_string(), "the proposer cannot approve their own call");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// No lane has this key.
+    #[error("no approval lane has this key")]
+    UnknownLane,
+    /// The lifecycle does not allow this move from the lane's state.
+    #[error(transparent)]
+    Transition(#[from] TransitionError),
+    /// Rejecting or deferring needs a non-empty, single-line reason.
+    #[error("a reason is required to {0}")]
+    ReasonRequired(LaneAction),
+    /// An approver, rejecter or deferrer must be named.
+    #[error("the deciding person must be named")]
+    MissingDecider,
+    /// The proposer's id, as recorded, is empty or has control characters, so four eyes
+    /// cannot be checked.
+    #[error("the proposer's id is empty or has control characters")]
+    InvalidProposer,
+    /// The proposer tried to approve their own call (the ids are equal ignoring ASCII
+    /// case), and the host does not allow it.
+    #[error("the proposer cannot approve their own call")]
+    SelfApproval,
+    /// The lane expired; it is now `expired`.
+    #[error("the approval expired")]
+    Expired,
+    /// `now` is earlier than the lane's last move: the clock went backwards.
+    #[error("the clock went backwards")]
+    ClockWentBackwards,
+    /// The clock gave no time, so nothing time-bound can be decided.
+    #[error("the clock is unavailable")]
+    ClockUnavailable,
+    /// The call's input could not be encoded for the record.
+    #[error("the input cannot be recorded: {0}")]
+    Encoding(String),
+    /// Time arithmetic would overflow.
+    #[error("time arithmetic would overflow")]
+    TimeOverflow,
+    /// The call to execute is not the approved one.
+    #[error("the call differs from the approved one in its {0}")]
+    Mismatch(BoundField),
+    /// The call is no longer allowed; the lane is now `invalidated`.
+    #[error("invalidated: {0}")]
+    Invalidated(Invalidation),
+    /// The tool ran and failed every attempt; the lane is now `execution_failed`.
+    #[error("the tool failed after {attempts} attempt(s): {error}")]
+    ExecutionFailed {
+        /// How many runs.
+        attempts: u32,
+        /// The last run's error.
+        error: RunError,
+    },
+    /// The store refused the move (a concurrent move won, or the store failed).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why re-validation at execution invalidated an approved call.
+///
+/// ```
+/// use cairnloop::approvals::{BoundField, Invalidation};
+///
+/// let changed = Invalidation::Changed { field: BoundField::RiskTier, was: "low_write".into(), now: "high_write".into() };
+/// assert_eq!(changed.to_string(), "the risk tier changed since the approval: was low_write, now high_write");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Invalidation {
+    /// A gate blocks the call now (a scope revoked, a policy denying, the tool always
+    /// blocked or gone).
+    #[error("{0}")]
+    Blocked(Blocked),
+    /// A part of what the approval binds differs now.
+    #[error("the {field} changed since the approval: was {was}, now {now}")]
+    Changed {
+        /// What changed.
+        field: BoundField,
+        /// Its value when the call was proposed.
+        was: String,
+        /// Its value now.
+        now: String,
+    },
+}
+
+/// Why an [`ApprovalStore`](crate::approvals::ApprovalStore) refused an operation.
+///
+/// ```
+/// assert_eq!(cairnloop::approvals::StoreError::Conflict.to_string(), "the lane changed concurrently");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The compare-and-set found another version: someone else moved the lane first.
+    #[error("the lane changed concurrently")]
+    Conflict,
+    /// The lane to move is not in the store.
+    #[error("the lane is not in the store")]
+    Missing,
+    /// The store's backend failed.
+    #[error("store backend: {0}")]
+    Backend(String),
+}

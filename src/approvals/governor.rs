@@ -1,0 +1,613 @@
+use alloc::boxed::Box;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::approvals::{
+    Approvals, ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord,
+    AuditSink, Clock, MemoryStore, SystemClock,
+};
+use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, ToolEntry};
+use crate::gate::{Blocked, Decision, LaneAction, Timestamp, Verdict, decide, execute};
+use crate::json::{
+    AuditEvent, Draft, Governance, Proposal, ToolCall, derive_key, gate_call, propose_call,
+    run_ready,
+};
+
+/// The one front door: a host builds one governor and every call, listing, decision and
+/// execution goes through it.
+///
+/// It holds the static [`Registry`], the host's [`Governance`] (tier overrides, the
+/// run-time mode hook, input limits), the approval service with its store, a clock and an
+/// audit sink. It records every decision and every lane transition itself, so no caller
+/// can lose an audit record.
+///
+/// ```
+/// use cairnloop::{Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec};
+///
+/// #[derive(serde::Deserialize, serde::Serialize)]
+/// #[serde(deny_unknown_fields)]
+/// struct Refund { order: u32, cents: u64 }
+///
+/// struct RefundOrder;
+/// impl Tool for RefundOrder {
+///     const SPEC: ToolSpec = ToolSpec::new("refund_order", "Refund order", "Refunds an order.", RiskTier::HighWrite);
+///     const SCOPES: &'static [Scope] = &[Scope::new("refunds:write")];
+///     type Input = Refund; type Output = String; type Error = String; type Context = ();
+///     fn validate(_: &Refund) -> Result<(), InputErrors> { Ok(()) }
+///     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+///     async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
+///         Ok(format!("refunded {} cents", call.input().cents))
+///     }
+/// }
+///
+/// static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<RefundOrder>()]);
+/// let governor = Governor::new(&TOOLS);
+///
+/// // The model asks; a high-write tool waits for a human.
+/// let agent = Actor::new("agent-7", &["refunds:write"]);
+/// let call = ToolCall::new("refund_order", r#"{"order": 42, "cents": 1250}"#);
+/// let Outcome::AwaitingApproval(lane) = pollster::block_on(governor.call(&call, &agent, &()))? else {
+///     unreachable!()
+/// };
+///
+/// // A person approves; the approved call runs once.
+/// governor.approve(&lane.key(), "ops-lead")?;
+/// let output = pollster::block_on(governor.execute(&lane.key(), &agent, &()))?;
+/// assert_eq!(output, "refunded 1250 cents");
+/// assert!(pollster::block_on(governor.execute(&lane.key(), &agent, &())).is_err());
+/// # Ok::<(), cairnloop::ApprovalError>(())
+/// ```
+pub struct Governor<C: ?Sized + 'static, S = MemoryStore> {
+    registry: &'static Registry<C>,
+    governance: Governance<C>,
+    approvals: Approvals<S>,
+    clock: Box<dyn Clock>,
+    sink: Option<Arc<dyn AuditSink>>,
+}
+
+/// What became of a call by name.
+///
+/// ```
+/// use cairnloop::Outcome;
+///
+/// fn tell_the_model(outcome: &Outcome) -> String {
+///     match outcome {
+///         Outcome::Executed(output) => output.to_string(),
+///         Outcome::Failed(error) => error.to_string(),
+///         Outcome::AwaitingApproval(lane) => format!("awaiting approval: {}", lane.key()),
+///         Outcome::Blocked(blocked) => format!("blocked: {blocked}"),
+///     }
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The call ran at once (mode `Auto`); its output as JSON.
+    Executed(Value),
+    /// The call ran at once and the tool returned an error.
+    Failed(RunError),
+    /// The call waits for a human: its lane, pending (or as a repeated call finds it).
+    AwaitingApproval(ApprovalLane),
+    /// A gate blocked the call; nothing ran.
+    Blocked(Blocked),
+}
+
+impl Outcome {
+    /// `executed`, `failed`, `awaiting_approval` or the block's code.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::Outcome::Blocked(cairnloop::Blocked::UnknownTool).code(), "unknown_tool");
+    /// ```
+    #[must_use]
+    pub const fn code(&self) -> &'static str {
+        match self {
+            Self::Executed(_) => "executed",
+            Self::Failed(_) => "failed",
+            Self::AwaitingApproval(_) => "awaiting_approval",
+            Self::Blocked(blocked) => blocked.code(),
+        }
+    }
+}
+
+/// What became of a typed call ([`Governor::call_typed`]).
+///
+/// ```
+/// use cairnloop::{Tool, approvals::TypedOutcome};
+///
+/// fn ran<T: Tool>(outcome: &TypedOutcome<T>) -> bool {
+///     matches!(outcome, TypedOutcome::Executed(_) | TypedOutcome::Failed(_))
+/// }
+/// ```
+pub enum TypedOutcome<T: Tool + ?Sized> {
+    /// The call ran at once and returned its output.
+    Executed(T::Output),
+    /// The call ran at once and the tool returned an error.
+    Failed(T::Error),
+    /// The call waits for a human: approve it and execute it by its key, as any other.
+    AwaitingApproval(ApprovalLane),
+    /// A gate blocked the call; nothing ran.
+    Blocked(Blocked),
+}
+
+impl<T: Tool + ?Sized> fmt::Debug for TypedOutcome<T>
+where
+    T::Output: fmt::Debug,
+    T::Error: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Executed(output) => f.debug_tuple("Executed").field(output).finish(),
+            Self::Failed(error) => f.debug_tuple("Failed").field(error).finish(),
+            Self::AwaitingApproval(lane) => f.debug_tuple("AwaitingApproval").field(lane).finish(),
+            Self::Blocked(blocked) => f.debug_tuple("Blocked").field(blocked).finish(),
+        }
+    }
+}
+
+impl<C: ?Sized + Sync + 'static> Governor<C, MemoryStore> {
+    /// A governor over `registry`: no host overrides, the default limits and approval
+    /// configuration, an in-memory store, the system clock, and the store's event log as
+    /// the audit trail.
+    ///
+    /// ```
+    /// use cairnloop::{Governor, Registry};
+    ///
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// assert!(governor.events()?.is_empty());
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    #[must_use]
+    pub fn new(registry: &'static Registry<C>) -> Self {
+        Self {
+            registry,
+            governance: Governance::new(),
+            approvals: Approvals::new(MemoryStore::new(), ApprovalConfig::new()),
+            clock: Box::new(SystemClock),
+            sink: None,
+        }
+    }
+}
+
+impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
+    /// The same governor over another store (a shared one, or a durable one).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use cairnloop::{Governor, Registry, approvals::MemoryStore};
+    ///
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let shared = Arc::new(MemoryStore::new());
+    /// let one = Governor::new(&TOOLS).with_store(Arc::clone(&shared));
+    /// let two = Governor::new(&TOOLS).with_store(shared);
+    /// ```
+    #[must_use]
+    pub fn with_store<T: ApprovalStore>(self, store: T) -> Governor<C, T> {
+        let (config, sink) = self.approvals.into_parts();
+        let mut approvals = Approvals::new(store, config);
+        approvals.set_sink(sink);
+        Governor {
+            registry: self.registry,
+            governance: self.governance,
+            approvals,
+            clock: self.clock,
+            sink: self.sink,
+        }
+    }
+
+    /// Sets the host's governance: tier overrides, the mode hook and the input limits.
+    ///
+    /// ```
+    /// use cairnloop::{ApprovalMode, Governance, Governor, ModePolicy, Registry, RiskTier};
+    ///
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let strict = Governance::new()
+    ///     .with_mode_policy(ModePolicy::new().with_tier(RiskTier::ReadOnly, ApprovalMode::RequiresApproval));
+    /// let governor = Governor::new(&TOOLS).with_governance(strict);
+    /// ```
+    #[must_use]
+    pub fn with_governance(mut self, governance: Governance<C>) -> Self {
+        self.governance = governance;
+        self
+    }
+
+    /// Sets how approvals are run: time to live, self-approval, attempts.
+    ///
+    /// ```
+    /// use cairnloop::{Governor, Registry, approvals::ApprovalConfig, gate::Ttl};
+    ///
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS)
+    ///     .with_config(ApprovalConfig::new().with_ttl(Ttl::from_secs(3600)));
+    /// ```
+    #[must_use]
+    pub fn with_config(mut self, config: ApprovalConfig) -> Self {
+        self.approvals.set_config(config);
+        self
+    }
+
+    /// Sets the clock.
+    ///
+    /// ```
+    /// use cairnloop::{Governor, Registry, approvals::ManualClock, gate::Timestamp};
+    ///
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let clock = ManualClock::new(Timestamp::from_unix_millis(0));
+    /// let governor = Governor::new(&TOOLS).with_clock(clock.clone());
+    /// ```
+    #[must_use]
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// Sends every record to `sink` instead of the store's event log. The store still
+    /// keeps each lane's transitions with the lane; decisions go to the sink alone.
+    ///
+    /// ```
+    /// use cairnloop::{Governor, Registry, approvals::DiscardAudit};
+    ///
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS).with_audit_sink(DiscardAudit);
+    /// ```
+    #[must_use]
+    pub fn with_audit_sink(mut self, sink: impl AuditSink + 'static) -> Self {
+        let sink: Arc<dyn AuditSink> = Arc::new(sink);
+        self.approvals.set_sink(Some(Arc::clone(&sink)));
+        self.sink = Some(sink);
+        self
+    }
+
+    /// The registry.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// assert!(Governor::new(&TOOLS).registry().tools().is_empty());
+    /// ```
+    #[must_use]
+    pub const fn registry(&self) -> &'static Registry<C> {
+        self.registry
+    }
+
+    /// The host's governance.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// assert_eq!(Governor::new(&TOOLS).governance().limits().max_depth(), 32);
+    /// ```
+    #[must_use]
+    pub const fn governance(&self) -> &Governance<C> {
+        &self.governance
+    }
+
+    /// The approval store.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry, approvals::ApprovalStore};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// assert!(Governor::new(&TOOLS).store().events()?.is_empty());
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    #[must_use]
+    pub const fn store(&self) -> &S {
+        self.approvals.store()
+    }
+
+    /// The approval configuration.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// assert!(!Governor::new(&TOOLS).config().allows_self_approval());
+    /// ```
+    #[must_use]
+    pub const fn config(&self) -> &ApprovalConfig {
+        self.approvals.config()
+    }
+
+    /// The tools `actor` may call: those whose verdict is *execute* or *await approval*,
+    /// through the very gates a call goes through. An always-blocked tool is not listed.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// assert_eq!(governor.visible(&Actor::new("a", &[]), &()).count(), 0);
+    /// ```
+    pub fn visible<'q>(
+        &'q self,
+        actor: &'q Actor<'q>,
+        context: &'q C,
+    ) -> impl Iterator<Item = &'static ToolEntry<C>> + 'q {
+        crate::gate::visible(self.registry, actor, context, self.governance.mode_policy())
+    }
+
+    /// Every tool with its verdict for `actor`: the operator's view.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// assert_eq!(governor.verdicts(&Actor::new("a", &[]), &()).count(), 0);
+    /// ```
+    pub fn verdicts<'q>(
+        &'q self,
+        actor: &'q Actor<'q>,
+        context: &'q C,
+    ) -> impl Iterator<Item = (&'static ToolEntry<C>, Verdict<()>)> + 'q {
+        crate::gate::verdicts(self.registry, actor, context, self.governance.mode_policy())
+    }
+
+    /// A call by name, as a model proposed it: through the gates, then run at once
+    /// (`Auto`), recorded as a pending proposal (`RequiresApproval`; a repeat of the same
+    /// call finds the same lane), or blocked. The decision is recorded before this
+    /// returns. Nothing here panics on any input.
+    ///
+    /// # Errors
+    ///
+    /// Only when the decision cannot be recorded: the store's error, an unavailable clock
+    /// for a proposal, or an input that cannot be encoded. Nothing ran then.
+    pub async fn call(
+        &self,
+        call: &ToolCall<'_>,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Result<Outcome, ApprovalError> {
+        let (entry, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
+        let mut record = AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict);
+        match verdict {
+            Verdict::Blocked(blocked) => {
+                self.record(record)?;
+                Ok(Outcome::Blocked(blocked))
+            }
+            Verdict::Execute { input, .. } => {
+                self.record(record)?;
+                // The verdict says the tool resolved and decoded: both are present.
+                let Some(codec) = entry.and_then(ToolEntry::codec) else {
+                    return Ok(Outcome::Blocked(Blocked::NotCallableByName));
+                };
+                let dedupe_token = call.dedupe_token();
+                let run = run_ready(codec, input, actor, context, RunKey::OnDemand { dedupe_token });
+                Ok(match run.await {
+                    Ok(output) => Outcome::Executed(output),
+                    Err(error) => Outcome::Failed(error),
+                })
+            }
+            Verdict::AwaitApproval { input, mode } => {
+                let (Some(entry), Some(codec)) = (entry, entry.and_then(ToolEntry::codec)) else {
+                    return Ok(Outcome::Blocked(Blocked::NotCallableByName));
+                };
+                let proposal = propose_call(
+                    entry,
+                    codec,
+                    &input,
+                    actor,
+                    call.dedupe_token(),
+                    mode,
+                    self.governance.mode_policy(),
+                )
+                .map_err(ApprovalError::Encoding)?;
+                record.idempotency_key = Some(proposal.idempotency_key());
+                self.record(record)?;
+                let lane = self.approvals.propose(proposal, self.now()?)?;
+                Ok(Outcome::AwaitingApproval(lane))
+            }
+        }
+    }
+
+    /// A call whose input is already of the tool's type, from host code: through the
+    /// same gates, recorded the same way. A call that awaits approval is proposed like a
+    /// call by name, so it is approved and executed by its key; for that the tool must be
+    /// in this governor's registry as a JSON entry ([`ToolEntry::json`]), else the call
+    /// is blocked as [`Blocked::NotCallableByName`] and nothing is proposed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Governor::call`].
+    pub async fn call_typed<T>(
+        &self,
+        input: T::Input,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Result<TypedOutcome<T>, ApprovalError>
+    where
+        T: Tool<Context = C>,
+        T::Input: Serialize,
+    {
+        let decision = decide::<T>(input, actor, context, self.governance.mode_policy());
+        let spec = &T::SPEC;
+        let verdict_code: Verdict<()> = match &decision {
+            Decision::Execute { mode, .. } => Verdict::Execute { input: (), mode: *mode },
+            Decision::AwaitApproval(pending) => Verdict::AwaitApproval {
+                input: (),
+                mode: *pending.mode(),
+            },
+            Decision::Blocked(blocked) => Verdict::Blocked(blocked.clone()),
+        };
+        let mut record = AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict_code);
+        match decision {
+            Decision::Blocked(blocked) => {
+                self.record(record)?;
+                Ok(TypedOutcome::Blocked(blocked))
+            }
+            Decision::Execute { call, .. } => {
+                self.record(record)?;
+                let call = call.with_key_on_demand(None, derive_key::<T>);
+                Ok(match execute(call).await {
+                    Ok(output) => TypedOutcome::Executed(output),
+                    Err(error) => TypedOutcome::Failed(error),
+                })
+            }
+            Decision::AwaitApproval(pending) => {
+                let registered = self
+                    .registry
+                    .get(spec.name())
+                    .filter(|entry| entry.spec() == spec && entry.is_callable_by_name());
+                let Some(entry) = registered else {
+                    let blocked = Blocked::NotCallableByName;
+                    let refused = AuditEvent::of_verdict(
+                        spec.name(),
+                        Some(spec),
+                        actor,
+                        &Verdict::<()>::Blocked(blocked.clone()),
+                    );
+                    self.record(refused)?;
+                    return Ok(TypedOutcome::Blocked(blocked));
+                };
+                let mut own = String::new();
+                let own_preview = match pending.write_preview(&mut own) {
+                    Some(Ok(())) => Some(own),
+                    _ => None,
+                };
+                let input = serde_json::to_value(pending.input())
+                    .map_err(|error| ApprovalError::Encoding(error.to_string()))?;
+                let proposal = Proposal::from_draft(Draft {
+                    spec,
+                    scopes: entry.scopes(),
+                    actor,
+                    dedupe_token: None,
+                    input,
+                    own_preview,
+                    mode: *pending.mode(),
+                    host_floor: self.governance.mode_policy().tier_floor(spec.risk_tier()),
+                });
+                record.idempotency_key = Some(proposal.idempotency_key());
+                self.record(record)?;
+                let lane = self.approvals.propose(proposal, self.now()?)?;
+                Ok(TypedOutcome::AwaitingApproval(lane))
+            }
+        }
+    }
+
+    /// Approves a pending proposal, by `approver`. The approver may not be the proposer
+    /// (ids compared ignoring ASCII case) unless the configuration allows it.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::SelfApproval`], [`ApprovalError::MissingDecider`] for an empty id
+    /// or one with control characters, [`ApprovalError::Expired`], a refused transition,
+    /// the clock's or the store's error.
+    pub fn approve(
+        &self,
+        key: &IdempotencyKey,
+        approver: &str,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        self.approvals.approve(key, approver, self.now()?)
+    }
+
+    /// Rejects a pending proposal, with a reason.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::ReasonRequired`] for an empty or multi-line reason; otherwise as
+    /// [`Governor::approve`].
+    pub fn reject(
+        &self,
+        key: &IdempotencyKey,
+        by: &str,
+        reason: &str,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let now = self.now()?;
+        self.approvals
+            .decide_with_reason(key, LaneAction::Reject, by, reason, now)
+    }
+
+    /// Defers a pending proposal, with a reason.
+    ///
+    /// # Errors
+    ///
+    /// As [`Governor::reject`].
+    pub fn defer(
+        &self,
+        key: &IdempotencyKey,
+        by: &str,
+        reason: &str,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let now = self.now()?;
+        self.approvals
+            .decide_with_reason(key, LaneAction::Defer, by, reason, now)
+    }
+
+    /// Expires a pending or approved lane whose time is up; returns the lane, moved or
+    /// not.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::ClockWentBackwards`], the clock's or the store's error.
+    pub fn expire_if_due(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
+        self.approvals.expire_if_due(key, self.now()?)
+    }
+
+    /// Executes an approved call, for the actor who proposed it: the stored call goes
+    /// through the gates again as they are now, and everything the approval binds (tool,
+    /// risk tier, required scopes, mode, host policy, arguments, actor, account) is
+    /// compared with its current value; any change invalidates the lane with a reason
+    /// that names it, and nothing runs. Otherwise the lane is claimed once and the tool
+    /// runs with the lane's key as its run key.
+    ///
+    /// # Errors
+    ///
+    /// Every error but [`ApprovalError::ExecutionFailed`] means the tool did not run.
+    pub async fn execute(
+        &self,
+        key: &IdempotencyKey,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Result<Value, ApprovalError> {
+        let now = self.now()?;
+        self.approvals
+            .execute(self.registry, key, actor, context, &self.governance, now)
+            .await
+    }
+
+    /// The lane with this key.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::UnknownLane`], or the store's error.
+    pub fn lane(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
+        self.approvals.lane(key)
+    }
+
+    /// The store's event log: every transition, and every decision unless a sink of the
+    /// host's takes them.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    pub fn events(&self) -> Result<Vec<AuditRecord>, ApprovalError> {
+        Ok(self.approvals.store().events()?)
+    }
+
+    fn now(&self) -> Result<Timestamp, ApprovalError> {
+        self.clock.now().ok_or(ApprovalError::ClockUnavailable)
+    }
+
+    /// Records a decision: to the host's sink, or to the store's log.
+    fn record(&self, event: AuditEvent) -> Result<(), ApprovalError> {
+        let record = AuditRecord::Decision(event);
+        match &self.sink {
+            Some(sink) => {
+                sink.record(&record);
+                Ok(())
+            }
+            None => Ok(self.approvals.store().append(record)?),
+        }
+    }
+}
+
+impl<C: ?Sized + 'static, S> fmt::Debug for Governor<C, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Governor")
+            .field("registry", self.registry)
+            .field("governance", &self.governance)
+            .field("audit_sink", &self.sink.is_some())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,264 @@
+use alloc::string::{String, ToString};
+
+use crate::declare::IdempotencyKey;
+use crate::gate::{LaneAction, LaneState, Timestamp, TransitionError};
+use crate::json::Proposal;
+
+/// One proposal's way through the approval lifecycle: the proposal itself, where it
+/// stands, when it expires, who decided and why, and a version for compare-and-set.
+///
+/// Plain data (serialisable) so a host can keep it in its own database through an
+/// [`ApprovalStore`](crate::approvals::ApprovalStore). Only the approval service moves it.
+///
+/// ```
+/// # fn f(lane: &cairnloop::ApprovalLane) {
+/// println!("{} is {} until {}", lane.proposal().tool(), lane.state(), lane.expires_at());
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ApprovalLane {
+    proposal: Proposal,
+    state: LaneState,
+    proposed_at: Timestamp,
+    expires_at: Timestamp,
+    updated_at: Timestamp,
+    decided_by: Option<String>,
+    reason: Option<String>,
+    attempts: u32,
+    version: u64,
+}
+
+impl ApprovalLane {
+    /// A pending lane for `proposal`, expiring at `expires_at`.
+    pub(crate) fn open(proposal: Proposal, now: Timestamp, expires_at: Timestamp) -> Self {
+        Self {
+            proposal,
+            state: LaneState::Pending,
+            proposed_at: now,
+            expires_at,
+            updated_at: now,
+            decided_by: None,
+            reason: None,
+            attempts: 0,
+            version: 0,
+        }
+    }
+
+    /// The lane after `action` at `now`, by `by`, with `reason`; the version moves on.
+    pub(crate) fn moved(
+        &self,
+        action: LaneAction,
+        now: Timestamp,
+        by: Option<&str>,
+        reason: Option<&str>,
+    ) -> Result<Self, TransitionError> {
+        let state = self.state.apply(action)?;
+        let mut next = self.clone();
+        next.state = state;
+        next.updated_at = now;
+        next.version = self.version.wrapping_add(1);
+        if matches!(
+            action,
+            LaneAction::Approve | LaneAction::Reject | LaneAction::Defer
+        ) {
+            next.decided_by = by.map(ToString::to_string);
+        }
+        if let Some(reason) = reason {
+            next.reason = Some(reason.to_string());
+        }
+        Ok(next)
+    }
+
+    pub(crate) fn with_attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
+    /// The key of the proposal, which identifies the lane.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::IdempotencyKey {
+    /// lane.key()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn key(&self) -> IdempotencyKey {
+        self.proposal.idempotency_key()
+    }
+
+    /// The proposal awaiting (or past) approval.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> &str {
+    /// lane.proposal().preview().text()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn proposal(&self) -> &Proposal {
+        &self.proposal
+    }
+
+    /// Where the lane stands.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> bool {
+    /// lane.state() == cairnloop::LaneState::Pending
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn state(&self) -> LaneState {
+        self.state
+    }
+
+    /// When the call was proposed.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::Timestamp {
+    /// lane.proposed_at()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn proposed_at(&self) -> Timestamp {
+        self.proposed_at
+    }
+
+    /// From when on the lane can no longer be approved or executed.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::Timestamp {
+    /// lane.expires_at()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn expires_at(&self) -> Timestamp {
+        self.expires_at
+    }
+
+    /// When the lane last moved.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::Timestamp {
+    /// lane.updated_at()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn updated_at(&self) -> Timestamp {
+        self.updated_at
+    }
+
+    /// Who approved, rejected or deferred.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> Option<&str> {
+    /// lane.decided_by()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn decided_by(&self) -> Option<&str> {
+        self.decided_by.as_deref()
+    }
+
+    /// The reason of a rejection, deferral or invalidation, or the last run error.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> Option<&str> {
+    /// lane.reason()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// How many times the tool was run.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> u32 {
+    /// lane.attempts()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The version a compare-and-set expects; it grows with every move.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> u64 {
+    /// lane.version()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// One append-only audit record of the approval lifecycle: a proposal opened, or a lane
+/// moved.
+///
+/// ```
+/// # fn f(event: &cairnloop::TransitionEvent) {
+/// println!("{} {:?} -> {} by {:?}", event.tool, event.from, event.to, event.by);
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct TransitionEvent {
+    /// The lane's key (the proposal's idempotency key).
+    pub key: IdempotencyKey,
+    /// The tool.
+    pub tool: String,
+    /// Who proposed the call.
+    pub proposer: String,
+    /// The account the call acts in.
+    pub account_id: Option<String>,
+    /// The move; `None` when the proposal was opened.
+    pub action: Option<LaneAction>,
+    /// The state before; `None` when the proposal was opened.
+    pub from: Option<LaneState>,
+    /// The state after.
+    pub to: LaneState,
+    /// Who moved it; `None` for the system (expiry, re-validation, execution).
+    pub by: Option<String>,
+    /// When.
+    pub at: Timestamp,
+    /// The reason given or found.
+    pub reason: Option<String>,
+    /// The spec's justification for a loosened approval mode, if any.
+    pub loosened_because: Option<String>,
+    /// How many runs, for execution outcomes.
+    pub attempts: Option<u32>,
+}
+
+impl TransitionEvent {
+    pub(crate) fn of(
+        before: Option<&ApprovalLane>,
+        after: &ApprovalLane,
+        action: Option<LaneAction>,
+        by: Option<&str>,
+    ) -> Self {
+        let proposal = after.proposal();
+        Self {
+            key: after.key(),
+            tool: proposal.tool().to_string(),
+            proposer: proposal.actor_id().to_string(),
+            account_id: proposal.account_id().map(ToString::to_string),
+            action,
+            from: before.map(ApprovalLane::state),
+            to: after.state(),
+            by: by.map(ToString::to_string),
+            at: after.updated_at(),
+            reason: if before.is_some_and(|b| b.reason() == after.reason()) {
+                None
+            } else {
+                after.reason().map(ToString::to_string)
+            },
+            loosened_because: proposal.policy().loosened_because.clone(),
+            attempts: matches!(action, Some(LaneAction::Succeed | LaneAction::Fail))
+                .then_some(after.attempts()),
+        }
+    }
+}
+

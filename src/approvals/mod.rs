@@ -1,0 +1,24 @@
+//! Approvals (features `serde` and `std`): the [`Governor`](crate::Governor), the approval
+//! service over a store, the store contract and the memory store, clocks and audit sinks.
+//! It builds on [`json`](crate::json), [`gate`](crate::gate) and
+//! [`declare`](crate::declare).
+
+mod audit;
+mod clock;
+mod config;
+mod error;
+mod governor;
+mod lane;
+mod service;
+mod store;
+
+#[cfg(feature = "tracing")]
+pub use audit::TracingSink;
+pub use audit::{AuditRecord, AuditSink, DiscardAudit};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::ApprovalConfig;
+pub use error::{ApprovalError, BoundField, Invalidation, StoreError};
+pub use governor::{Governor, Outcome, TypedOutcome};
+pub use lane::{ApprovalLane, TransitionEvent};
+pub(crate) use service::Approvals;
+pub use store::{ApprovalStore, MemoryStore};

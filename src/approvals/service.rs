@@ -1,0 +1,389 @@
+use alloc::string::ToString;
+use alloc::sync::Arc;
+
+use serde_json::Value;
+
+use crate::approvals::{
+    ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink,
+    BoundField, Invalidation, TransitionEvent,
+};
+use crate::declare::text;
+use crate::declare::{Actor, Codec, ErasedInput, IdempotencyKey, Registry, RunKey, ToolEntry};
+use crate::gate::{Blocked, LaneAction, LaneState, Subject, Timestamp, Verdict, run_gates};
+use crate::json::{Governance, PolicySnapshot, Proposal, decode_stored, run_ready};
+
+/// The approval lifecycle over a store: propose, approve, reject, defer, expire, and
+/// execute an approved call exactly once, re-validated against what is in force. The
+/// [`Governor`](crate::Governor) holds one and gives it the time.
+pub(crate) struct Approvals<S> {
+    store: S,
+    config: ApprovalConfig,
+    sink: Option<Arc<dyn AuditSink>>,
+}
+
+impl<S: ApprovalStore> Approvals<S> {
+    pub(crate) const fn new(store: S, config: ApprovalConfig) -> Self {
+        Self {
+            store,
+            config,
+            sink: None,
+        }
+    }
+
+    pub(crate) fn set_sink(&mut self, sink: Option<Arc<dyn AuditSink>>) {
+        self.sink = sink;
+    }
+
+    pub(crate) fn set_config(&mut self, config: ApprovalConfig) {
+        self.config = config;
+    }
+
+    pub(crate) const fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub(crate) const fn config(&self) -> &ApprovalConfig {
+        &self.config
+    }
+
+    pub(crate) fn into_parts(self) -> (ApprovalConfig, Option<Arc<dyn AuditSink>>) {
+        (self.config, self.sink)
+    }
+
+    /// The lane with this key.
+    pub(crate) fn lane(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
+        self.store.get(key)?.ok_or(ApprovalError::UnknownLane)
+    }
+
+    /// Opens a pending lane for `proposal` at `now`. A proposal whose idempotency key is
+    /// already known returns the existing lane, whatever its state, and opens nothing.
+    pub(crate) fn propose(
+        &self,
+        proposal: Proposal,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        if let Some(existing) = self.store.get(&proposal.idempotency_key())? {
+            return Ok(existing);
+        }
+        let expires_at = now
+            .checked_add(self.config.ttl())
+            .ok_or(ApprovalError::TimeOverflow)?;
+        let lane = ApprovalLane::open(proposal, now, expires_at);
+        let event = TransitionEvent::of(None, &lane, None, None);
+        let (lane, inserted) = self.store.insert(lane, event.clone())?;
+        if inserted {
+            self.notify(event);
+        }
+        Ok(lane)
+    }
+
+    /// Approves a pending lane, by `approver` at `now`. The approver may not be the
+    /// proposer (their ids compared ignoring ASCII case) unless the host allows it, and
+    /// neither id may be empty or hold control characters.
+    pub(crate) fn approve(
+        &self,
+        key: &IdempotencyKey,
+        approver: &str,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self.live_lane(key, now)?;
+        check_decider(approver)?;
+        let proposer = lane.proposal().actor_id();
+        if !is_usable_id(proposer) {
+            return Err(ApprovalError::InvalidProposer);
+        }
+        if !self.config.allows_self_approval() && text::eq_ignore_ascii_case(approver, proposer) {
+            return Err(ApprovalError::SelfApproval);
+        }
+        self.apply(&lane, LaneAction::Approve, now, Some(approver), None)
+    }
+
+    /// Rejects (or defers) a pending lane, with a reason.
+    pub(crate) fn decide_with_reason(
+        &self,
+        key: &IdempotencyKey,
+        action: LaneAction,
+        by: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self.live_lane(key, now)?;
+        check_decider(by)?;
+        if text::is_blank(reason) || text::has_control(reason, false) {
+            return Err(ApprovalError::ReasonRequired(action));
+        }
+        self.apply(&lane, action, now, Some(by), Some(reason))
+    }
+
+    /// Expires a pending or approved lane whose time is up. Returns the lane, moved or not.
+    pub(crate) fn expire_if_due(
+        &self,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self.lane(key)?;
+        check_clock(&lane, now)?;
+        if is_due(&lane, now) {
+            return self.apply(&lane, LaneAction::Expire, now, None, None);
+        }
+        Ok(lane)
+    }
+
+    /// The lane, checked against the clock and expired (with an error) when its time is up.
+    fn live_lane(
+        &self,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self.lane(key)?;
+        check_clock(&lane, now)?;
+        if is_due(&lane, now) {
+            self.apply(&lane, LaneAction::Expire, now, None, None)?;
+            return Err(ApprovalError::Expired);
+        }
+        Ok(lane)
+    }
+
+    fn apply(
+        &self,
+        lane: &ApprovalLane,
+        action: LaneAction,
+        now: Timestamp,
+        by: Option<&str>,
+        reason: Option<&str>,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let next = lane.moved(action, now, by, reason)?;
+        self.commit(lane, next, action, by)
+    }
+
+    fn commit(
+        &self,
+        before: &ApprovalLane,
+        after: ApprovalLane,
+        action: LaneAction,
+        by: Option<&str>,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let event = TransitionEvent::of(Some(before), &after, Some(action), by);
+        self.store
+            .transition(before.version(), after.clone(), event.clone())?;
+        self.notify(event);
+        Ok(after)
+    }
+
+    /// Hands a transition the store has committed to the host's own sink, if it has one.
+    fn notify(&self, event: TransitionEvent) {
+        if let Some(sink) = &self.sink {
+            sink.record(&AuditRecord::Transition(event));
+        }
+    }
+
+    /// Executes an approved call: the one way a call that required approval runs. What
+    /// runs is the call as it was proposed (its stored canonical input), for the actor it
+    /// was proposed by.
+    ///
+    /// In order: the lane must be `approved` and not expired (else it expires); `actor`
+    /// must be the proposer, in the same account (else [`ApprovalError::Mismatch`] and the
+    /// lane stays approved); the stored call must pass the gates again as they are now,
+    /// and everything the approval binds (tool, risk tier, required scopes, mode, host
+    /// policy, arguments) must be unchanged (else the lane is `invalidated`, with a reason
+    /// that names what changed, and nothing runs). Then the lane is claimed by a
+    /// compare-and-set, so of two racing executions one runs; the tool runs with the lane's
+    /// key as run key; the lane ends `executed` or `execution_failed`.
+    pub(crate) async fn execute<C: ?Sized + Sync + 'static>(
+        &self,
+        registry: &Registry<C>,
+        key: &IdempotencyKey,
+        actor: &Actor<'_>,
+        context: &C,
+        governance: &Governance<C>,
+        now: Timestamp,
+    ) -> Result<Value, ApprovalError> {
+        let lane = self.live_lane(key, now)?;
+        if lane.state() != LaneState::Approved {
+            return Err(lane
+                .state()
+                .apply(LaneAction::StartExecution)
+                .unwrap_err()
+                .into());
+        }
+        let proposal = lane.proposal();
+        if actor.id() != proposal.actor_id() {
+            return Err(ApprovalError::Mismatch(BoundField::Actor));
+        }
+        if actor.account() != proposal.account_id() {
+            return Err(ApprovalError::Mismatch(BoundField::Account));
+        }
+        let (codec, input) = match revalidate(registry, &lane, actor, context, governance) {
+            Ok(checked) => checked,
+            Err(invalidation) => {
+                let reason = invalidation.to_string();
+                self.apply(&lane, LaneAction::Invalidate, now, None, Some(&reason))?;
+                return Err(ApprovalError::Invalidated(invalidation));
+            }
+        };
+
+        // The claim: exactly one execution wins this compare-and-set.
+        let claimed = self.apply(&lane, LaneAction::StartExecution, now, None, None)?;
+        let mut input = Some(input);
+        let mut attempts = 0;
+        let outcome = loop {
+            attempts += 1;
+            // Each attempt runs the stored call, decoded afresh (a run consumes its input).
+            let attempt = match input.take() {
+                Some(input) => Ok(input),
+                None => decode_stored(codec, proposal.input(), governance.limits()),
+            };
+            let attempt = match attempt {
+                Ok(attempt) => attempt,
+                Err(blocked) => break Err(Err(Invalidation::Blocked(blocked))),
+            };
+            match run_ready(codec, attempt, actor, context, RunKey::Known(lane.key())).await {
+                Ok(output) => break Ok(output),
+                Err(error) if attempts >= self.config.max_attempts() => break Err(Ok(error)),
+                Err(_) => {}
+            }
+        };
+        match outcome {
+            Ok(output) => {
+                let done = claimed.moved(LaneAction::Succeed, now, None, None)?;
+                self.commit(
+                    &claimed,
+                    done.with_attempts(attempts),
+                    LaneAction::Succeed,
+                    None,
+                )?;
+                Ok(output)
+            }
+            Err(Ok(error)) => {
+                let reason = error.to_string();
+                let failed = claimed.moved(LaneAction::Fail, now, None, Some(&reason))?;
+                self.commit(
+                    &claimed,
+                    failed.with_attempts(attempts),
+                    LaneAction::Fail,
+                    None,
+                )?;
+                Err(ApprovalError::ExecutionFailed { attempts, error })
+            }
+            Err(Err(invalidation)) => {
+                let reason = invalidation.to_string();
+                self.apply(&claimed, LaneAction::Invalidate, now, None, Some(&reason))?;
+                Err(ApprovalError::Invalidated(invalidation))
+            }
+        }
+    }
+}
+
+/// Whether a lane that can still expire has reached its expiry: at or after it.
+fn is_due(lane: &ApprovalLane, now: Timestamp) -> bool {
+    now >= lane.expires_at() && matches!(lane.state(), LaneState::Pending | LaneState::Approved)
+}
+
+fn check_clock(lane: &ApprovalLane, now: Timestamp) -> Result<(), ApprovalError> {
+    if now < lane.updated_at() {
+        return Err(ApprovalError::ClockWentBackwards);
+    }
+    Ok(())
+}
+
+/// An id that can be compared for four eyes: not blank, no control characters.
+fn is_usable_id(id: &str) -> bool {
+    !text::is_blank(id) && !text::has_control(id, false)
+}
+
+fn check_decider(by: &str) -> Result<(), ApprovalError> {
+    if !is_usable_id(by) {
+        return Err(ApprovalError::MissingDecider);
+    }
+    Ok(())
+}
+
+/// The stored call through the gates as they are now, and everything the approval binds
+/// compared with its current value. On success, the tool's codec and the decoded input.
+fn revalidate<C: ?Sized + 'static>(
+    registry: &Registry<C>,
+    lane: &ApprovalLane,
+    actor: &Actor<'_>,
+    context: &C,
+    governance: &Governance<C>,
+) -> Result<(&'static Codec<C>, ErasedInput), Invalidation> {
+    let proposal = lane.proposal();
+    let entry = registry.get(proposal.tool());
+    let codec = entry.and_then(ToolEntry::codec);
+    let verdict = run_gates(
+        entry.map(Subject::of),
+        |_| match codec {
+            Some(codec) => decode_stored(codec, proposal.input(), governance.limits()),
+            None => Err(Blocked::NotCallableByName),
+        },
+        actor,
+        context,
+        governance.mode_policy(),
+    );
+    let (input, mode) = match verdict {
+        Verdict::Execute { input, mode } | Verdict::AwaitApproval { input, mode } => (input, mode),
+        Verdict::Blocked(blocked) => return Err(Invalidation::Blocked(blocked)),
+    };
+    let (Some(entry), Some(codec)) = (entry, codec) else {
+        return Err(Invalidation::Blocked(Blocked::UnknownTool));
+    };
+    let spec = entry.spec();
+    let changed = |field, was: &dyn ToString, now: &dyn ToString| {
+        Err(Invalidation::Changed {
+            field,
+            was: was.to_string(),
+            now: now.to_string(),
+        })
+    };
+    if spec.risk_tier() != proposal.risk_tier() {
+        return changed(BoundField::RiskTier, &proposal.risk_tier(), &spec.risk_tier());
+    }
+    let required = entry.scopes();
+    let same_scopes = required.len() == proposal.required_scopes().len()
+        && required
+            .iter()
+            .zip(proposal.required_scopes())
+            .all(|(now, was)| now.as_str() == was);
+    if !same_scopes {
+        let now: alloc::vec::Vec<&str> = required.iter().map(|scope| scope.as_str()).collect();
+        return changed(
+            BoundField::Scopes,
+            &proposal.required_scopes().join(" "),
+            &now.join(" "),
+        );
+    }
+    let host_floor = governance.mode_policy().tier_floor(spec.risk_tier());
+    let policy = PolicySnapshot::new(&mode, host_floor);
+    let was = proposal.policy();
+    if policy.host_floor != was.host_floor {
+        return changed(BoundField::HostPolicy, &was.host_floor, &policy.host_floor);
+    }
+    if policy != *was {
+        return changed(BoundField::Mode, &describe(was), &describe(&policy));
+    }
+    let value = (codec.to_json)(&input).map_err(|error| Invalidation::Changed {
+        field: BoundField::Arguments,
+        was: proposal.input().to_string(),
+        now: error,
+    })?;
+    let key = IdempotencyKey::for_call(
+        spec.name(),
+        &value,
+        Some(actor.id()),
+        actor.account(),
+        proposal.dedupe_token(),
+    );
+    if key != lane.key() {
+        return changed(
+            BoundField::Arguments,
+            &proposal.input(),
+            &crate::json::canonical_json(&value),
+        );
+    }
+    Ok((codec, input))
+}
+
+/// A policy snapshot as a reason reads it: `requires_approval (spec)`.
+fn describe(policy: &PolicySnapshot) -> alloc::string::String {
+    alloc::format!("{} ({})", policy.resolved, policy.decided_by.as_str())
+}

@@ -1,0 +1,75 @@
+//! The type-erased functions a registry entry carries so that its tool can be called by
+//! name with JSON arguments. The JSON layer fills them in (`ToolEntry::json`); the entry
+//! only holds them, so the core knows nothing of how JSON is decoded.
+
+// Without `std` there is no governor to read these.
+#![cfg_attr(not(feature = "std"), allow(dead_code))]
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::any::Any;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+
+use serde_json::Value;
+
+use crate::declare::{Actor, IdempotencyKey, InputErrors, InputLimits};
+
+/// A decoded input whose type only the tool's own functions know.
+pub(crate) type ErasedInput = Box<dyn Any + Send>;
+
+/// The future of a call run by name: the tool's output as JSON, or why it failed.
+pub type RunFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, RunError>> + Send + 'a>>;
+
+/// The run key a call by name is given: the approval lane's key, or one computed only
+/// if the tool asks for it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RunKey<'a> {
+    /// The key of the approved lane being executed.
+    Known(IdempotencyKey),
+    /// A call that runs at once: the key is derived if and when the tool asks.
+    OnDemand { dedupe_token: Option<&'a str> },
+}
+
+pub(crate) struct Codec<C: ?Sized + 'static> {
+    /// Argument text → the tool's input, strictly, then `Tool::validate`.
+    pub(crate) decode: fn(&str, &InputLimits) -> Result<ErasedInput, InputErrors>,
+    /// The tool's own preview of an input.
+    pub(crate) preview: fn(&ErasedInput, &mut dyn fmt::Write) -> Option<fmt::Result>,
+    /// The input as the tool receives it, as JSON: the source of canonical form and key.
+    pub(crate) to_json: fn(&ErasedInput) -> Result<Value, String>,
+    /// Runs the tool through the one function that calls `Tool::run`.
+    pub(crate) run: for<'a> fn(ErasedInput, &'a Actor<'a>, &'a C, RunKey<'a>) -> RunFuture<'a>,
+    /// The input's JSON Schema, when registered with `ToolEntry::mcp`.
+    #[cfg(feature = "schemars")]
+    pub(crate) schema: Option<fn() -> Value>,
+}
+
+impl<C: ?Sized + 'static> Clone for Codec<C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: ?Sized + 'static> Copy for Codec<C> {}
+
+/// Why a call run by name did not produce a JSON result.
+///
+/// ```
+/// let error = cairnloop::declare::RunError::Failed("order is already refunded".into());
+/// assert_eq!(error.to_string(), "tool failed: order is already refunded");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The tool returned its error, shown with `Display`.
+    #[error("tool failed: {0}")]
+    Failed(String),
+    /// The tool's output could not be serialised as JSON.
+    #[error("tool output is not JSON: {0}")]
+    Output(String),
+    /// The decoded input was not of the tool's input type (a bug in cairnloop).
+    #[error("internal error: input of the wrong type")]
+    InputType,
+}

@@ -1,0 +1,279 @@
+use core::fmt;
+
+#[cfg(feature = "serde")]
+use super::codec::Codec;
+use super::rules::{Violation, expect_valid, to_spec_error};
+use crate::declare::{Actor, PolicyDenial, Scope, SpecError, Tool, ToolSpec};
+
+/// One tool of a [`Registry`], with its type erased: the spec, the scopes and the policy.
+///
+/// Made in a `const` context by [`ToolEntry::of`], which evaluates the tool's `SPEC` and
+/// checks its `SCOPES`, so a bad declaration fails compilation where the registry is
+/// built.
+///
+/// ```
+/// use cairnloop::{Actor, InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+///
+/// struct Ping;
+/// impl Tool for Ping {
+///     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+///     const SCOPES: &'static [Scope] = &[];
+///     type Input = ();
+///     type Output = &'static str;
+///     type Error = core::convert::Infallible;
+///     type Context = ();
+///     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+///     async fn run(_: Invocation<'_, Self>) -> Result<&'static str, Self::Error> { Ok("pong") }
+/// }
+///
+/// const PING: ToolEntry<()> = ToolEntry::of::<Ping>();
+/// assert_eq!(PING.spec().name(), "ping");
+/// ```
+pub struct ToolEntry<C: ?Sized + 'static> {
+    spec: ToolSpec,
+    scopes: &'static [Scope],
+    authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
+    custom_ui: fn() -> Option<&'static str>,
+    #[cfg(feature = "serde")]
+    codec: Option<Codec<C>>,
+}
+
+impl<C: ?Sized + 'static> ToolEntry<C> {
+    /// The entry for tool `T`. In a `const` or `static` item, a bad `T::SPEC` or
+    /// `T::SCOPES` fails compilation here.
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// # struct Ping;
+    /// # impl Tool for Ping {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = (); type Output = (); type Error = (); type Context = ();
+    /// #     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+    /// #     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// # }
+    /// static PING: ToolEntry<()> = ToolEntry::of::<Ping>();
+    /// assert_eq!(PING.scopes(), &[]);
+    /// ```
+    #[must_use]
+    pub const fn of<T: Tool<Context = C>>() -> Self {
+        expect_valid(Self::check::<T>())
+    }
+
+    /// [`ToolEntry::of`], returning the broken rule instead of failing (a spec is always
+    /// valid; this checks the scopes).
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, SpecError, Tool, ToolEntry, ToolSpec};
+    /// struct Twice;
+    /// impl Tool for Twice {
+    ///     const SPEC: ToolSpec = ToolSpec::new("twice", "Twice", "Asks twice.", RiskTier::ReadOnly);
+    ///     const SCOPES: &'static [Scope] = &[Scope::new("a:b"), Scope::new("a:b")];
+    /// #   type Input = (); type Output = (); type Error = (); type Context = ();
+    /// #   fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+    /// #   async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// }
+    /// assert_eq!(ToolEntry::<()>::try_of::<Twice>().err(), Some(SpecError::DuplicateScope));
+    /// ```
+    pub const fn try_of<T: Tool<Context = C>>() -> Result<Self, SpecError> {
+        to_spec_error(Self::check::<T>())
+    }
+
+    const fn check<T: Tool<Context = C>>() -> Result<Self, Violation> {
+        let spec = T::SPEC;
+        if let Err(violation) = Scope::check_each(T::SCOPES) {
+            return Err(violation);
+        }
+        Ok(Self {
+            spec,
+            scopes: T::SCOPES,
+            authorize: T::authorize,
+            custom_ui: T::custom_ui,
+            #[cfg(feature = "serde")]
+            codec: None,
+        })
+    }
+
+    /// The tool's spec.
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// # struct Ping;
+    /// # impl Tool for Ping {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = (); type Output = (); type Error = (); type Context = ();
+    /// #     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+    /// #     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// # }
+    /// assert_eq!(ToolEntry::<()>::of::<Ping>().spec().risk_tier(), RiskTier::ReadOnly);
+    /// ```
+    #[must_use]
+    pub const fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// The scopes the tool requires, in declared order.
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// # struct Ping;
+    /// # impl Tool for Ping {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    /// #     const SCOPES: &'static [Scope] = &[Scope::new("net:ping")];
+    /// #     type Input = (); type Output = (); type Error = (); type Context = ();
+    /// #     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+    /// #     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// # }
+    /// assert_eq!(ToolEntry::<()>::of::<Ping>().scopes(), &[Scope::new("net:ping")]);
+    /// ```
+    #[must_use]
+    pub const fn scopes(&self) -> &'static [Scope] {
+        self.scopes
+    }
+
+    /// The tool's custom UI component, if it names one.
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// # struct Ping;
+    /// # impl Tool for Ping {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = (); type Output = (); type Error = (); type Context = ();
+    /// #     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+    /// #     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// # }
+    /// assert_eq!(ToolEntry::<()>::of::<Ping>().custom_ui(), None);
+    /// ```
+    #[must_use]
+    pub fn custom_ui(&self) -> Option<&'static str> {
+        (self.custom_ui)()
+    }
+
+    /// The tool's policy (gate 3), as the gates call it.
+    pub(crate) const fn authorize_fn(&self) -> fn(&Actor<'_>, &C) -> Result<(), PolicyDenial> {
+        self.authorize
+    }
+
+    /// The functions that call the tool by name, if it was registered for that.
+    #[cfg(feature = "serde")]
+    pub(crate) const fn codec(&self) -> Option<&Codec<C>> {
+        self.codec.as_ref()
+    }
+
+    /// The entry with the functions that call the tool by name (set by the JSON layer).
+    #[cfg(feature = "serde")]
+    pub(crate) const fn with_codec(mut self, codec: Codec<C>) -> Self {
+        self.codec = Some(codec);
+        self
+    }
+}
+
+impl<C: ?Sized + 'static> Clone for ToolEntry<C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: ?Sized + 'static> Copy for ToolEntry<C> {}
+
+impl<C: ?Sized + 'static> fmt::Debug for ToolEntry<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolEntry")
+            .field("spec", &self.spec)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Registry;
+    use crate::declare::MAX_TOOLS;
+    use crate::{InputErrors, Invocation};
+    use std::format;
+
+    struct Card;
+
+    impl Tool for Card {
+        const SPEC: ToolSpec =
+            ToolSpec::new("card", "Card", "Has a UI.", crate::RiskTier::ReadOnly);
+        const SCOPES: &'static [Scope] = &[Scope::new("cards:read")];
+        type Input = ();
+        type Output = ();
+        type Error = ();
+        type Context = ();
+        fn validate(_: &()) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        fn custom_ui() -> Option<&'static str> {
+            Some("refund-card")
+        }
+        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_entry_keeps_the_tools_ui_and_debugs_plainly() {
+        let entry = ToolEntry::<()>::of::<Card>();
+        assert_eq!(entry.custom_ui(), Some("refund-card"));
+        let debug = format!("{entry:?}");
+        assert!(
+            debug.starts_with("ToolEntry { spec: ToolSpec { name: \"card\""),
+            "{debug}"
+        );
+        assert!(debug.contains("scopes: [\"cards:read\"]"), "{debug}");
+        static ONE: [ToolEntry<()>; 1] = [ToolEntry::of::<Card>()];
+        assert_eq!(format!("{:?}", Registry::new(&ONE)), "[\"card\"]");
+    }
+
+    struct Longest;
+
+    impl Tool for Longest {
+        const SPEC: ToolSpec = ToolSpec::new(
+            "a_tool_name_of_exactly_sixty_four_characters_which_is_the_limit_",
+            "Longest",
+            "Has the longest name.",
+            crate::RiskTier::ReadOnly,
+        );
+        const SCOPES: &'static [Scope] = &[];
+        type Input = ();
+        type Output = ();
+        type Error = ();
+        type Context = ();
+        fn validate(_: &()) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_name_of_the_longest_length_resolves() {
+        static TOOLS: Registry<()> =
+            Registry::new(&[ToolEntry::of::<Card>(), ToolEntry::of::<Longest>()]);
+        let longest = Longest::SPEC.name();
+        assert_eq!(longest.len(), 64);
+        assert_eq!(TOOLS.get(longest).map(|e| e.spec().name()), Some(longest));
+        assert_eq!(TOOLS.get("card").map(|e| e.spec().name()), Some("card"));
+        assert!(TOOLS.get(&std::format!("{longest}x")).is_none());
+        assert!(TOOLS.get("").is_none());
+    }
+
+    #[test]
+    fn exactly_max_tools_is_allowed_one_more_is_not() {
+        let entry = ToolEntry::<()>::of::<Card>();
+        let full: &'static [ToolEntry<()>] = std::vec::Vec::leak(std::vec![entry; MAX_TOOLS]);
+        // The size passes; the (identical) names then fail rule 7.
+        assert_eq!(
+            Registry::try_new(full).err(),
+            Some(SpecError::DuplicateToolName)
+        );
+    }
+
+}

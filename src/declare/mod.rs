@@ -1,0 +1,42 @@
+//! Declaring tools: the `no_std`, no-`alloc` core.
+//!
+//! Risk tiers and approval modes, [`ToolSpec`] and [`Scope`] with the compile-time rules,
+//! the [`Tool`] trait and the static [`Registry`]. Nothing here decides a call; that is
+//! the [`gate`](crate::gate) layer, one level up.
+
+mod actor;
+mod approval_mode;
+#[cfg(feature = "serde")]
+mod codec;
+mod entry;
+mod input_error;
+mod key;
+mod limits;
+mod parse_error;
+mod policy;
+mod registry;
+mod risk_tier;
+pub(crate) mod rules;
+mod scope;
+mod spec;
+pub(crate) mod text;
+mod tool;
+
+pub use actor::Actor;
+pub use approval_mode::{ApprovalMode, derive_approval_mode};
+#[cfg(feature = "serde")]
+pub(crate) use codec::{Codec, ErasedInput, RunKey};
+#[cfg(feature = "serde")]
+pub use codec::{RunError, RunFuture};
+pub use entry::ToolEntry;
+pub use input_error::{FieldError, InputErrors};
+pub use key::IdempotencyKey;
+pub use limits::InputLimits;
+pub use parse_error::ParseError;
+pub use policy::PolicyDenial;
+pub use registry::{MAX_TOOLS, Registry};
+pub use risk_tier::RiskTier;
+pub use rules::SpecError;
+pub use scope::Scope;
+pub use spec::ToolSpec;
+pub use tool::{Invocation, Tool};

@@ -1,0 +1,18 @@
+//! Deciding a call: the one gate sequence every entrance uses, and the approval state
+//! machine. `no_std`, no `alloc`; it builds only on [`declare`](crate::declare).
+
+mod access;
+mod decision;
+mod lane;
+mod mode_policy;
+mod time;
+mod visibility;
+
+pub use access::{MissingScopes, check_scopes};
+#[cfg(feature = "serde")]
+pub(crate) use decision::{Subject, run_gates};
+pub use decision::{Blocked, Decision, Pending, Verdict, decide, execute, verdict_for};
+pub use lane::{LaneAction, LaneState, TransitionError};
+pub use mode_policy::{ModeHook, ModePolicy, ModeResolution, ModeSource};
+pub use time::{Timestamp, Ttl};
+pub use visibility::{verdicts, visible};

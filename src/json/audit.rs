@@ -1,0 +1,102 @@
+use alloc::string::{String, ToString};
+
+use crate::declare::{Actor, ApprovalMode, IdempotencyKey, ToolSpec};
+use crate::gate::{Blocked, Verdict};
+
+/// The longest tool name an audit record copies from a model; the rest is cut.
+const MAX_RECORDED_NAME_CHARS: usize = 128;
+
+/// One append-only audit record: who asked for which tool, what was decided and why.
+///
+/// ```
+/// # use cairnloop::json::AuditEvent;
+/// fn log(event: &AuditEvent) {
+///     println!("{} {} {} {:?}", event.actor_id, event.tool, event.decision, event.code);
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct AuditEvent {
+    /// The tool's name; for an unknown tool, the requested name escaped and cut to 128
+    /// characters.
+    pub tool: String,
+    /// Who asked.
+    pub actor_id: String,
+    /// The account the actor acted in.
+    pub account_id: Option<String>,
+    /// `execute`, `await_approval` or `blocked`.
+    pub decision: String,
+    /// The block's code (`unknown_tool`, `needs_input`, ...), if blocked.
+    pub code: Option<String>,
+    /// The block's reason, fit for an operator, if blocked.
+    pub reason: Option<String>,
+    /// The call's idempotency key, once the input was valid.
+    pub idempotency_key: Option<IdempotencyKey>,
+    /// The approval mode in force, once it was resolved.
+    pub mode: Option<ApprovalMode>,
+    /// The spec's justification for a loosened mode, if it has one.
+    pub loosened_because: Option<String>,
+}
+
+impl AuditEvent {
+    /// The record of the gates' verdict on a call of `requested` (the name as asked) by
+    /// `actor`; `spec` is the resolved tool's, `None` for an unknown name.
+    pub(crate) fn of_verdict<I>(
+        requested: &str,
+        spec: Option<&ToolSpec>,
+        actor: &Actor<'_>,
+        verdict: &Verdict<I>,
+    ) -> Self {
+        let tool = spec.map_or_else(|| Self::recorded_name(requested), |spec| spec.name().to_string());
+        let mut event = Self::decided(tool, actor.id(), actor.account(), verdict.code());
+        event.loosened_because = spec
+            .and_then(ToolSpec::loosened_because)
+            .map(ToString::to_string);
+        match verdict {
+            Verdict::Execute { mode, .. } | Verdict::AwaitApproval { mode, .. } => {
+                event.mode = Some(mode.resolved());
+            }
+            Verdict::Blocked(blocked) => {
+                if let Blocked::AlwaysBlocked { .. } = blocked {
+                    event.mode = Some(ApprovalMode::AlwaysBlock);
+                }
+                event.code = Some(blocked.code().to_string());
+                event.reason = Some(blocked.to_string());
+            }
+        }
+        event
+    }
+
+    /// A record of a decision about `tool` for `actor`.
+    pub(crate) fn decided(
+        tool: String,
+        actor_id: &str,
+        account_id: Option<&str>,
+        decision: &str,
+    ) -> Self {
+        Self {
+            tool,
+            actor_id: actor_id.to_string(),
+            account_id: account_id.map(ToString::to_string),
+            decision: decision.to_string(),
+            code: None,
+            reason: None,
+            idempotency_key: None,
+            mode: None,
+            loosened_because: None,
+        }
+    }
+
+    /// A requested name as it may be recorded: escaped, cut.
+    pub(crate) fn recorded_name(name: &str) -> String {
+        let mut recorded: String = name
+            .chars()
+            .take(MAX_RECORDED_NAME_CHARS)
+            .flat_map(char::escape_debug)
+            .collect();
+        if name.chars().nth(MAX_RECORDED_NAME_CHARS).is_some() {
+            recorded.push('…');
+        }
+        recorded
+    }
+}

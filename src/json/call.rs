@@ -1,0 +1,258 @@
+use alloc::string::String;
+use core::fmt;
+
+use crate::declare::{
+    Actor, Codec, ErasedInput, InputLimits, Registry, RunFuture, RunKey, ToolEntry,
+};
+use crate::gate::{Blocked, ModePolicy, Subject, Verdict, run_gates};
+use crate::json::proposal::Draft;
+use crate::json::Proposal;
+
+/// What the host sets for every call: the approval-mode overrides and the input limits.
+///
+/// ```
+/// use cairnloop::{ApprovalMode, Governance, ModePolicy, RiskTier, declare::InputLimits};
+///
+/// const GOVERNANCE: Governance<()> = Governance::new()
+///     .with_mode_policy(ModePolicy::new().with_tier(RiskTier::LowWrite, ApprovalMode::AlwaysBlock))
+///     .with_limits(InputLimits::new().with_max_bytes(8 * 1024));
+/// assert_eq!(GOVERNANCE.limits().max_bytes(), 8192);
+/// ```
+pub struct Governance<C: ?Sized> {
+    mode_policy: ModePolicy<C>,
+    limits: InputLimits,
+}
+
+impl<C: ?Sized> Governance<C> {
+    /// No overrides and the default [`InputLimits`].
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::Governance::<()>::new().limits(), &cairnloop::declare::InputLimits::new());
+    /// ```
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            mode_policy: ModePolicy::new(),
+            limits: InputLimits::new(),
+        }
+    }
+
+    /// Sets the approval-mode overrides (which only tighten).
+    ///
+    /// ```
+    /// # use cairnloop::{Governance, ModePolicy};
+    /// let governance = Governance::<()>::new().with_mode_policy(ModePolicy::new());
+    /// ```
+    #[must_use]
+    pub const fn with_mode_policy(self, mode_policy: ModePolicy<C>) -> Self {
+        Self {
+            mode_policy,
+            limits: self.limits,
+        }
+    }
+
+    /// Sets the input limits.
+    ///
+    /// ```
+    /// # use cairnloop::{Governance, declare::InputLimits};
+    /// let governance = Governance::<()>::new().with_limits(InputLimits::new().with_max_depth(4));
+    /// assert_eq!(governance.limits().max_depth(), 4);
+    /// ```
+    #[must_use]
+    pub const fn with_limits(self, limits: InputLimits) -> Self {
+        Self {
+            mode_policy: self.mode_policy,
+            limits,
+        }
+    }
+
+    /// The approval-mode overrides.
+    ///
+    /// ```
+    /// # use cairnloop::{ApprovalMode, Governance, RiskTier};
+    /// assert_eq!(Governance::<()>::new().mode_policy().tier_floor(RiskTier::ReadOnly), ApprovalMode::Auto);
+    /// ```
+    #[must_use]
+    pub const fn mode_policy(&self) -> &ModePolicy<C> {
+        &self.mode_policy
+    }
+
+    /// The input limits.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::Governance::<()>::new().limits().max_depth(), 32);
+    /// ```
+    #[must_use]
+    pub const fn limits(&self) -> &InputLimits {
+        &self.limits
+    }
+}
+
+impl<C: ?Sized> Default for Governance<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: ?Sized> fmt::Debug for Governance<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Governance")
+            .field("mode_policy", &self.mode_policy)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+/// A tool call as a model proposed it: a name and the JSON text of the arguments, both
+/// untrusted, and an optional dedupe token chosen by the host.
+///
+/// ```
+/// let call = cairnloop::ToolCall::new("lookup_order", r#"{"order": 1001}"#).with_dedupe_token("turn-7");
+/// assert_eq!(call.name(), "lookup_order");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+    dedupe_token: Option<&'a str>,
+}
+
+impl<'a> ToolCall<'a> {
+    /// A call of the tool named `name` with `arguments`, the JSON text of an object.
+    ///
+    /// ```
+    /// let call = cairnloop::ToolCall::new("ping", "{}");
+    /// assert_eq!(call.arguments(), "{}");
+    /// ```
+    #[must_use]
+    pub const fn new(name: &'a str, arguments: &'a str) -> Self {
+        Self {
+            name,
+            arguments,
+            dedupe_token: None,
+        }
+    }
+
+    /// Adds a dedupe token: part of the idempotency key, so that a deliberate repeat of
+    /// the same call is a new call.
+    ///
+    /// ```
+    /// let call = cairnloop::ToolCall::new("ping", "{}").with_dedupe_token("2");
+    /// assert_eq!(call.dedupe_token(), Some("2"));
+    /// ```
+    #[must_use]
+    pub const fn with_dedupe_token(self, token: &'a str) -> Self {
+        Self {
+            dedupe_token: Some(token),
+            ..self
+        }
+    }
+
+    /// The requested tool name.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::ToolCall::new("ping", "{}").name(), "ping");
+    /// ```
+    #[must_use]
+    pub const fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// The argument text.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::ToolCall::new("ping", "[]").arguments(), "[]");
+    /// ```
+    #[must_use]
+    pub const fn arguments(&self) -> &'a str {
+        self.arguments
+    }
+
+    /// The dedupe token, if any.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::ToolCall::new("ping", "{}").dedupe_token(), None);
+    /// ```
+    #[must_use]
+    pub const fn dedupe_token(&self) -> Option<&'a str> {
+        self.dedupe_token
+    }
+}
+
+/// The gates' verdict on a call by name, with the tool it resolved to. The input that
+/// passed gate 1 is decoded once and kept, type-erased, for the run or the proposal.
+pub(crate) fn gate_call<C: ?Sized + 'static>(
+    registry: &Registry<C>,
+    call: &ToolCall<'_>,
+    actor: &Actor<'_>,
+    context: &C,
+    governance: &Governance<C>,
+) -> (Option<&'static ToolEntry<C>>, Verdict<ErasedInput>) {
+    let entry = registry.get(call.name());
+    let verdict = run_gates(
+        entry.map(Subject::of),
+        |_| {
+            let codec = entry
+                .and_then(ToolEntry::codec)
+                .ok_or(Blocked::NotCallableByName)?;
+            (codec.decode)(call.arguments(), governance.limits())
+                .map_err(|errors| Blocked::NeedsInput { errors })
+        },
+        actor,
+        context,
+        governance.mode_policy(),
+    );
+    (entry, verdict)
+}
+
+/// Runs a call by name that passed the gates: through the tool's codec, which calls the
+/// one function that runs a tool. The run key is derived only if the tool asks for it.
+pub(crate) fn run_ready<'a, C: ?Sized + 'static>(
+    codec: &Codec<C>,
+    input: ErasedInput,
+    actor: &'a Actor<'a>,
+    context: &'a C,
+    key: RunKey<'a>,
+) -> RunFuture<'a> {
+    (codec.run)(input, actor, context, key)
+}
+
+/// The proposal for a call by name that awaits approval: the only place (with the typed
+/// twin in the governor) where a call's canonical form and idempotency key are computed.
+pub(crate) fn propose_call<C: ?Sized + 'static>(
+    entry: &ToolEntry<C>,
+    codec: &Codec<C>,
+    input: &ErasedInput,
+    actor: &Actor<'_>,
+    dedupe_token: Option<&str>,
+    mode: crate::gate::ModeResolution,
+    policy: &ModePolicy<C>,
+) -> Result<Proposal, String> {
+    let spec = entry.spec();
+    let mut own = String::new();
+    let own_preview = match (codec.preview)(input, &mut own) {
+        Some(Ok(())) => Some(own),
+        // No preview, or one that failed to write: the fallback never fails.
+        _ => None,
+    };
+    Ok(Proposal::from_draft(Draft {
+        spec,
+        scopes: entry.scopes(),
+        actor,
+        dedupe_token,
+        input: (codec.to_json)(input)?,
+        own_preview,
+        mode,
+        host_floor: policy.tier_floor(spec.risk_tier()),
+    }))
+}
+
+/// Decodes the stored canonical input of an approved call, for the run.
+pub(crate) fn decode_stored<C: ?Sized + 'static>(
+    codec: &Codec<C>,
+    input: &str,
+    limits: &InputLimits,
+) -> Result<ErasedInput, Blocked> {
+    (codec.decode)(input, limits).map_err(|errors| Blocked::NeedsInput { errors })
+}
+

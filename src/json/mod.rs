@@ -1,0 +1,26 @@
+//! Calls by name with JSON (feature `serde`): strict decoding with every field error,
+//! RFC 8785 canonical JSON, idempotency keys, previews, proposals and decision records.
+//! It builds on [`declare`](crate::declare) and [`gate`](crate::gate).
+
+// Without `std` there is no governor to use the pipeline's by-name helpers.
+#![cfg_attr(not(feature = "std"), allow(dead_code, unused_imports))]
+
+mod audit;
+mod call;
+mod canonical;
+mod entry;
+mod key;
+mod preview;
+mod proposal;
+#[cfg(feature = "schemars")]
+pub(crate) mod schema;
+pub(crate) mod strict;
+
+pub use audit::AuditEvent;
+pub(crate) use call::{decode_stored, gate_call, propose_call, run_ready};
+pub use call::{Governance, ToolCall};
+pub use canonical::canonical_json;
+pub(crate) use entry::derive_key;
+pub use preview::{Preview, PreviewSource};
+pub(crate) use proposal::Draft;
+pub use proposal::{PolicySnapshot, Proposal};

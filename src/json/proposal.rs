@@ -1,0 +1,285 @@
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use serde_json::{Map, Value};
+
+use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, Scope, ToolSpec};
+use crate::gate::{ModeResolution, ModeSource};
+use crate::json::{Preview, PreviewSource, canonical_json};
+
+/// The policy in force when a call was decided: what the spec declared, what was
+/// resolved, which source decided, and the justification of a loosened spec.
+///
+/// ```
+/// use cairnloop::{Actor, ApprovalMode, ModePolicy, PolicySnapshot, RiskTier, ToolSpec};
+///
+/// let spec = ToolSpec::new("note", "Note", "Adds a note.", RiskTier::LowWrite);
+/// let mode = ModePolicy::<()>::new().resolve(&spec, &Actor::new("a", &[]), &());
+/// let snapshot = PolicySnapshot::from(mode);
+/// assert_eq!(snapshot.resolved, ApprovalMode::RequiresApproval);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct PolicySnapshot {
+    /// The mode the spec declares.
+    pub declared: ApprovalMode,
+    /// The mode in force.
+    pub resolved: ApprovalMode,
+    /// Which source decided it.
+    pub decided_by: ModeSource,
+    /// The spec's justification for loosening its tier's mode, if any.
+    pub loosened_because: Option<String>,
+    /// The host's minimum mode for the tool's tier, in force at the proposal.
+    pub host_floor: ApprovalMode,
+}
+
+impl PolicySnapshot {
+    /// The policy of a call whose mode resolved as `mode`, under a host floor of
+    /// `host_floor` for its tier.
+    pub(crate) fn new(mode: &ModeResolution, host_floor: ApprovalMode) -> Self {
+        Self {
+            declared: mode.declared(),
+            resolved: mode.resolved(),
+            decided_by: mode.source(),
+            loosened_because: mode.loosened_because().map(ToString::to_string),
+            host_floor,
+        }
+    }
+}
+
+/// A call that awaits a human's approval: everything the approver needs to see, and
+/// everything an approval binds to.
+///
+/// It is plain data (serialisable, so a host can store it) made by
+/// [`Registry::call`](crate::Registry::call). The input is kept as its RFC 8785 canonical
+/// text; the idempotency key identifies the proposal.
+///
+/// ```
+/// # use cairnloop::json::Proposal;
+/// fn show(proposal: &Proposal) {
+///     println!("{} wants to run {}:\n{}", proposal.actor_id(), proposal.tool(), proposal.preview());
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Proposal {
+    tool: String,
+    title: String,
+    risk_tier: RiskTier,
+    actor_id: String,
+    account_id: Option<String>,
+    dedupe_token: Option<String>,
+    input: String,
+    idempotency_key: IdempotencyKey,
+    preview: Preview,
+    required_scopes: Vec<String>,
+    granted_scopes: Vec<String>,
+    policy: PolicySnapshot,
+}
+
+/// The parts of a [`Proposal`], gathered by the pipeline.
+/// What a proposal is made of, before its canonical form, key and preview are computed.
+pub(crate) struct Draft<'a> {
+    pub(crate) spec: &'a ToolSpec,
+    pub(crate) scopes: &'static [Scope],
+    pub(crate) actor: &'a Actor<'a>,
+    pub(crate) dedupe_token: Option<&'a str>,
+    /// The input as the tool receives it, as JSON.
+    pub(crate) input: Value,
+    /// The tool's own preview, if it wrote one.
+    pub(crate) own_preview: Option<String>,
+    pub(crate) mode: ModeResolution,
+    pub(crate) host_floor: ApprovalMode,
+}
+
+impl Proposal {
+    /// The proposal of a call: its canonical input and key (computed here, once), its
+    /// preview (the tool's own, else the structured fallback) and its snapshots.
+    pub(crate) fn from_draft(draft: Draft<'_>) -> Self {
+        let Draft {
+            spec,
+            scopes,
+            actor,
+            dedupe_token,
+            input,
+            own_preview,
+            mode,
+            host_floor,
+        } = draft;
+        let idempotency_key = IdempotencyKey::for_call(
+            spec.name(),
+            &input,
+            Some(actor.id()),
+            actor.account(),
+            dedupe_token,
+        );
+        let preview = match own_preview {
+            Some(text) => Preview::new(text, PreviewSource::Tool),
+            None => match &input {
+                Value::Object(fields) => Preview::fallback(spec, scopes, &mode, fields),
+                other => {
+                    let mut fields = Map::new();
+                    fields.insert("value".to_string(), other.clone());
+                    Preview::fallback(spec, scopes, &mode, &fields)
+                }
+            },
+        };
+        Self {
+            tool: spec.name().to_string(),
+            title: spec.title().to_string(),
+            risk_tier: spec.risk_tier(),
+            actor_id: actor.id().to_string(),
+            account_id: actor.account().map(ToString::to_string),
+            dedupe_token: dedupe_token.map(ToString::to_string),
+            input: canonical_json(&input),
+            idempotency_key,
+            preview,
+            required_scopes: scopes.iter().map(|scope| scope.as_str().to_string()).collect(),
+            granted_scopes: actor.scopes().iter().map(|scope| (*scope).to_string()).collect::<Vec<_>>(),
+            policy: PolicySnapshot::new(&mode, host_floor),
+        }
+    }
+
+    /// The tool's name.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> &str {
+    /// p.tool()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The tool's title.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> &str {
+    /// p.title()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    /// The tool's risk tier.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> cairnloop::RiskTier {
+    /// p.risk_tier()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn risk_tier(&self) -> RiskTier {
+        self.risk_tier
+    }
+
+    /// Who proposed the call.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> &str {
+    /// p.actor_id()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn actor_id(&self) -> &str {
+        &self.actor_id
+    }
+
+    /// The account the call acts in.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> Option<&str> {
+    /// p.account_id()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn account_id(&self) -> Option<&str> {
+        self.account_id.as_deref()
+    }
+
+    /// The caller's dedupe token, if one was given.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> Option<&str> {
+    /// p.dedupe_token()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn dedupe_token(&self) -> Option<&str> {
+        self.dedupe_token.as_deref()
+    }
+
+    /// The input as RFC 8785 canonical JSON.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> &str {
+    /// p.input()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    /// The call's idempotency key, which also identifies the proposal.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> cairnloop::IdempotencyKey {
+    /// p.idempotency_key()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn idempotency_key(&self) -> IdempotencyKey {
+        self.idempotency_key
+    }
+
+    /// What the approver reads.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> &cairnloop::Preview {
+    /// p.preview()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn preview(&self) -> &Preview {
+        &self.preview
+    }
+
+    /// The scopes the tool requires, in declared order.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> &[String] {
+    /// p.required_scopes()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn required_scopes(&self) -> &[String] {
+        &self.required_scopes
+    }
+
+    /// The scopes the actor held when the call was proposed.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> &[String] {
+    /// p.granted_scopes()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn granted_scopes(&self) -> &[String] {
+        &self.granted_scopes
+    }
+
+    /// The policy in force when the call was proposed.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) -> &cairnloop::json::PolicySnapshot {
+    /// p.policy()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn policy(&self) -> &PolicySnapshot {
+        &self.policy
+    }
+}

@@ -1,0 +1,538 @@
+//! Strict parsing of a model's JSON arguments, and strict decoding into a tool's input
+//! type with every field error reported.
+//!
+//! serde_json alone keeps the last of duplicate keys, turns huge integers into floats and
+//! reports only a message; here each of those is a field error with a path and a code.
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt::{self, Write as _};
+
+use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+use crate::declare::{FieldError, InputErrors, InputLimits};
+
+/// The largest integer every JSON peer and RFC 8785 keep exact: 2^53 − 1.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// The longest message from a decoder that is passed on; it may quote the model's input.
+const MAX_MESSAGE_CHARS: usize = 200;
+
+struct State {
+    limits: InputLimits,
+    depth: usize,
+    path: String,
+    failure: Option<FieldError>,
+}
+
+impl State {
+    fn fail<E: de::Error>(&mut self, code: &'static str, message: String) -> E {
+        let error = E::custom(&message);
+        self.failure = Some(FieldError::owned(self.path.clone(), code, message));
+        error
+    }
+}
+
+struct ValueSeed<'s> {
+    state: &'s mut State,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        if v.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(out_of_range(self.state));
+        }
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        if v > MAX_SAFE_INTEGER {
+            return Err(out_of_range(self.state));
+        }
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        // Integers past u64 arrive here as floats; so do floats too large to be exact.
+        #[allow(clippy::cast_precision_loss, reason = "2^53 - 1 is exact in f64")]
+        let limit = MAX_SAFE_INTEGER as f64;
+        match Number::from_f64(v) {
+            Some(number) if v.abs() <= limit => Ok(Value::Number(number)),
+            _ => Err(out_of_range(self.state)),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        check_string(self.state, v)?;
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        check_string(self.state, &v)?;
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let state = self.state;
+        enter(state)?;
+        let mut items = Vec::new();
+        loop {
+            let len = state.path.len();
+            let _ = write!(state.path, "/{}", items.len());
+            let item = seq.next_element_seed(ValueSeed { state: &mut *state })?;
+            state.path.truncate(len);
+            match item {
+                Some(item) => items.push(item),
+                None => break,
+            }
+        }
+        state.depth -= 1;
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let state = self.state;
+        enter(state)?;
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let len = state.path.len();
+            state.path.push('/');
+            push_pointer_token(&mut state.path, &key);
+            if key.len() > state.limits.max_string_bytes() {
+                let message = format!(
+                    "key is {} bytes, longer than the limit of {}",
+                    key.len(),
+                    state.limits.max_string_bytes()
+                );
+                return Err(state.fail("string_too_long", message));
+            }
+            if object.contains_key(&key) {
+                return Err(state.fail("duplicate_key", "key appears more than once".to_owned()));
+            }
+            let value = map.next_value_seed(ValueSeed { state: &mut *state })?;
+            state.path.truncate(len);
+            object.insert(key, value);
+        }
+        state.depth -= 1;
+        Ok(Value::Object(object))
+    }
+}
+
+fn enter<E: de::Error>(state: &mut State) -> Result<(), E> {
+    state.depth += 1;
+    if state.depth > state.limits.max_depth() {
+        let message = format!(
+            "nested deeper than the limit of {} arrays and objects",
+            state.limits.max_depth()
+        );
+        return Err(state.fail("too_deep", message));
+    }
+    Ok(())
+}
+
+fn check_string<E: de::Error>(state: &mut State, v: &str) -> Result<(), E> {
+    if v.len() > state.limits.max_string_bytes() {
+        let message = format!(
+            "string is {} bytes, longer than the limit of {}",
+            v.len(),
+            state.limits.max_string_bytes()
+        );
+        return Err(state.fail("string_too_long", message));
+    }
+    Ok(())
+}
+
+fn out_of_range<E: de::Error>(state: &mut State) -> E {
+    state.fail(
+        "number_out_of_range",
+        "numbers must lie within ±9007199254740991 (2^53 - 1) to stay exact".to_owned(),
+    )
+}
+
+/// Appends `token` escaped as an RFC 6901 JSON Pointer reference token.
+fn push_pointer_token(path: &mut String, token: &str) {
+    for c in token.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            c => path.push(c),
+        }
+    }
+}
+
+fn short(message: &str) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &message[..cut]),
+        None => message.to_owned(),
+    }
+}
+
+/// Parses a model's argument text: exactly one JSON object, no duplicate keys, within
+/// `limits`.
+pub(crate) fn parse_arguments(
+    text: &str,
+    limits: &InputLimits,
+) -> Result<Map<String, Value>, InputErrors> {
+    if text.len() > limits.max_bytes() {
+        return Err(InputErrors::one(FieldError::owned(
+            String::new(),
+            "too_large",
+            format!(
+                "arguments are {} bytes, larger than the limit of {}",
+                text.len(),
+                limits.max_bytes()
+            ),
+        )));
+    }
+    let mut state = State {
+        limits: *limits,
+        depth: 0,
+        path: String::new(),
+        failure: None,
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let parsed = ValueSeed { state: &mut state }
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value));
+    let value = match parsed {
+        Ok(value) => value,
+        Err(error) => {
+            let field = state.failure.take().unwrap_or_else(|| {
+                let message = error.to_string();
+                let code = if message.starts_with("recursion limit exceeded") {
+                    "too_deep"
+                } else if message.starts_with("number out of range") {
+                    "number_out_of_range"
+                } else {
+                    "invalid_json"
+                };
+                // The path reached when the parser stopped.
+                FieldError::owned(state.path.clone(), code, short(&message))
+            });
+            return Err(InputErrors::one(field));
+        }
+    };
+    match value {
+        Value::Object(object) => Ok(object),
+        other => Err(InputErrors::one(FieldError::owned(
+            String::new(),
+            "not_an_object",
+            format!("arguments must be a JSON object, not {}", kind(&other)),
+        ))),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Decodes the parsed arguments into `T`, reporting every field error rather than the
+/// first. A valid input decodes in one pass. An invalid one is decoded again with each
+/// offending field taken out, until a pass finds nothing new: serde stops at the first
+/// error of a pass, and this way a model that sends three bad fields learns of all three.
+pub(crate) fn decode<T: DeserializeOwned>(mut arguments: Value) -> Result<T, InputErrors> {
+    let mut found: Vec<FieldError> = Vec::new();
+    for _ in 0..MAX_PASSES {
+        let mut unknown = Vec::new();
+        let (decoded, failure) = decode_once::<T>(&arguments, &mut unknown);
+        for field in unknown {
+            if !found.iter().any(|known| known.path() == field.path()) {
+                found.push(field);
+            }
+        }
+        let failure = match decoded {
+            Ok(input) if found.is_empty() => return Ok(input),
+            Ok(_) => break,
+            Err(()) => failure,
+        };
+        let Some(field) = failure else { break };
+        // An error at a field already reported, or at one of its parents, is the echo of a
+        // field this loop took out: nothing new is to be learnt.
+        let echo = found.iter().any(|known| {
+            known.path() == field.path()
+                || known
+                    .path()
+                    .strip_prefix(field.path())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        });
+        if echo {
+            break;
+        }
+        let removed = take_out(&mut arguments, field.path());
+        found.push(field);
+        if !removed {
+            break;
+        }
+    }
+    let mut errors = InputErrors::new();
+    for field in found {
+        errors.push(field);
+    }
+    Err(errors)
+}
+
+/// The whole of gate 1's decoding for a call by name: the argument text parsed strictly
+/// within `limits`, then decoded into `T` with every field error.
+pub(crate) fn decode_text<T: DeserializeOwned>(
+    text: &str,
+    limits: &InputLimits,
+) -> Result<T, InputErrors> {
+    let arguments = parse_arguments(text, limits)?;
+    decode(Value::Object(arguments))
+}
+
+/// Bounds the passes of [`decode`] on a hostile input with very many bad fields.
+const MAX_PASSES: usize = 64;
+
+/// One strict pass: the decoded value, or the first error with its path; fields the type
+/// does not know are collected in `unknown`.
+fn decode_once<T: DeserializeOwned>(
+    arguments: &Value,
+    unknown: &mut Vec<FieldError>,
+) -> (Result<T, ()>, Option<FieldError>) {
+    let mut track = serde_path_to_error::Track::new();
+    let decoded = {
+        let tracked = serde_path_to_error::Deserializer::new(arguments, &mut track);
+        serde_ignored::deserialize(tracked, |ignored| {
+            unknown.push(FieldError::owned(
+                ignored_pointer(&ignored),
+                "unknown_field",
+                "this field is not part of the tool's input".to_owned(),
+            ));
+        })
+    };
+    match decoded {
+        Ok(input) => (Ok(input), None),
+        Err(error) => (Err(()), Some(classify(&track.path(), &error.to_string()))),
+    }
+}
+
+/// Removes the value at `pointer` so that the next pass goes past it; an array element
+/// takes its whole array along (removing one element would renumber the rest). `false`
+/// when there is nothing left to remove.
+fn take_out(arguments: &mut Value, pointer: &str) -> bool {
+    let mut pointer = pointer;
+    loop {
+        let Some((parent, token)) = pointer.rsplit_once('/') else {
+            return false;
+        };
+        match arguments.pointer_mut(parent) {
+            Some(Value::Object(object)) => {
+                let key = token.replace("~1", "/").replace("~0", "~");
+                return object.remove(&key).is_some();
+            }
+            Some(Value::Array(_)) => pointer = parent,
+            _ => return false,
+        }
+    }
+}
+
+fn ignored_pointer(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}/{index}", ignored_pointer(parent)),
+        Path::Map { parent, key } => {
+            let mut pointer = ignored_pointer(parent);
+            pointer.push('/');
+            push_pointer_token(&mut pointer, key);
+            pointer
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => ignored_pointer(parent),
+    }
+}
+
+fn tracked_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                let _ = write!(pointer, "/{index}");
+            }
+            Segment::Map { key } => {
+                pointer.push('/');
+                push_pointer_token(&mut pointer, key);
+            }
+            Segment::Enum { .. } | Segment::Unknown => {}
+        }
+    }
+    pointer
+}
+
+/// Maps serde's standard messages to a stable code; a missing field's path names the field.
+fn classify(path: &serde_path_to_error::Path, message: &str) -> FieldError {
+    let mut pointer = tracked_pointer(path);
+    // A missing or unknown field is reported at its parent; name the field itself.
+    if message.starts_with("missing field") || message.starts_with("unknown field") {
+        if let Some(name) = message.split('`').nth(1) {
+            pointer.push('/');
+            push_pointer_token(&mut pointer, name);
+        }
+    }
+    let code = if message.starts_with("missing field") {
+        "required"
+    } else if message.starts_with("invalid type") {
+        "invalid_type"
+    } else if message.starts_with("unknown variant") || message.starts_with("invalid value") {
+        "invalid_value"
+    } else if message.starts_with("invalid length") {
+        "invalid_length"
+    } else if message.starts_with("unknown field") {
+        "unknown_field"
+    } else if message.starts_with("duplicate field") {
+        "duplicate_key"
+    } else {
+        "invalid"
+    };
+    FieldError::owned(pointer, code, short(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first(text: &str) -> (String, &'static str) {
+        let errors = parse_arguments(text, &InputLimits::new()).unwrap_err();
+        let error = errors.iter().next().unwrap();
+        (error.path().to_owned(), error.code())
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_at_any_depth() {
+        assert_eq!(first(r#"{"a":1,"a":2}"#), ("/a".into(), "duplicate_key"));
+        assert_eq!(
+            first(r#"{"x":[{"b":1,"b":1}]}"#),
+            ("/x/0/b".into(), "duplicate_key")
+        );
+    }
+
+    #[test]
+    fn pointer_tokens_are_escaped() {
+        assert_eq!(
+            first(r#"{"a/b~":{"c":1,"c":2}}"#),
+            ("/a~1b~0/c".into(), "duplicate_key")
+        );
+    }
+
+    #[test]
+    fn numbers_stay_exact() {
+        assert!(parse_arguments(r#"{"n":9007199254740991}"#, &InputLimits::new()).is_ok());
+        assert!(parse_arguments(r#"{"n":-9007199254740991}"#, &InputLimits::new()).is_ok());
+        assert_eq!(first(r#"{"n":9007199254740992}"#).1, "number_out_of_range");
+        assert_eq!(first(r#"{"n":-9007199254740993}"#).1, "number_out_of_range");
+        assert_eq!(
+            first(r#"{"n":18446744073709551616}"#).1,
+            "number_out_of_range"
+        );
+        assert_eq!(first(r#"{"n":1e300}"#).1, "number_out_of_range");
+        assert!(parse_arguments(r#"{"n":0.1}"#, &InputLimits::new()).is_ok());
+    }
+
+    #[test]
+    fn every_json_value_is_kept_as_parsed() {
+        let text = r#"{"t":true,"f":false,"n":null,"i":-3,"u":7,"x":0.5,"s":"a\u00e9","a":[1,[]],"o":{"k":{}}}"#;
+        let parsed = parse_arguments(text, &InputLimits::new()).unwrap();
+        let plain: Map<String, Value> = serde_json::from_str(text).unwrap();
+        assert_eq!(parsed, plain);
+    }
+
+    #[test]
+    fn closing_a_container_gives_its_depth_back() {
+        let limits = InputLimits::new().with_max_depth(2);
+        assert!(parse_arguments(r#"{"a":[1],"b":[2],"c":[3]}"#, &limits).is_ok());
+        assert!(parse_arguments(r#"{"a":{},"b":{},"c":{}}"#, &limits).is_ok());
+    }
+
+    #[test]
+    fn strings_and_keys_may_be_exactly_as_long_as_the_limit() {
+        let limits = InputLimits::new().with_max_string_bytes(4);
+        assert!(parse_arguments(r#"{"abcd":"wxyz"}"#, &limits).is_ok());
+        let errors = parse_arguments(r#"{"abcde":1}"#, &limits).unwrap_err();
+        let error = errors.iter().next().unwrap();
+        assert_eq!((error.path(), error.code()), ("/abcde", "string_too_long"));
+        assert_eq!(
+            error.message(),
+            "key is 5 bytes, longer than the limit of 4"
+        );
+        let errors = parse_arguments(r#"{"a":"vwxyz"}"#, &limits).unwrap_err();
+        let error = errors.iter().next().unwrap();
+        assert_eq!((error.path(), error.code()), ("/a", "string_too_long"));
+        assert_eq!(
+            error.message(),
+            "string is 5 bytes, longer than the limit of 4"
+        );
+    }
+
+    #[test]
+    fn parser_messages_are_passed_on_and_cut_at_200_characters() {
+        let errors = parse_arguments(r#"{"a":1,}"#, &InputLimits::new()).unwrap_err();
+        let error = errors.iter().next().unwrap();
+        assert_eq!(error.code(), "invalid_json");
+        assert_eq!(error.message(), "trailing comma at line 1 column 8");
+        let long = "é".repeat(300);
+        assert_eq!(short(&long), format!("{}…", "é".repeat(200)));
+        assert_eq!(short(&long[..400]), long[..400]);
+    }
+
+    #[test]
+    fn a_value_that_is_not_an_object_is_named() {
+        for (text, what) in [
+            ("null", "null"),
+            ("true", "a boolean"),
+            ("1", "a number"),
+            (r#""x""#, "a string"),
+            ("[]", "an array"),
+        ] {
+            let errors = parse_arguments(text, &InputLimits::new()).unwrap_err();
+            let error = errors.iter().next().unwrap();
+            assert_eq!((error.path(), error.code()), ("", "not_an_object"));
+            assert_eq!(
+                error.message(),
+                format!("arguments must be a JSON object, not {what}")
+            );
+        }
+    }
+
+    #[test]
+    fn depth_counts_the_arguments_object() {
+        let limits = InputLimits::new().with_max_depth(2);
+        assert!(parse_arguments(r#"{"a":[1]}"#, &limits).is_ok());
+        let errors = parse_arguments(r#"{"a":[[1]]}"#, &limits).unwrap_err();
+        assert_eq!(errors.iter().next().unwrap().code(), "too_deep");
+    }
+}

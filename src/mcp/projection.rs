@@ -1,0 +1,169 @@
+//! Tools as MCP `tools/list` entries (spec 2025-11-25), without an MCP SDK.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use serde_json::{Map, Value, json};
+
+use crate::approvals::Governor;
+use crate::declare::{Actor, Registry, RiskTier, ToolEntry};
+
+/// The `_meta` key that carries a tool's risk tier.
+pub const META_RISK_TIER: &str = "io.cairnloop/risk_tier";
+/// The `_meta` key that carries a tool's approval mode.
+pub const META_APPROVAL_MODE: &str = "io.cairnloop/approval_mode";
+
+/// Why a tool cannot be listed over MCP. The listing as a whole fails rather than
+/// carrying a broken entry.
+///
+/// ```
+/// let err = cairnloop::ProjectionError::NoSchema { tool: "ping" };
+/// assert_eq!(err.to_string(), "tool ping has no input schema: register it with ToolEntry::mcp");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectionError {
+    /// The tool was registered without a schema (with `ToolEntry::of` or
+    /// `ToolEntry::json`).
+    #[error("tool {tool} has no input schema: register it with ToolEntry::mcp")]
+    NoSchema {
+        /// The tool.
+        tool: &'static str,
+    },
+    /// The tool's input type does not describe a JSON object, which MCP requires.
+    #[error("tool {tool} takes {found}, but MCP tool input must be a JSON object")]
+    InputNotAnObject {
+        /// The tool.
+        tool: &'static str,
+        /// What the schema describes instead.
+        found: String,
+    },
+}
+
+impl<C: ?Sized + 'static> ToolEntry<C> {
+    /// The tool's `tools/list` entry: `name`, `title`, `description`, `inputSchema`, every
+    /// annotation explicit, and the risk tier and approval mode in `_meta`.
+    ///
+    /// `readOnlyHint` is true only for read-only tools, `destructiveHint` for high-write
+    /// and destructive ones; `idempotentHint` and `openWorldHint` come from the spec.
+    ///
+    /// # Errors
+    ///
+    /// [`ProjectionError`] when the tool has no schema or its input is not an object.
+    ///
+    /// ```
+    /// use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Order { order: u32 }
+    ///
+    /// struct LookupOrder;
+    /// impl Tool for LookupOrder {
+    ///     const SPEC: ToolSpec = ToolSpec::new("lookup_order", "Look up order", "Finds an order.", RiskTier::ReadOnly).idempotent();
+    ///     const SCOPES: &'static [Scope] = &[];
+    ///     type Input = Order; type Output = String; type Error = String; type Context = ();
+    ///     fn validate(_: &Order) -> Result<(), InputErrors> { Ok(()) }
+    ///     async fn run(_: Invocation<'_, Self>) -> Result<String, String> { Ok("shipped".into()) }
+    /// }
+    ///
+    /// static LOOKUP: ToolEntry<()> = ToolEntry::mcp::<LookupOrder>();
+    /// let tool = LOOKUP.mcp_tool()?;
+    /// assert_eq!(tool["annotations"]["readOnlyHint"], true);
+    /// assert_eq!(tool["annotations"]["idempotentHint"], true);
+    /// assert_eq!(tool["inputSchema"]["required"], serde_json::json!(["order"]));
+    /// assert_eq!(tool["inputSchema"]["additionalProperties"], false);
+    /// assert_eq!(tool["_meta"]["cairnloop/riskTier"], "read_only");
+    /// # Ok::<(), cairnloop::ProjectionError>(())
+    /// ```
+    pub fn mcp_tool(&self) -> Result<Value, ProjectionError> {
+        let spec = self.spec();
+        let mut input_schema = self
+            .input_schema()
+            .ok_or(ProjectionError::NoSchema { tool: spec.name() })?;
+        if input_schema.get("type") != Some(&json!("object")) {
+            let found = input_schema
+                .get("type")
+                .map_or_else(|| "a value without a type".to_string(), Value::to_string);
+            return Err(ProjectionError::InputNotAnObject {
+                tool: spec.name(),
+                found,
+            });
+        }
+        if let Value::Object(object) = &mut input_schema {
+            // The entry names the tool; the type's own name is noise to a model.
+            object.remove("title");
+        }
+        let tier = spec.risk_tier();
+        let mut meta = Map::new();
+        meta.insert(META_RISK_TIER.into(), tier.as_str().into());
+        meta.insert(
+            META_APPROVAL_MODE.into(),
+            spec.approval_mode().as_str().into(),
+        );
+        Ok(json!({
+            "name": spec.name(),
+            "title": spec.title(),
+            "description": spec.description(),
+            "inputSchema": input_schema,
+            "annotations": {
+                "title": spec.title(),
+                "readOnlyHint": tier == RiskTier::ReadOnly,
+                "destructiveHint": matches!(tier, RiskTier::HighWrite | RiskTier::Destructive),
+                "idempotentHint": spec.is_idempotent(),
+                "openWorldHint": spec.is_open_world(),
+            },
+            "_meta": meta,
+        }))
+    }
+}
+
+impl<C: ?Sized + 'static> Registry<C> {
+    /// Every tool's `tools/list` entry, whoever asks (for the host). Tools registered for
+    /// typed calls only ([`ToolEntry::of`]) cannot be called by name and are left out.
+    ///
+    /// # Errors
+    ///
+    /// The first [`ProjectionError`]: a listing is whole or not at all.
+    ///
+    /// ```
+    /// # use cairnloop::Registry;
+    /// static EMPTY: Registry<()> = Registry::new(&[]);
+    /// assert!(EMPTY.mcp_tools().unwrap().is_empty());
+    /// ```
+    pub fn mcp_tools(&self) -> Result<Vec<Value>, ProjectionError> {
+        self.tools()
+            .iter()
+            .filter(|entry| entry.is_callable_by_name())
+            .map(ToolEntry::mcp_tool)
+            .collect()
+    }
+
+}
+
+impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C, S> {
+    /// The `tools/list` entries of the tools `actor` may call: exactly those
+    /// [`Governor::visible`] lists (an always-blocked tool is never shown), callable by
+    /// name.
+    ///
+    /// # Errors
+    ///
+    /// A tool without an input schema, or whose input is not a JSON object.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// assert!(governor.mcp_tools_for(&Actor::new("a", &[]), &())?.is_empty());
+    /// # Ok::<(), cairnloop::mcp::ProjectionError>(())
+    /// ```
+    pub fn mcp_tools_for(
+        &self,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Result<Vec<Value>, ProjectionError> {
+        self.visible(actor, context)
+            .filter(|entry| entry.is_callable_by_name())
+            .map(ToolEntry::mcp_tool)
+            .collect()
+    }
+}
