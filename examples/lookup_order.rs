@@ -1,4 +1,6 @@
 //! A read-only tool with an explicit policy: it runs at once, for the right people only.
+//! This example uses the typed core alone (no `serde`, no allocation), as a `no_std`
+//! agent would; `support_desk` shows the same gates through a `Governor`.
 //!
 //! `cargo run --example lookup_order`
 
@@ -80,8 +82,7 @@ fn main() {
     let guest = Actor::new("guest", &[]).with_account("acme");
     let robot = Actor::new("robot", &["orders:read"]);
     for actor in [&clerk, &guest, &robot] {
-        let visible: Vec<_> = TOOLS
-            .visible(actor, &shop)
+        let visible: Vec<_> = cairnloop::gate::visible(&TOOLS, actor, &shop, &ModePolicy::new())
             .map(|t| t.spec().name())
             .collect();
         println!("{:<8} sees {:?}", actor.id(), visible);

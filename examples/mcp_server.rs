@@ -11,8 +11,10 @@
 mod desk;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use cairnloop::McpServer;
+use cairnloop::Governor;
+use cairnloop::mcp::McpServer;
 use desk::{DESK, Desk};
 use rmcp::ServiceExt;
 
@@ -58,8 +60,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let governor = Arc::new(Governor::new(&DESK));
     let mut server =
-        McpServer::new(&DESK, Desk::default(), options.actor).with_scopes(options.scopes);
+        McpServer::new(governor, Desk::default(), options.actor).with_scopes(options.scopes);
     if let Some(account) = options.account {
         server = server.with_account(account);
     }

@@ -5,16 +5,21 @@
 //! cargo run --features serde --example support_desk            # tables
 //! cargo run --features serde --example support_desk -- --json  # JSON lines
 //! ```
+//!
+//! Everything goes through one `Governor`: what each actor is shown, each call, each
+//! decision of the operator, each execution, and the audit trail it kept.
 
 mod desk;
 
+use cairnloop::approvals::{ApprovalConfig, AuditRecord, ManualClock};
+use cairnloop::gate::{Timestamp, Ttl};
 use cairnloop::{
-    Actor, ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, Approvals, CallDecision,
-    Governance, IdempotencyKey, MemoryStore, Registry, Timestamp, ToolCall, ToolEntry, Ttl,
+    Actor, ApprovalError, ApprovalLane, Governor, IdempotencyKey, Outcome, Registry, ToolCall,
+    ToolEntry,
 };
 use desk::{DeleteCustomer, Desk, InternalNote, LookupOrder, RefundOrder};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The four tools of the demo: one per risk tier.
 static SUPPORT_DESK: Registry<Desk> = Registry::new(&[
@@ -82,7 +87,10 @@ pub enum Record {
 /// Runs the whole script and returns what it printed, as records.
 pub fn run_demo() -> Vec<Record> {
     let desk = Desk::default();
-    let governance = Governance::new();
+    let clock = ManualClock::new(at(0, 0));
+    let governor = Governor::new(&SUPPORT_DESK)
+        .with_config(ApprovalConfig::new().with_ttl(Ttl::DEFAULT))
+        .with_clock(clock.clone());
     let agent = Actor::new("agent-7", &["orders:read", "tickets:write"]).with_account("acme");
     let billing = Actor::new("billing-2", &["orders:read", "refunds:write"]).with_account("acme");
     let admin = Actor::new(
@@ -98,10 +106,10 @@ pub fn run_demo() -> Vec<Record> {
     let actors = [&agent, &billing, &admin];
     let mut records = Vec::new();
 
-    // 1. What each actor is shown: the call path's own scope and policy check.
+    // 1. What each actor is shown: the very gates a call goes through.
     for actor in actors {
-        for entry in SUPPORT_DESK.tools() {
-            let visible = entry.access(actor, &desk).is_ok();
+        for (entry, verdict) in governor.verdicts(actor, &desk) {
+            let visible = verdict.code() != "blocked";
             records.push(Record::Visible {
                 actor: actor.id().into(),
                 tool: entry.spec().name().into(),
@@ -204,17 +212,12 @@ pub fn run_demo() -> Vec<Record> {
         ),
         (&agent, "hostile", "lооkup_order", r#"{"order": 1001}"#),
     ];
-    let approvals = Approvals::new(
-        MemoryStore::new(),
-        ApprovalConfig::new().with_ttl(Ttl::DEFAULT),
-    );
     let mut queue: Vec<(IdempotencyKey, &Actor<'_>, &str, &str)> = Vec::new();
     for (actor, kind, name, arguments) in script {
-        let outcome = SUPPORT_DESK.call(&ToolCall::new(name, arguments), actor, &desk, &governance);
-        let detail = match outcome.decision {
-            CallDecision::Execute(ready) => {
-                let output =
-                    pollster::block_on(ready.run()).unwrap_or_else(|e| json!(e.to_string()));
+        let outcome = pollster::block_on(governor.call(&ToolCall::new(name, arguments), actor, &desk))
+            .expect("a memory store records every decision");
+        let detail = match outcome {
+            Outcome::Executed(output) => {
                 records.push(Record::Ran {
                     actor: actor.id().into(),
                     tool: name.into(),
@@ -223,22 +226,32 @@ pub fn run_demo() -> Vec<Record> {
                 });
                 format!("ran: {output}")
             }
-            CallDecision::AwaitApproval(proposal) => {
-                let preview = proposal.preview().text().replace('\n', " | ");
-                let lane = approvals
-                    .propose(proposal, at(0, 0))
-                    .expect("a fresh store");
+            Outcome::Failed(error) => error.to_string(),
+            Outcome::AwaitingApproval(lane) => {
+                let preview = lane.proposal().preview().text().replace('\n', " | ");
                 queue.push((lane.key(), actor, name, arguments));
                 format!("proposal {}…: {preview}", &lane.key().to_string()[..8])
             }
-            CallDecision::Blocked(blocked) => blocked.to_string(),
+            Outcome::Blocked(blocked) => blocked.to_string(),
         };
+        // The governor recorded the decision in its store's log before it answered (a
+        // proposal's lane is opened right after it).
+        let audit = governor
+            .events()
+            .expect("memory store")
+            .into_iter()
+            .rev()
+            .find_map(|record| match record {
+                AuditRecord::Decision(event) => Some(event),
+                AuditRecord::Transition(_) => None,
+            })
+            .expect("every call leaves its decision");
         records.push(Record::Decision {
             actor: actor.id().into(),
             kind: kind.into(),
-            tool: outcome.audit.tool,
-            decision: outcome.audit.decision,
-            code: outcome.audit.code,
+            tool: audit.tool,
+            decision: audit.decision,
+            code: audit.code,
             detail,
         });
     }
@@ -257,7 +270,7 @@ pub fn run_demo() -> Vec<Record> {
             tool: lane.2.into(),
             step: what.into(),
             ok: result.is_ok(),
-            state: approvals
+            state: governor
                 .lane(&lane.0)
                 .ok()
                 .map(|l| l.state().as_str().into()),
@@ -269,57 +282,58 @@ pub fn run_demo() -> Vec<Record> {
         "admin-1",
         own_refund,
         "approve own call",
-        decided(approvals.approve(&own_refund.0, "admin-1", at(1, 0))),
+        decided({
+            clock.set(at(1, 0));
+            governor.approve(&own_refund.0, "admin-1")
+        }),
     ));
     records.push(step(
         "lead-1",
         refund,
         "approve",
-        decided(approvals.approve(&refund.0, "lead-1", at(1, 1))),
+        decided({
+            clock.set(at(1, 1));
+            governor.approve(&refund.0, "lead-1")
+        }),
     ));
     records.push(step(
         "lead-1",
         note,
         "approve",
-        decided(approvals.approve(&note.0, "lead-1", at(1, 2))),
+        decided({
+            clock.set(at(1, 2));
+            governor.approve(&note.0, "lead-1")
+        }),
     ));
     records.push(step(
         "lead-1",
         big_refund,
         "reject",
-        decided(approvals.reject(&big_refund.0, "lead-1", "above the refund limit", at(1, 3))),
+        decided({
+            clock.set(at(1, 3));
+            governor.reject(&big_refund.0, "lead-1", "above the refund limit")
+        }),
     ));
     records.push(step(
         "lead-1",
         own_refund,
         "defer",
-        decided(approvals.defer(&own_refund.0, "lead-1", "wait for the courier", at(1, 4))),
+        decided({
+            clock.set(at(1, 4));
+            governor.defer(&own_refund.0, "lead-1", "wait for the courier")
+        }),
     ));
 
-    let changed = r#"{"order": 1001, "cents": 125000, "reason": "damaged"}"#;
     let executions = [
-        (refund, changed, "execute with cents changed", at(2, 0)),
-        (refund, refund.3, "execute as approved", at(2, 1)),
-        (refund, refund.3, "execute again (replay)", at(2, 2)),
-        (note, note.3, "execute as approved", at(2, 3)),
-        (
-            big_refund,
-            big_refund.3,
-            "execute a rejected call",
-            at(2, 4),
-        ),
+        (refund, &admin, "execute as another actor", at(2, 0)),
+        (refund, refund.1, "execute as approved", at(2, 1)),
+        (refund, refund.1, "execute again (replay)", at(2, 2)),
+        (note, note.1, "execute as approved", at(2, 3)),
+        (big_refund, big_refund.1, "execute a rejected call", at(2, 4)),
     ];
-    for (lane, arguments, what, now) in executions {
-        let call = ToolCall::new(lane.2, arguments);
-        let result = pollster::block_on(approvals.execute(
-            &SUPPORT_DESK,
-            &lane.0,
-            &call,
-            lane.1,
-            &desk,
-            &governance,
-            now,
-        ));
+    for (lane, actor, what, now) in executions {
+        clock.set(now);
+        let result = pollster::block_on(governor.execute(&lane.0, actor, &desk));
         if let Ok(output) = &result {
             records.push(Record::Ran {
                 actor: lane.1.id().into(),
@@ -329,7 +343,7 @@ pub fn run_demo() -> Vec<Record> {
             });
         }
         records.push(step(
-            lane.1.id(),
+            actor.id(),
             lane,
             what,
             result.map(|output| format!("ran: {output}")),
@@ -339,11 +353,17 @@ pub fn run_demo() -> Vec<Record> {
         "lead-1",
         late_note,
         "approve after 49 hours",
-        decided(approvals.approve(&late_note.0, "lead-1", at(49, 0))),
+        decided({
+            clock.set(at(49, 0));
+            governor.approve(&late_note.0, "lead-1")
+        }),
     ));
 
     // 4. The approval lanes' append-only trail.
-    for event in approvals.store().events().expect("memory store") {
+    for record in governor.events().expect("memory store") {
+        let AuditRecord::Transition(event) = record else {
+            continue;
+        };
         records.push(Record::Transition {
             at_minutes: (event.at.unix_millis() - START) / 60_000,
             tool: event.tool,

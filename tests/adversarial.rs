@@ -1,15 +1,19 @@
-//! Hostile input, grouped by gate (DESIGN.md §9): each case asserts the exact typed
-//! outcome, a block or an error; never a panic, never *execute*, never a run.
+//! Hostile input, grouped by gate: each case asserts the exact typed outcome, a block or
+//! an error; never a panic, never *execute*, never a run.
 #![cfg(all(feature = "serde", feature = "std"))]
 
-#[path = "../examples/desk/mod.rs"]
+#[path = "fixtures/calls.rs"]
+mod calls;
+#[path = "fixtures/desk.rs"]
 mod desk;
 
+use cairnloop::approvals::{ApprovalStore, BoundField, Invalidation, ManualClock, MemoryStore};
+use cairnloop::gate::{LaneState, ModeSource, Timestamp, Ttl};
 use cairnloop::{
-    Actor, ApprovalConfig, ApprovalError, Approvals, Blocked, BoundField, CallDecision,
-    CallOutcome, Governance, IdempotencyKey, Invalidation, LaneState, MemoryStore, ModeSource,
-    Proposal, Timestamp, ToolCall,
+    Actor, ApprovalError, ApprovalLane, Blocked, Governance, Governor, IdempotencyKey, Outcome,
+    ToolCall,
 };
+use calls::{Called, call_with};
 use desk::{DESK, Desk, EVERY_SCOPE};
 
 fn admin() -> Actor<'static> {
@@ -17,20 +21,25 @@ fn admin() -> Actor<'static> {
 }
 
 /// The block's code; panics (failing the test) on anything that is not a block.
-fn code_of(outcome: CallOutcome<'_, Desk>) -> &'static str {
-    match outcome.decision {
-        CallDecision::Blocked(blocked) => blocked.code(),
+fn code_of(called: Called) -> &'static str {
+    match called.outcome {
+        Outcome::Blocked(blocked) => blocked.code(),
         other => panic!("expected a block, got {}", other.code()),
     }
 }
 
-fn call(actor: &Actor<'_>, name: &str, arguments: &str) -> &'static str {
-    code_of(DESK.call(
-        &ToolCall::new(name, arguments),
+fn called(actor: &Actor<'_>, name: &str, arguments: &str) -> Called {
+    call_with(
+        &DESK,
+        Governance::new(),
         actor,
         &Desk::default(),
-        &Governance::new(),
-    ))
+        &ToolCall::new(name, arguments),
+    )
+}
+
+fn call(actor: &Actor<'_>, name: &str, arguments: &str) -> &'static str {
+    code_of(called(actor, name, arguments))
 }
 
 mod names {
@@ -81,14 +90,8 @@ mod names {
 
     #[test]
     fn a_recorded_name_is_cut_and_escaped() {
-        let (actor, desk) = (admin(), Desk::default());
         let name = "\u{202e}x".repeat(1000);
-        let outcome = DESK.call(
-            &ToolCall::new(&name, "{}"),
-            &actor,
-            &desk,
-            &Governance::new(),
-        );
+        let outcome = called(&admin(), &name, "{}");
         assert!(outcome.audit.tool.starts_with("\\u{202e}x"));
         assert!(outcome.audit.tool.chars().count() < 1000);
     }
@@ -98,15 +101,8 @@ mod arguments {
     use super::*;
 
     fn field_codes(name: &str, arguments: &str) -> Vec<String> {
-        let (actor, desk) = (admin(), Desk::default());
-        let outcome = DESK.call(
-            &ToolCall::new(name, arguments),
-            &actor,
-            &desk,
-            &Governance::new(),
-        );
-        match outcome.decision {
-            CallDecision::Blocked(Blocked::NeedsInput { errors }) => {
+        match called(&admin(), name, arguments).outcome {
+            Outcome::Blocked(Blocked::NeedsInput { errors }) => {
                 errors.iter().map(|e| e.code().to_owned()).collect()
             }
             other => panic!(
@@ -258,62 +254,56 @@ mod approvals {
         Timestamp::from_unix_millis(T0.unix_millis() + millis)
     }
 
-    fn proposed() -> (Approvals<MemoryStore>, IdempotencyKey) {
-        let approvals = Approvals::new(MemoryStore::new(), ApprovalConfig::new());
-        let (actor, desk) = (admin(), Desk::default());
-        let outcome = DESK.call(
+    /// A governor whose clock the test moves.
+    fn governor() -> (Governor<Desk>, ManualClock) {
+        let clock = ManualClock::new(T0);
+        (Governor::new(&DESK).with_clock(clock.clone()), clock)
+    }
+
+    fn proposed() -> (Governor<Desk>, ManualClock, IdempotencyKey) {
+        let (governor, clock) = governor();
+        let outcome = pollster::block_on(governor.call(
             &ToolCall::new("refund_order", ARGS),
-            &actor,
-            &desk,
-            &Governance::new(),
-        );
-        let CallDecision::AwaitApproval(proposal) = outcome.decision else {
-            panic!()
+            &admin(),
+            &Desk::default(),
+        ));
+        let Ok(Outcome::AwaitingApproval(lane)) = outcome else {
+            panic!("{outcome:?}")
         };
-        let key = approvals.propose(proposal, T0).unwrap().key();
-        (approvals, key)
+        (governor, clock, lane.key())
     }
 
     fn execute(
-        approvals: &Approvals<MemoryStore>,
+        governor: &Governor<Desk>,
+        clock: &ManualClock,
         key: &IdempotencyKey,
-        name: &str,
-        args: &str,
         actor: &Actor<'_>,
         now: Timestamp,
     ) -> Result<serde_json::Value, ApprovalError> {
-        pollster::block_on(approvals.execute(
-            &DESK,
-            key,
-            &ToolCall::new(name, args),
-            actor,
-            &Desk::default(),
-            &Governance::new(),
-            now,
-        ))
+        clock.set(now);
+        pollster::block_on(governor.execute(key, actor, &Desk::default()))
     }
 
     #[test]
-    fn replay_changed_arguments_and_self_approval() {
-        let (approvals, key) = proposed();
+    fn replay_another_actor_and_self_approval() {
+        let (governor, clock, key) = proposed();
+        clock.set(at(1));
+        assert_eq!(governor.approve(&key, "admin-1"), Err(ApprovalError::SelfApproval));
+        assert_eq!(governor.approve(&key, "ADMIN-1"), Err(ApprovalError::SelfApproval));
+        clock.set(at(2));
+        governor.approve(&key, "lead").unwrap();
+        let intruder = Actor::new("intruder", EVERY_SCOPE).with_account("acme");
         assert_eq!(
-            approvals.approve(&key, "admin-1", at(1)),
-            Err(ApprovalError::SelfApproval)
+            execute(&governor, &clock, &key, &intruder, at(3)),
+            Err(ApprovalError::Mismatch(BoundField::Actor))
         );
-        approvals.approve(&key, "lead", at(2)).unwrap();
+        let elsewhere = Actor::new("admin-1", EVERY_SCOPE).with_account("globex");
         assert_eq!(
-            execute(
-                &approvals,
-                &key,
-                "refund_order",
-                r#"{"order": 1001, "cents": 125000, "reason": "damaged"}"#,
-                &admin(),
-                at(3)
-            ),
-            Err(ApprovalError::Mismatch(BoundField::Arguments))
+            execute(&governor, &clock, &key, &elsewhere, at(3)),
+            Err(ApprovalError::Mismatch(BoundField::Account))
         );
-        assert!(execute(&approvals, &key, "refund_order", ARGS, &admin(), at(4)).is_ok());
-        let replay = execute(&approvals, &key, "refund_order", ARGS, &admin(), at(5));
+        assert!(execute(&governor, &clock, &key, &admin(), at(4)).is_ok());
+        let replay = execute(&governor, &clock, &key, &admin(), at(5));
         assert!(
             matches!(replay, Err(ApprovalError::Transition(e)) if e.from() == LaneState::Executed)
         );
@@ -321,18 +311,16 @@ mod approvals {
 
     #[test]
     fn expired_and_backward_clocks() {
-        let (approvals, key) = proposed();
-        let late =
-            Timestamp::from_unix_millis(T0.unix_millis() + cairnloop::Ttl::DEFAULT.as_millis());
+        let (governor, clock, key) = proposed();
+        let late = Timestamp::from_unix_millis(T0.unix_millis() + Ttl::DEFAULT.as_millis());
+        clock.set(late);
+        assert_eq!(governor.approve(&key, "lead"), Err(ApprovalError::Expired));
+        clock.set(at(1));
         assert_eq!(
-            approvals.approve(&key, "lead", late),
-            Err(ApprovalError::Expired)
-        );
-        assert_eq!(
-            approvals.approve(&key, "lead", at(1)),
+            governor.approve(&key, "lead"),
             Err(ApprovalError::ClockWentBackwards)
         );
-        let executed = execute(&approvals, &key, "refund_order", ARGS, &admin(), late);
+        let executed = execute(&governor, &clock, &key, &admin(), late);
         assert!(
             matches!(executed, Err(ApprovalError::Transition(e)) if e.from() == LaneState::Expired)
         );
@@ -341,14 +329,16 @@ mod approvals {
     #[test]
     fn rejected_and_deferred_lanes_never_run() {
         for reject in [true, false] {
-            let (approvals, key) = proposed();
+            let (governor, clock, key) = proposed();
+            clock.set(at(1));
             if reject {
-                approvals.reject(&key, "lead", "no", at(1)).unwrap();
+                governor.reject(&key, "lead", "no").unwrap();
             } else {
-                approvals.defer(&key, "lead", "later", at(1)).unwrap();
+                governor.defer(&key, "lead", "later").unwrap();
             }
-            assert!(approvals.approve(&key, "lead", at(2)).is_err());
-            let executed = execute(&approvals, &key, "refund_order", ARGS, &admin(), at(3));
+            clock.set(at(2));
+            assert!(governor.approve(&key, "lead").is_err());
+            let executed = execute(&governor, &clock, &key, &admin(), at(3));
             assert!(
                 matches!(executed, Err(ApprovalError::Transition(_))),
                 "{executed:?}"
@@ -358,40 +348,39 @@ mod approvals {
 
     #[test]
     fn an_unknown_lane_cannot_be_approved_or_executed() {
-        let (approvals, _) = proposed();
+        let (governor, clock, _) = proposed();
         let ghost = IdempotencyKey::from_bytes([0; 32]);
+        clock.set(at(1));
+        assert_eq!(governor.approve(&ghost, "lead"), Err(ApprovalError::UnknownLane));
         assert_eq!(
-            approvals.approve(&ghost, "lead", at(1)),
-            Err(ApprovalError::UnknownLane)
-        );
-        assert_eq!(
-            execute(&approvals, &ghost, "refund_order", ARGS, &admin(), at(1)),
+            execute(&governor, &clock, &ghost, &admin(), at(1)),
             Err(ApprovalError::UnknownLane)
         );
     }
 
     #[test]
     fn a_forged_proposal_for_an_always_blocked_tool_is_invalidated_at_execution() {
-        // The pipeline never proposes delete_customer; a proposal forged into the store
-        // (say, edited in the host's database) still cannot make it run.
-        let (approvals, key) = proposed();
-        let lane = approvals.lane(&key).unwrap();
-        let mut forged = serde_json::to_value(lane.proposal()).unwrap();
-        forged["tool"] = "delete_customer".into();
-        forged["input"] = r#"{"customer":9}"#.into();
-        let forged: Proposal = serde_json::from_value(forged).unwrap();
-        let store = Approvals::new(MemoryStore::new(), ApprovalConfig::new());
-        let key = store.propose(forged, T0).unwrap().key();
-        store.approve(&key, "lead", at(1)).unwrap();
-        let result = pollster::block_on(store.execute(
-            &DESK,
-            &key,
-            &ToolCall::new("delete_customer", r#"{"customer": 9}"#),
-            &admin(),
-            &Desk::default(),
-            &Governance::new(),
-            at(2),
-        ));
+        // The pipeline never proposes delete_customer; a lane forged into the store (say,
+        // edited in the host's database) still cannot make it run.
+        let (governor, _, key) = proposed();
+        let lane = governor.lane(&key).unwrap();
+        let mut forged = serde_json::to_value(&lane).unwrap();
+        forged["proposal"]["tool"] = "delete_customer".into();
+        forged["proposal"]["input"] = r#"{"customer":9}"#.into();
+        let forged: ApprovalLane = serde_json::from_value(forged).unwrap();
+        let opened = governor.events().unwrap().into_iter().find_map(|record| match record {
+            cairnloop::approvals::AuditRecord::Transition(event) => Some(event),
+            cairnloop::approvals::AuditRecord::Decision(_) => None,
+        });
+        let store = std::sync::Arc::new(MemoryStore::new());
+        store.insert(forged, opened.unwrap()).unwrap();
+        let clock = ManualClock::new(at(1));
+        let tampered = Governor::new(&DESK)
+            .with_store(std::sync::Arc::clone(&store))
+            .with_clock(clock.clone());
+        tampered.approve(&key, "lead").unwrap();
+        clock.set(at(2));
+        let result = pollster::block_on(tampered.execute(&key, &admin(), &Desk::default()));
         assert_eq!(
             result,
             Err(ApprovalError::Invalidated(Invalidation::Blocked(
@@ -400,6 +389,6 @@ mod approvals {
                 }
             )))
         );
-        assert_eq!(store.lane(&key).unwrap().state(), LaneState::Invalidated);
+        assert_eq!(tampered.lane(&key).unwrap().state(), LaneState::Invalidated);
     }
 }

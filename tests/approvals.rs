@@ -1,18 +1,23 @@
-//! The approval lifecycle (DESIGN.md §6): transitions, binding, expiry, four eyes,
+//! The approval lifecycle through the governor: transitions, binding, expiry, four eyes,
 //! re-validation, single execution under a race, retries with a stable run key, and the
 //! audit trail; plus random operation sequences checked against a reference model.
 #![cfg(all(feature = "serde", feature = "std"))]
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
 
-use cairnloop::{
-    Actor, ApprovalConfig, ApprovalError, ApprovalMode, ApprovalStore, Approvals, Blocked,
-    BoundField, CallDecision, Governance, IdempotencyKey, InputErrors, Invalidation, Invocation,
-    LaneAction, LaneState, MemoryStore, ModePolicy, PolicyDenial, Proposal, Registry, RiskTier,
-    Scope, StoreError, Timestamp, Tool, ToolCall, ToolEntry, ToolSpec, Ttl,
+use cairnloop::approvals::{
+    ApprovalConfig, ApprovalStore, AuditRecord, BoundField, Invalidation, ManualClock,
+    MemoryStore, StoreError, TransitionEvent, TypedOutcome,
 };
-use serde::Deserialize;
+use cairnloop::gate::{LaneAction, LaneState, Timestamp, Ttl};
+use cairnloop::json::Proposal;
+use cairnloop::{
+    Actor, ApprovalError, ApprovalMode, Blocked, Governance, Governor, IdempotencyKey,
+    InputErrors, Invocation, ModePolicy, Outcome, PolicyDenial, Registry, RiskTier, Scope, Tool,
+    ToolCall, ToolEntry, ToolSpec,
+};
+use serde::{Deserialize, Serialize};
 
 /// Counts runs, remembers run keys, and fails the first `fail_first` runs.
 #[derive(Default)]
@@ -22,7 +27,7 @@ struct Lab {
     run_keys: Mutex<Vec<Option<IdempotencyKey>>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct Transfer {
     to: String,
@@ -117,38 +122,93 @@ fn agent() -> Actor<'static> {
     Actor::new("agent-7", &["payments:write"]).with_account("acme")
 }
 
-fn propose(
-    approvals: &Approvals<MemoryStore>,
-    lab: &Lab,
-    args: &str,
-    now: Timestamp,
-) -> IdempotencyKey {
-    let actor = agent();
-    let outcome = LAB.call(
-        &ToolCall::new("send_money", args),
-        &actor,
-        lab,
-        &Governance::new(),
-    );
-    let CallDecision::AwaitApproval(proposal) = outcome.decision else {
-        panic!("expected a proposal, got {}", outcome.decision.code())
-    };
-    approvals.propose(proposal, now).unwrap().key()
+/// A governor over a registry, with a clock the test moves and the lab it runs in.
+struct Bench {
+    governor: Governor<Lab, Arc<MemoryStore>>,
+    clock: ManualClock,
+    lab: Lab,
 }
 
-fn execute(
-    approvals: &Approvals<MemoryStore>,
-    lab: &Lab,
-    key: &IdempotencyKey,
-    call: ToolCall<'_>,
-    actor: &Actor<'_>,
-    now: Timestamp,
-) -> Result<serde_json::Value, ApprovalError> {
-    pollster::block_on(approvals.execute(&LAB, key, &call, actor, lab, &Governance::new(), now))
-}
+impl Bench {
+    fn new() -> Self {
+        Self::with(&LAB, Governance::new(), ApprovalConfig::new())
+    }
 
-fn new_approvals() -> Approvals<MemoryStore> {
-    Approvals::new(MemoryStore::new(), ApprovalConfig::new())
+    fn with(registry: &'static Registry<Lab>, governance: Governance<Lab>, config: ApprovalConfig) -> Self {
+        Self::over(Arc::new(MemoryStore::new()), registry, governance, config)
+    }
+
+    /// A governor over `store`, which another bench may share (a later deploy, say).
+    fn over(
+        store: Arc<MemoryStore>,
+        registry: &'static Registry<Lab>,
+        governance: Governance<Lab>,
+        config: ApprovalConfig,
+    ) -> Self {
+        let clock = ManualClock::new(T0);
+        let governor = Governor::new(registry)
+            .with_store(store)
+            .with_governance(governance)
+            .with_config(config)
+            .with_clock(clock.clone());
+        Self {
+            governor,
+            clock,
+            lab: Lab::default(),
+        }
+    }
+
+    fn at(&self, now: Timestamp) -> &Governor<Lab, Arc<MemoryStore>> {
+        self.clock.set(now);
+        &self.governor
+    }
+
+    /// Proposes `tool` with `args` by the agent at `now`: the lane's key.
+    fn propose_tool(&self, tool: &str, args: &str, now: Timestamp) -> IdempotencyKey {
+        let call = ToolCall::new(tool, args);
+        match pollster::block_on(self.at(now).call(&call, &agent(), &self.lab)) {
+            Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+            other => panic!("expected a proposal, got {other:?}"),
+        }
+    }
+
+    fn propose(&self, args: &str, now: Timestamp) -> IdempotencyKey {
+        self.propose_tool("send_money", args, now)
+    }
+
+    fn execute_as(
+        &self,
+        key: &IdempotencyKey,
+        actor: &Actor<'_>,
+        now: Timestamp,
+    ) -> Result<serde_json::Value, ApprovalError> {
+        pollster::block_on(self.at(now).execute(key, actor, &self.lab))
+    }
+
+    fn execute(&self, key: &IdempotencyKey, now: Timestamp) -> Result<serde_json::Value, ApprovalError> {
+        self.execute_as(key, &agent(), now)
+    }
+
+    fn state(&self, key: &IdempotencyKey) -> LaneState {
+        self.governor.lane(key).unwrap().state()
+    }
+
+    fn runs(&self) -> usize {
+        self.lab.runs.load(Ordering::SeqCst)
+    }
+
+    fn transitions(&self) -> Vec<TransitionEvent> {
+        self.governor
+            .store()
+            .events()
+            .unwrap()
+            .into_iter()
+            .filter_map(|record| match record {
+                AuditRecord::Transition(event) => Some(event),
+                AuditRecord::Decision(_) => None,
+            })
+            .collect()
+    }
 }
 
 #[test]
@@ -191,200 +251,156 @@ fn every_allowed_and_every_refused_move() {
 
 #[test]
 fn approve_then_execute_runs_once_with_the_lane_key() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, T0);
-    approvals.approve(&key, "supervisor", at(1)).unwrap();
-    let output = execute(
-        &approvals,
-        &lab,
-        &key,
-        ToolCall::new("send_money", ARGS),
-        &agent(),
-        at(2),
-    );
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    let output = bench.execute(&key, at(2));
     assert_eq!(output, Ok(serde_json::json!("sent 5000 to DE02 1203")));
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 1);
-    assert_eq!(*lab.run_keys.lock().unwrap(), [Some(key)]);
-    let lane = approvals.lane(&key).unwrap();
+    assert_eq!(bench.runs(), 1);
+    assert_eq!(*bench.lab.run_keys.lock().unwrap(), [Some(key)]);
+    let lane = bench.governor.lane(&key).unwrap();
     assert_eq!((lane.state(), lane.attempts()), (LaneState::Executed, 1));
 
     // Replaying the approval runs nothing.
-    let replay = execute(
-        &approvals,
-        &lab,
-        &key,
-        ToolCall::new("send_money", ARGS),
-        &agent(),
-        at(3),
-    );
+    let replay = bench.execute(&key, at(3));
     assert!(
         matches!(replay, Err(ApprovalError::Transition(_))),
         "{replay:?}"
     );
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 1);
+    assert_eq!(bench.runs(), 1);
 }
 
 #[test]
 fn a_pending_rejected_or_deferred_lane_never_executes() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let pending = propose(&approvals, &lab, ARGS, T0);
-    let rejected = propose(&approvals, &lab, r#"{"to": "X", "cents": 1}"#, T0);
-    let deferred = propose(&approvals, &lab, r#"{"to": "Y", "cents": 1}"#, T0);
-    approvals
-        .reject(&rejected, "supervisor", "unknown payee", at(1))
-        .unwrap();
-    approvals
-        .defer(&deferred, "supervisor", "ask the customer first", at(1))
-        .unwrap();
-    for (key, args) in [
-        (pending, ARGS),
-        (rejected, r#"{"to": "X", "cents": 1}"#),
-        (deferred, r#"{"to": "Y", "cents": 1}"#),
-    ] {
-        let result = execute(
-            &approvals,
-            &lab,
-            &key,
-            ToolCall::new("send_money", args),
-            &agent(),
-            at(2),
-        );
+    let bench = Bench::new();
+    let pending = bench.propose(ARGS, T0);
+    let rejected = bench.propose(r#"{"to": "X", "cents": 1}"#, T0);
+    let deferred = bench.propose(r#"{"to": "Y", "cents": 1}"#, T0);
+    let governor = bench.at(at(1));
+    governor.reject(&rejected, "supervisor", "unknown payee").unwrap();
+    governor.defer(&deferred, "supervisor", "ask the customer first").unwrap();
+    for key in [pending, rejected, deferred] {
+        let result = bench.execute(&key, at(2));
         assert!(
             matches!(result, Err(ApprovalError::Transition(_))),
             "{result:?}"
         );
     }
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 0);
+    assert_eq!(bench.runs(), 0);
     assert_eq!(
-        approvals.lane(&rejected).unwrap().reason(),
+        bench.governor.lane(&rejected).unwrap().reason(),
         Some("unknown payee")
     );
 }
 
 #[test]
 fn reject_and_defer_need_a_reason_and_a_decider() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, T0);
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, T0);
+    let governor = bench.at(at(1));
     for reason in ["", "   ", "two\nlines"] {
         assert_eq!(
-            approvals.reject(&key, "supervisor", reason, at(1)),
+            governor.reject(&key, "supervisor", reason),
             Err(ApprovalError::ReasonRequired(LaneAction::Reject))
         );
         assert_eq!(
-            approvals.defer(&key, "supervisor", reason, at(1)),
+            governor.defer(&key, "supervisor", reason),
             Err(ApprovalError::ReasonRequired(LaneAction::Defer))
         );
     }
-    assert_eq!(
-        approvals.approve(&key, "", at(1)),
-        Err(ApprovalError::MissingDecider)
-    );
-    assert_eq!(approvals.lane(&key).unwrap().state(), LaneState::Pending);
+    for decider in ["", "  ", "ops\u{7}", "ops\nlead"] {
+        assert_eq!(
+            governor.approve(&key, decider),
+            Err(ApprovalError::MissingDecider),
+            "{decider:?}"
+        );
+    }
+    assert_eq!(bench.state(&key), LaneState::Pending);
 }
 
 #[test]
 fn a_duplicate_proposal_returns_the_existing_lane() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let first = propose(&approvals, &lab, ARGS, T0);
-    approvals.approve(&first, "supervisor", at(1)).unwrap();
+    let bench = Bench::new();
+    let first = bench.propose(ARGS, T0);
+    bench.at(at(1)).approve(&first, "supervisor").unwrap();
     let reordered = r#"{ "cents": 5000, "to": "DE02 1203" }"#;
-    let second = propose(&approvals, &lab, reordered, at(2));
+    let second = bench.propose(reordered, at(2));
     assert_eq!(first, second);
-    assert_eq!(
-        approvals.lane(&second).unwrap().state(),
-        LaneState::Approved
-    );
-    assert_eq!(
-        approvals.store().events().unwrap().len(),
-        2,
-        "opened once, approved once"
-    );
+    assert_eq!(bench.state(&second), LaneState::Approved);
+    assert_eq!(bench.transitions().len(), 2, "opened once, approved once");
 }
 
 #[test]
 fn four_eyes_unless_the_host_opts_in() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, T0);
-    assert!(!approvals.config().allows_self_approval());
-    assert_eq!(
-        approvals.approve(&key, "agent-7", at(1)),
-        Err(ApprovalError::SelfApproval)
-    );
-    assert_eq!(approvals.lane(&key).unwrap().state(), LaneState::Pending);
-    assert_eq!(approvals.lane(&key).unwrap().decided_by(), None);
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, T0);
+    assert!(!bench.governor.config().allows_self_approval());
+    // The proposer is `agent-7`: every spelling of it that differs only in ASCII case is
+    // the same person.
+    for proposer in ["agent-7", "Agent-7", "AGENT-7", "aGeNt-7"] {
+        assert_eq!(
+            bench.at(at(1)).approve(&key, proposer),
+            Err(ApprovalError::SelfApproval),
+            "{proposer}"
+        );
+    }
+    assert_eq!(bench.state(&key), LaneState::Pending);
+    assert_eq!(bench.governor.lane(&key).unwrap().decided_by(), None);
+    // Another person may approve.
+    assert!(bench.at(at(2)).approve(&key, "agent-8").is_ok());
 
-    let lenient = Approvals::new(
-        MemoryStore::new(),
-        ApprovalConfig::new().allowing_self_approval(),
-    );
-    assert!(lenient.config().allows_self_approval());
-    let key = propose(&lenient, &lab, ARGS, T0);
-    let approved = lenient.approve(&key, "agent-7", at(1)).unwrap();
-    assert_eq!(approved.decided_by(), Some("agent-7"));
+    let lenient = Bench::with(&LAB, Governance::new(), ApprovalConfig::new().allowing_self_approval());
+    assert!(lenient.governor.config().allows_self_approval());
+    let key = lenient.propose(ARGS, T0);
+    let approved = lenient.at(at(1)).approve(&key, "Agent-7").unwrap();
+    assert_eq!(approved.decided_by(), Some("Agent-7"));
     assert_eq!(approved.state(), LaneState::Approved);
 }
 
 #[test]
-fn binding_mismatch_for_each_bound_field() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, T0);
-    approvals.approve(&key, "supervisor", at(1)).unwrap();
-    let other_actor = Actor::new("agent-8", &["payments:write"]).with_account("acme");
-    let other_account = Actor::new("agent-7", &["payments:write"]).with_account("globex");
-    let no_account = Actor::new("agent-7", &["payments:write"]);
-    let cases: [(ToolCall<'_>, &Actor<'_>, BoundField); 8] = [
-        (
-            ToolCall::new("tag_ticket", ARGS),
-            &agent(),
-            BoundField::Tool,
-        ),
-        (
-            ToolCall::new("send_money", r#"{"to": "DE02 1203", "cents": 50000}"#),
-            &agent(),
-            BoundField::Arguments,
-        ),
-        (
-            ToolCall::new("send_money", r#"{"to": "DE02 1204", "cents": 5000}"#),
-            &agent(),
-            BoundField::Arguments,
-        ),
-        (
-            ToolCall::new("send_money", "{"),
-            &agent(),
-            BoundField::Arguments,
-        ),
-        (
-            ToolCall::new("send_money", ARGS).with_dedupe_token("again"),
-            &agent(),
-            BoundField::Arguments,
-        ),
-        (
-            ToolCall::new("send_money", ARGS),
-            &other_actor,
-            BoundField::Actor,
-        ),
-        (
-            ToolCall::new("send_money", ARGS),
-            &other_account,
-            BoundField::Account,
-        ),
-        (
-            ToolCall::new("send_money", ARGS),
-            &no_account,
-            BoundField::Account,
-        ),
-    ];
-    for (call, actor, field) in cases {
+fn a_proposer_without_a_usable_id_cannot_be_approved_for() {
+    for proposer in ["", " ", "agent\u{0}7"] {
+        let bench = Bench::new();
+        let actor = Actor::new(proposer, &["payments:write"]);
+        let call = ToolCall::new("send_money", ARGS);
+        let Ok(Outcome::AwaitingApproval(lane)) =
+            pollster::block_on(bench.at(T0).call(&call, &actor, &bench.lab))
+        else {
+            panic!("expected a proposal")
+        };
         assert_eq!(
-            execute(&approvals, &lab, &key, call, actor, at(2)),
-            Err(ApprovalError::Mismatch(field)),
-            "{call:?}"
+            bench.at(at(1)).approve(&lane.key(), "supervisor"),
+            Err(ApprovalError::InvalidProposer),
+            "{proposer:?}"
         );
     }
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 0);
-    // The approval still holds for the approved call, with its keys in any order.
-    let same = ToolCall::new("send_money", r#"{"cents":5000,"to":"DE02 1203"}"#);
-    assert!(execute(&approvals, &lab, &key, same, &agent(), at(3)).is_ok());
+}
+
+#[test]
+fn only_the_proposer_in_its_account_can_execute() {
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    let other_actor = Actor::new("agent-8", &["payments:write"]).with_account("acme");
+    let other_case = Actor::new("Agent-7", &["payments:write"]).with_account("acme");
+    let other_account = Actor::new("agent-7", &["payments:write"]).with_account("globex");
+    let no_account = Actor::new("agent-7", &["payments:write"]);
+    let cases: [(&Actor<'_>, BoundField); 4] = [
+        (&other_actor, BoundField::Actor),
+        (&other_case, BoundField::Actor),
+        (&other_account, BoundField::Account),
+        (&no_account, BoundField::Account),
+    ];
+    for (actor, field) in cases {
+        assert_eq!(
+            bench.execute_as(&key, actor, at(2)),
+            Err(ApprovalError::Mismatch(field)),
+            "{actor:?}"
+        );
+    }
+    assert_eq!(bench.runs(), 0);
+    assert_eq!(bench.state(&key), LaneState::Approved);
+    assert!(bench.execute(&key, at(3)).is_ok());
 }
 
 #[test]
@@ -394,122 +410,112 @@ fn bound_fields_and_defaults_read_plainly() {
         BoundField::Arguments,
         BoundField::Actor,
         BoundField::Account,
+        BoundField::RiskTier,
+        BoundField::Scopes,
+        BoundField::Mode,
+        BoundField::HostPolicy,
     ]
     .map(|f| f.to_string());
-    assert_eq!(names, ["tool", "arguments", "actor", "account"]);
+    assert_eq!(
+        names,
+        [
+            "tool",
+            "arguments",
+            "actor",
+            "account",
+            "risk tier",
+            "required scopes",
+            "approval mode",
+            "host policy"
+        ]
+    );
     assert_eq!(ApprovalConfig::new().max_attempts(), 3);
     assert_eq!(ApprovalConfig::new().with_max_attempts(0).max_attempts(), 1);
 }
 
 #[test]
 fn expiry_at_just_before_and_just_after_the_ttl() {
-    let lab = Lab::default();
     let ttl = 2 * HOUR;
     let config = ApprovalConfig::new().with_ttl(Ttl::from_millis(ttl));
     // Approving.
     for (offset, expired) in [(ttl - 1, false), (ttl, true), (ttl + 1, true)] {
-        let approvals = Approvals::new(MemoryStore::new(), config);
-        let key = propose(&approvals, &lab, ARGS, T0);
-        let result = approvals.approve(&key, "supervisor", at(offset));
+        let bench = Bench::with(&LAB, Governance::new(), config);
+        let key = bench.propose(ARGS, T0);
+        let result = bench.at(at(offset)).approve(&key, "supervisor");
         assert_eq!(result.is_err(), expired, "approve at ttl{offset:+}");
         if expired {
             assert_eq!(result, Err(ApprovalError::Expired));
-            assert_eq!(approvals.lane(&key).unwrap().state(), LaneState::Expired);
+            assert_eq!(bench.state(&key), LaneState::Expired);
         }
     }
     // Executing.
     for (offset, expired) in [(ttl - 1, false), (ttl, true), (ttl + 1, true)] {
-        let approvals = Approvals::new(MemoryStore::new(), config);
-        let key = propose(&approvals, &lab, ARGS, T0);
-        approvals.approve(&key, "supervisor", at(1)).unwrap();
-        let result = execute(
-            &approvals,
-            &lab,
-            &key,
-            ToolCall::new("send_money", ARGS),
-            &agent(),
-            at(offset),
-        );
+        let bench = Bench::with(&LAB, Governance::new(), config);
+        let key = bench.propose(ARGS, T0);
+        bench.at(at(1)).approve(&key, "supervisor").unwrap();
+        let result = bench.execute(&key, at(offset));
         assert_eq!(result.is_err(), expired, "execute at ttl{offset:+}");
-        let state = approvals.lane(&key).unwrap().state();
-        assert_eq!(
-            state,
-            if expired {
-                LaneState::Expired
-            } else {
-                LaneState::Executed
-            }
-        );
+        let expected = if expired {
+            LaneState::Expired
+        } else {
+            LaneState::Executed
+        };
+        assert_eq!(bench.state(&key), expected);
     }
     assert_eq!(ApprovalConfig::new().ttl(), Ttl::from_secs(48 * 3600));
 }
 
 #[test]
 fn a_sweep_expires_only_what_is_due() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, T0);
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, T0);
     let due = Timestamp::from_unix_millis(T0.unix_millis() + Ttl::DEFAULT.as_millis());
     assert_eq!(
-        approvals.expire_if_due(&key, at(1)).unwrap().state(),
+        bench.at(at(1)).expire_if_due(&key).unwrap().state(),
         LaneState::Pending
     );
     assert_eq!(
-        approvals.expire_if_due(&key, due).unwrap().state(),
+        bench.at(due).expire_if_due(&key).unwrap().state(),
         LaneState::Expired
     );
 }
 
 #[test]
-fn a_backward_clock_and_overflowing_time_fail_closed() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, at(10));
+fn a_backward_clock_an_unavailable_one_and_overflowing_time_fail_closed() {
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, at(10));
     assert_eq!(
-        approvals.approve(&key, "supervisor", at(9)),
+        bench.at(at(9)).approve(&key, "supervisor"),
         Err(ApprovalError::ClockWentBackwards)
     );
-    approvals.approve(&key, "supervisor", at(20)).unwrap();
-    let result = execute(
-        &approvals,
-        &lab,
-        &key,
-        ToolCall::new("send_money", ARGS),
-        &agent(),
-        at(19),
-    );
-    assert_eq!(result, Err(ApprovalError::ClockWentBackwards));
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 0);
-
-    let actor = agent();
-    let outcome = LAB.call(
-        &ToolCall::new("send_money", ARGS),
-        &actor,
-        &lab,
-        &Governance::new(),
-    );
-    let CallDecision::AwaitApproval(proposal) = outcome.decision else {
-        panic!()
-    };
-    let fresh = new_approvals();
+    bench.at(at(20)).approve(&key, "supervisor").unwrap();
     assert_eq!(
-        fresh.propose(proposal, Timestamp::from_unix_millis(u64::MAX - 1)),
-        Err(ApprovalError::TimeOverflow)
+        bench.execute(&key, at(19)),
+        Err(ApprovalError::ClockWentBackwards)
     );
+    assert_eq!(bench.runs(), 0);
+
+    let late = Bench::new();
+    let call = ToolCall::new("send_money", ARGS);
+    let result = pollster::block_on(
+        late.at(Timestamp::from_unix_millis(u64::MAX - 1))
+            .call(&call, &agent(), &late.lab),
+    );
+    assert_eq!(result, Err(ApprovalError::TimeOverflow));
+
+    let stopped = Governor::new(&LAB).with_clock(|| None::<Timestamp>);
+    let result = pollster::block_on(stopped.call(&call, &agent(), &late.lab));
+    assert_eq!(result, Err(ApprovalError::ClockUnavailable));
+    assert!(stopped.events().unwrap().iter().all(|record| matches!(record, AuditRecord::Decision(_))));
 }
 
 #[test]
 fn revalidation_invalidates_after_a_scope_is_revoked() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, T0);
-    approvals.approve(&key, "supervisor", at(1)).unwrap();
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
     let revoked = Actor::new("agent-7", &[]).with_account("acme");
-    let result = execute(
-        &approvals,
-        &lab,
-        &key,
-        ToolCall::new("send_money", ARGS),
-        &revoked,
-        at(2),
-    );
+    let result = bench.execute_as(&key, &revoked, at(2));
     assert!(
         matches!(
             result,
@@ -519,135 +525,261 @@ fn revalidation_invalidates_after_a_scope_is_revoked() {
         ),
         "{result:?}"
     );
-    assert_eq!(
-        approvals.lane(&key).unwrap().state(),
-        LaneState::Invalidated
-    );
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 0);
+    assert_eq!(bench.state(&key), LaneState::Invalidated);
+    assert_eq!(bench.runs(), 0);
 }
 
 #[test]
-fn revalidation_invalidates_a_tool_tightened_or_removed_or_a_changed_policy() {
-    let lab = Lab::default();
+fn revalidation_invalidates_a_tool_tightened_or_removed() {
     let blocking = Governance::new().with_mode_policy(
         ModePolicy::new().with_tier(RiskTier::HighWrite, ApprovalMode::AlwaysBlock),
     );
-    let gone: (&Registry<Lab>, Governance<Lab>) = (&EMPTY, Governance::new());
-    let cases = [((&LAB, blocking), "always_blocked"), (gone, "unknown_tool")];
-    for ((registry, governance), expected) in cases {
-        let approvals = new_approvals();
-        let key = propose(&approvals, &lab, ARGS, T0);
-        approvals.approve(&key, "supervisor", at(1)).unwrap();
-        let call = ToolCall::new("send_money", ARGS);
-        let result = pollster::block_on(approvals.execute(
-            registry,
-            &key,
-            &call,
-            &agent(),
-            &lab,
-            &governance,
-            at(2),
-        ));
-        let code = match result {
+    let cases: [(&'static Registry<Lab>, Governance<Lab>, &str); 2] = [
+        (&LAB, blocking, "always_blocked"),
+        (&EMPTY, Governance::new(), "unknown_tool"),
+    ];
+    for (registry, governance, expected) in cases {
+        let store = Arc::new(MemoryStore::new());
+        let before = Bench::over(Arc::clone(&store), &LAB, Governance::new(), ApprovalConfig::new());
+        let key = before.propose(ARGS, T0);
+        before.at(at(1)).approve(&key, "supervisor").unwrap();
+        let after = Bench::over(store, registry, governance, ApprovalConfig::new());
+        let code = match after.execute(&key, at(2)) {
             Err(ApprovalError::Invalidated(Invalidation::Blocked(blocked))) => blocked.code(),
             other => panic!("expected an invalidation, got {other:?}"),
         };
         assert_eq!(code, expected);
-        assert_eq!(
-            approvals.lane(&key).unwrap().state(),
-            LaneState::Invalidated
-        );
+        assert_eq!(after.state(&key), LaneState::Invalidated);
+        assert_eq!(before.runs() + after.runs(), 0);
     }
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 0);
+}
+
+/// The changed-deploy twins of the lab's tools, for the binding tests: the same names,
+/// with a higher tier or one more required scope.
+mod redeployed {
+    use super::*;
+
+    /// `post_note` as first deployed: a low-write tool.
+    pub(super) struct PostNote;
+    /// `post_note` after a deploy raised it to high-write.
+    pub(super) struct PostNoteRaised;
+    /// `post_note` after a deploy made it require a second scope.
+    pub(super) struct PostNoteScoped;
+
+    macro_rules! post_note {
+        ($tool:ident, $tier:expr, $scopes:expr) => {
+            impl Tool for $tool {
+                const SPEC: ToolSpec =
+                    ToolSpec::new("post_note", "Post note", "Posts a note.", $tier);
+                const SCOPES: &'static [Scope] = $scopes;
+                type Input = Transfer;
+                type Output = ();
+                type Error = String;
+                type Context = Lab;
+
+                fn validate(_: &Transfer) -> Result<(), InputErrors> {
+                    Ok(())
+                }
+
+                fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
+                    Ok(())
+                }
+
+                async fn run(call: Invocation<'_, Self>) -> Result<(), String> {
+                    call.context().runs.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                }
+            }
+        };
+    }
+
+    post_note!(PostNote, RiskTier::LowWrite, &[Scope::new("payments:write")]);
+    post_note!(PostNoteRaised, RiskTier::HighWrite, &[Scope::new("payments:write")]);
+    post_note!(
+        PostNoteScoped,
+        RiskTier::LowWrite,
+        &[Scope::new("payments:write"), Scope::new("notes:write")]
+    );
+
+    pub(super) static FIRST: Registry<Lab> = Registry::new(&[ToolEntry::json::<PostNote>()]);
+    pub(super) static RAISED: Registry<Lab> = Registry::new(&[ToolEntry::json::<PostNoteRaised>()]);
+    pub(super) static SCOPED: Registry<Lab> = Registry::new(&[ToolEntry::json::<PostNoteScoped>()]);
+}
+
+/// Approves `post_note` under the first deploy, then executes it under `later`: the
+/// result, and the runs seen by either deploy.
+fn approve_then_redeploy(
+    later: &'static Registry<Lab>,
+    actor: &Actor<'_>,
+) -> (Result<serde_json::Value, ApprovalError>, LaneState, usize) {
+    let store = Arc::new(MemoryStore::new());
+    let first = Bench::over(Arc::clone(&store), &redeployed::FIRST, Governance::new(), ApprovalConfig::new());
+    let key = first.propose_tool("post_note", ARGS, T0);
+    first.at(at(1)).approve(&key, "supervisor").unwrap();
+    let second = Bench::over(store, later, Governance::new(), ApprovalConfig::new());
+    let result = second.execute_as(&key, actor, at(2));
+    (result, second.state(&key), first.runs() + second.runs())
+}
+
+#[test]
+fn a_tool_raised_to_high_write_after_approval_is_invalidated_not_run() {
+    let (result, state, runs) = approve_then_redeploy(&redeployed::RAISED, &agent());
+    assert_eq!(
+        result,
+        Err(ApprovalError::Invalidated(Invalidation::Changed {
+            field: BoundField::RiskTier,
+            was: "low_write".into(),
+            now: "high_write".into(),
+        }))
+    );
+    assert_eq!((state, runs), (LaneState::Invalidated, 0));
+    // Control: the same deploy runs it.
+    let (result, state, runs) = approve_then_redeploy(&redeployed::FIRST, &agent());
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!((state, runs), (LaneState::Executed, 1));
+}
+
+#[test]
+fn a_tool_that_gains_a_scope_the_actor_holds_is_invalidated_not_run() {
+    // The actor could pass the new scope check; the approval was still given for less.
+    let holder = Actor::new("agent-7", &["payments:write", "notes:write"]).with_account("acme");
+    let (result, state, runs) = approve_then_redeploy(&redeployed::SCOPED, &holder);
+    assert_eq!(
+        result,
+        Err(ApprovalError::Invalidated(Invalidation::Changed {
+            field: BoundField::Scopes,
+            was: "payments:write".into(),
+            now: "payments:write notes:write".into(),
+        }))
+    );
+    assert_eq!((state, runs), (LaneState::Invalidated, 0));
+    let reason = match result {
+        Err(error) => error.to_string(),
+        Ok(_) => unreachable!(),
+    };
+    assert_eq!(
+        reason,
+        "invalidated: the required scopes changed since the approval: was payments:write, now payments:write notes:write"
+    );
 }
 
 #[test]
 fn revalidation_invalidates_when_the_policy_in_force_changed() {
     // Proposed while the host demanded approval for low-risk writes; executed after the
     // host lifted that: the policy bound to the approval is no longer the one in force.
-    let lab = Lab::default();
-    let actor = agent();
     let strict = Governance::new().with_mode_policy(
         ModePolicy::new().with_tier(RiskTier::LowWrite, ApprovalMode::RequiresApproval),
     );
-    let call = ToolCall::new("tag_ticket", ARGS);
-    let CallDecision::AwaitApproval(proposal) = LAB.call(&call, &actor, &lab, &strict).decision
-    else {
-        panic!("expected a proposal")
-    };
-    let approvals = new_approvals();
-    let key = approvals.propose(proposal, T0).unwrap().key();
-    approvals.approve(&key, "supervisor", at(1)).unwrap();
-    let relaxed = Governance::new();
-    let result =
-        pollster::block_on(approvals.execute(&LAB, &key, &call, &actor, &lab, &relaxed, at(2)));
+    let store = Arc::new(MemoryStore::new());
+    let before = Bench::over(Arc::clone(&store), &LAB, strict, ApprovalConfig::new());
+    let key = before.propose_tool("tag_ticket", ARGS, T0);
+    before.at(at(1)).approve(&key, "supervisor").unwrap();
+    let after = Bench::over(Arc::clone(&store), &LAB, Governance::new(), ApprovalConfig::new());
+    let result = after.execute(&key, at(2));
     assert_eq!(
         result,
-        Err(ApprovalError::Invalidated(Invalidation::PolicyChanged))
+        Err(ApprovalError::Invalidated(Invalidation::Changed {
+            field: BoundField::HostPolicy,
+            was: "requires_approval".into(),
+            now: "auto".into(),
+        }))
     );
-    assert_eq!(
-        approvals.lane(&key).unwrap().state(),
-        LaneState::Invalidated
-    );
+    assert_eq!(after.state(&key), LaneState::Invalidated);
     // Under the policy it was approved in, it runs.
     let key2 = {
-        let call = call.with_dedupe_token("2");
-        let CallDecision::AwaitApproval(p) = LAB.call(&call, &actor, &lab, &strict).decision else {
-            panic!()
-        };
-        approvals.propose(p, T0).unwrap().key()
+        let call = ToolCall::new("tag_ticket", ARGS).with_dedupe_token("2");
+        match pollster::block_on(before.at(T0).call(&call, &agent(), &before.lab)) {
+            Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+            other => panic!("{other:?}"),
+        }
     };
-    approvals.approve(&key2, "supervisor", at(1)).unwrap();
-    let call2 = call.with_dedupe_token("2");
-    let ok =
-        pollster::block_on(approvals.execute(&LAB, &key2, &call2, &actor, &lab, &strict, at(2)));
-    assert_eq!(ok, Ok(serde_json::Value::Null));
+    before.at(at(1)).approve(&key2, "supervisor").unwrap();
+    assert_eq!(before.execute(&key2, at(2)), Ok(serde_json::Value::Null));
+}
+
+#[test]
+fn a_typed_call_that_awaits_approval_is_approved_and_executed_through_the_governor() {
+    let bench = Bench::new();
+    let transfer = Transfer {
+        to: "DE02 1203".into(),
+        cents: 5000,
+    };
+    let outcome = pollster::block_on(bench.at(T0).call_typed::<SendMoney>(transfer, &agent(), &bench.lab));
+    let Ok(TypedOutcome::AwaitingApproval(lane)) = outcome else {
+        panic!("expected a proposal, got {outcome:?}")
+    };
+    // The same call by name finds the same lane: one key for one input, at either door.
+    assert_eq!(bench.propose(ARGS, T0), lane.key());
+    bench.at(at(1)).approve(&lane.key(), "supervisor").unwrap();
+    assert_eq!(
+        bench.execute(&lane.key(), at(2)),
+        Ok(serde_json::json!("sent 5000 to DE02 1203"))
+    );
+    assert_eq!(bench.runs(), 1);
+    assert_eq!(bench.state(&lane.key()), LaneState::Executed);
+
+    // A typed tool that the registry cannot call by name is never proposed.
+    static TYPED: Registry<Lab> = Registry::new(&[ToolEntry::of::<SendMoney>()]);
+    let typed_only = Bench::with(&TYPED, Governance::new(), ApprovalConfig::new());
+    let transfer = Transfer {
+        to: "X".into(),
+        cents: 1,
+    };
+    let outcome = pollster::block_on(
+        typed_only
+            .at(T0)
+            .call_typed::<SendMoney>(transfer, &agent(), &typed_only.lab),
+    );
+    assert!(
+        matches!(outcome, Ok(TypedOutcome::Blocked(Blocked::NotCallableByName))),
+        "{outcome:?}"
+    );
+    assert!(typed_only.transitions().is_empty());
 }
 
 #[test]
 fn a_move_from_a_stale_version_is_a_conflict_and_changes_nothing() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, T0);
-    let opened = approvals.lane(&key).unwrap();
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, T0);
+    let opened = bench.governor.lane(&key).unwrap();
     assert_eq!(opened.version(), 0);
-    approvals.approve(&key, "supervisor", at(1)).unwrap();
-    let approved = approvals.lane(&key).unwrap();
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    let approved = bench.governor.lane(&key).unwrap();
     assert_eq!(approved.version(), 1);
     // A second writer read the lane before the approval and now writes it back.
-    let events = approvals.store().events().unwrap();
-    let stale = approvals
+    let events = bench.governor.store().events().unwrap();
+    let stale = bench
+        .governor
         .store()
-        .transition(opened.version(), opened, events[0].clone());
+        .transition(opened.version(), opened, bench.transitions()[0].clone());
     assert_eq!(stale, Err(StoreError::Conflict));
-    assert_eq!(approvals.lane(&key).unwrap(), approved);
-    assert_eq!(approvals.store().events().unwrap(), events);
+    assert_eq!(bench.governor.lane(&key).unwrap(), approved);
+    assert_eq!(bench.governor.store().events().unwrap(), events);
 }
 
 #[test]
-fn two_threads_racing_to_execute_one_approval_run_it_once() {
+fn threads_racing_to_execute_one_approval_run_it_once() {
+    const CONTENDERS: usize = 8;
     for _ in 0..20 {
-        let (approvals, lab) = (new_approvals(), Lab::default());
-        let key = propose(&approvals, &lab, ARGS, T0);
-        approvals.approve(&key, "supervisor", at(1)).unwrap();
+        let bench = Bench::new();
+        let key = bench.propose(ARGS, T0);
+        bench.at(at(1)).approve(&key, "supervisor").unwrap();
+        bench.clock.set(at(2));
+        // Every contender is released at once, so a store without an atomic claim loses.
+        let start = Barrier::new(CONTENDERS);
         let results: Vec<_> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..4)
+            let handles: Vec<_> = (0..CONTENDERS)
                 .map(|_| {
                     scope.spawn(|| {
                         let actor = agent();
-                        execute(
-                            &approvals,
-                            &lab,
-                            &key,
-                            ToolCall::new("send_money", ARGS),
-                            &actor,
-                            at(2),
-                        )
+                        start.wait();
+                        pollster::block_on(bench.governor.execute(&key, &actor, &bench.lab))
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        assert_eq!(lab.runs.load(Ordering::SeqCst), 1);
+        assert_eq!(bench.runs(), 1);
         assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
         for loser in results.iter().filter(|r| r.is_err()) {
             assert!(
@@ -665,37 +797,19 @@ fn two_threads_racing_to_execute_one_approval_run_it_once() {
 fn retries_share_one_run_key_and_are_bounded() {
     let config = ApprovalConfig::new().with_max_attempts(4);
     assert_eq!(config.max_attempts(), 4);
-    let approvals = Approvals::new(MemoryStore::new(), config);
-    let lab = Lab::default();
-    lab.fail_first.store(2, Ordering::SeqCst);
-    let key = propose(&approvals, &lab, ARGS, T0);
-    approvals.approve(&key, "supervisor", at(1)).unwrap();
-    assert!(
-        execute(
-            &approvals,
-            &lab,
-            &key,
-            ToolCall::new("send_money", ARGS),
-            &agent(),
-            at(2)
-        )
-        .is_ok()
-    );
-    assert_eq!(*lab.run_keys.lock().unwrap(), [Some(key); 3]);
-    assert_eq!(approvals.lane(&key).unwrap().attempts(), 3);
+    let bench = Bench::with(&LAB, Governance::new(), config);
+    bench.lab.fail_first.store(2, Ordering::SeqCst);
+    let key = bench.propose(ARGS, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    assert!(bench.execute(&key, at(2)).is_ok());
+    assert_eq!(*bench.lab.run_keys.lock().unwrap(), [Some(key); 3]);
+    assert_eq!(bench.governor.lane(&key).unwrap().attempts(), 3);
 
-    let lab = Lab::default();
-    lab.fail_first.store(usize::MAX, Ordering::SeqCst);
-    let key = propose(&approvals, &lab, r#"{"to": "Z", "cents": 9}"#, T0);
-    approvals.approve(&key, "supervisor", at(1)).unwrap();
-    let result = execute(
-        &approvals,
-        &lab,
-        &key,
-        ToolCall::new("send_money", r#"{"to": "Z", "cents": 9}"#),
-        &agent(),
-        at(2),
-    );
+    let bench = Bench::with(&LAB, Governance::new(), config);
+    bench.lab.fail_first.store(usize::MAX, Ordering::SeqCst);
+    let key = bench.propose(r#"{"to": "Z", "cents": 9}"#, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    let result = bench.execute(&key, at(2));
     assert!(
         matches!(
             result,
@@ -703,8 +817,8 @@ fn retries_share_one_run_key_and_are_bounded() {
         ),
         "{result:?}"
     );
-    assert_eq!(lab.runs.load(Ordering::SeqCst), 4);
-    let lane = approvals.lane(&key).unwrap();
+    assert_eq!(bench.runs(), 4);
+    let lane = bench.governor.lane(&key).unwrap();
     assert_eq!(
         (lane.state(), lane.reason()),
         (
@@ -715,20 +829,21 @@ fn retries_share_one_run_key_and_are_bounded() {
 }
 
 #[test]
-fn every_transition_is_an_audit_event() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let key = propose(&approvals, &lab, ARGS, T0);
-    approvals.approve(&key, "supervisor", at(1)).unwrap();
-    execute(
-        &approvals,
-        &lab,
-        &key,
-        ToolCall::new("send_money", ARGS),
-        &agent(),
-        at(2),
-    )
-    .unwrap();
-    let events = approvals.store().events().unwrap();
+fn every_decision_and_transition_is_an_audit_record() {
+    let bench = Bench::new();
+    let key = bench.propose(ARGS, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    bench.execute(&key, at(2)).unwrap();
+    let records = bench.governor.events().unwrap();
+    let AuditRecord::Decision(decision) = &records[0] else {
+        panic!("the decision comes first: {records:?}")
+    };
+    assert_eq!(
+        (decision.decision.as_str(), decision.idempotency_key),
+        ("await_approval", Some(key))
+    );
+    let events = bench.transitions();
+    assert_eq!(records.len(), 1 + events.len());
     let trail: Vec<_> = events
         .iter()
         .map(|e| (e.from, e.to, e.by.as_deref()))
@@ -752,29 +867,65 @@ fn every_transition_is_an_audit_event() {
             .iter()
             .all(|e| e.key == key && e.proposer == "agent-7")
     );
-    let json = serde_json::to_string(&events).unwrap();
-    let back: Vec<cairnloop::TransitionEvent> = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, events);
+    let json = serde_json::to_string(&records).unwrap();
+    let back: Vec<AuditRecord> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, records);
+}
+
+#[test]
+fn a_hosts_sink_receives_every_record_and_the_store_keeps_the_lanes() {
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<AuditRecord>>);
+    impl cairnloop::approvals::AuditSink for Collect {
+        fn record(&self, record: &AuditRecord) {
+            self.0.lock().unwrap().push(record.clone());
+        }
+    }
+    let sink = Arc::new(Collect::default());
+    let clock = ManualClock::new(T0);
+    let store = Arc::new(MemoryStore::new());
+    let governor = Governor::new(&LAB)
+        .with_store(Arc::clone(&store))
+        .with_clock(clock.clone())
+        .with_audit_sink(Arc::clone(&sink));
+    let lab = Lab::default();
+    let call = ToolCall::new("send_money", ARGS);
+    let Ok(Outcome::AwaitingApproval(lane)) = pollster::block_on(governor.call(&call, &agent(), &lab))
+    else {
+        panic!()
+    };
+    clock.set(at(1));
+    governor.approve(&lane.key(), "supervisor").unwrap();
+    let blocked = ToolCall::new("send_money", "{}");
+    let _ = pollster::block_on(governor.call(&blocked, &agent(), &lab));
+    let kinds: Vec<&str> = sink
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|record| match record {
+            AuditRecord::Decision(event) => match event.decision.as_str() {
+                "blocked" => "blocked",
+                _ => "decision",
+            },
+            AuditRecord::Transition(_) => "transition",
+        })
+        .collect();
+    assert_eq!(kinds, ["decision", "transition", "transition", "blocked"]);
+    // The store keeps the lane's own history; decisions went to the host's sink.
+    assert_eq!(store.events().unwrap().len(), 2);
 }
 
 #[test]
 fn a_loosened_specs_justification_travels_with_its_events() {
-    let lab = Lab::default();
-    let actor = agent();
     // Force approval for a loosened tool, so it enters the lifecycle.
     let strict = Governance::new().with_mode_policy(
         ModePolicy::new().with_tier(RiskTier::LowWrite, ApprovalMode::RequiresApproval),
     );
-    let outcome = LAB.call(&ToolCall::new("tag_ticket", ARGS), &actor, &lab, &strict);
-    let CallDecision::AwaitApproval(proposal) = outcome.decision else {
-        panic!()
-    };
-    let approvals = new_approvals();
-    let key = approvals.propose(proposal, T0).unwrap().key();
-    approvals
-        .reject(&key, "supervisor", "not today", at(1))
-        .unwrap();
-    let events = approvals.store().events().unwrap();
+    let bench = Bench::with(&LAB, strict, ApprovalConfig::new());
+    let key = bench.propose_tool("tag_ticket", ARGS, T0);
+    bench.at(at(1)).reject(&key, "supervisor", "not today").unwrap();
+    let events = bench.transitions();
     assert!(
         events
             .iter()
@@ -792,7 +943,7 @@ mod model {
         Approve { by_proposer: bool },
         Reject { with_reason: bool },
         Defer { with_reason: bool },
-        Execute { same_args: bool },
+        Execute { same_actor: bool },
         Advance(u64),
         Rewind,
         Sweep,
@@ -841,8 +992,8 @@ mod model {
                     "ok"
                 }
                 Op::Execute { .. } if self.state != "approved" => "transition",
-                Op::Execute { same_args: false } => "mismatch",
-                Op::Execute { same_args: true } => {
+                Op::Execute { same_actor: false } => "mismatch",
+                Op::Execute { same_actor: true } => {
                     self.state = "executed";
                     self.runs += 1;
                     "ok"
@@ -888,12 +1039,12 @@ mod model {
         let ttl = 10 * HOUR;
         let mut steps = 0;
         for _ in 0..300 {
-            let approvals = Approvals::new(
-                MemoryStore::new(),
+            let bench = Bench::with(
+                &LAB,
+                Governance::new(),
                 ApprovalConfig::new().with_ttl(Ttl::from_millis(ttl)),
             );
-            let lab = Lab::default();
-            let key = propose(&approvals, &lab, ARGS, T0);
+            let key = bench.propose(ARGS, T0);
             let mut model = Model {
                 state: "pending",
                 expires: ttl,
@@ -910,7 +1061,7 @@ mod model {
                     2 => Op::Reject { with_reason: coin },
                     3 => Op::Defer { with_reason: coin },
                     4 => Op::Execute {
-                        same_args: rng.next() % 4 != 0,
+                        same_actor: rng.next() % 4 != 0,
                     },
                     5 => Op::Advance(rng.next() % (6 * HOUR)),
                     6 => Op::Rewind,
@@ -921,45 +1072,24 @@ mod model {
                     Op::Rewind => now = now.saturating_sub(HOUR),
                     _ => {}
                 }
-                let when = at(now);
+                let governor = bench.at(at(now));
                 let actual = match op {
                     Op::Approve { by_proposer } => {
-                        let by = if by_proposer { "agent-7" } else { "supervisor" };
-                        approvals.approve(&key, by, when).map(drop)
+                        let by = if by_proposer { "Agent-7" } else { "supervisor" };
+                        governor.approve(&key, by).map(drop)
                     }
-                    Op::Reject { with_reason } => approvals
-                        .reject(
-                            &key,
-                            "supervisor",
-                            if with_reason { "no" } else { "" },
-                            when,
-                        )
+                    Op::Reject { with_reason } => governor
+                        .reject(&key, "supervisor", if with_reason { "no" } else { "" })
                         .map(drop),
-                    Op::Defer { with_reason } => approvals
-                        .defer(
-                            &key,
-                            "supervisor",
-                            if with_reason { "later" } else { "" },
-                            when,
-                        )
+                    Op::Defer { with_reason } => governor
+                        .defer(&key, "supervisor", if with_reason { "later" } else { "" })
                         .map(drop),
-                    Op::Execute { same_args } => {
-                        let args = if same_args {
-                            ARGS
-                        } else {
-                            r#"{"to": "evil", "cents": 5000}"#
-                        };
-                        execute(
-                            &approvals,
-                            &lab,
-                            &key,
-                            ToolCall::new("send_money", args),
-                            &agent(),
-                            when,
-                        )
-                        .map(drop)
+                    Op::Execute { same_actor } => {
+                        let intruder = Actor::new("agent-8", &["payments:write"]).with_account("acme");
+                        let actor = if same_actor { agent() } else { intruder };
+                        bench.execute_as(&key, &actor, at(now)).map(drop)
                     }
-                    Op::Sweep => approvals.expire_if_due(&key, when).map(drop),
+                    Op::Sweep => governor.expire_if_due(&key).map(drop),
                     Op::Advance(_) | Op::Rewind => Ok(()),
                 };
                 let expected = model.step(op, now);
@@ -969,12 +1099,8 @@ mod model {
                     "{op:?} at +{now}ms in state {}",
                     model.state
                 );
-                assert_eq!(
-                    approvals.lane(&key).unwrap().state().as_str(),
-                    model.state,
-                    "{op:?}"
-                );
-                assert_eq!(lab.runs.load(Ordering::SeqCst), model.runs);
+                assert_eq!(bench.state(&key).as_str(), model.state, "{op:?}");
+                assert_eq!(bench.runs(), model.runs);
                 steps += 1;
             }
         }
@@ -984,18 +1110,14 @@ mod model {
 
 #[test]
 fn a_proposal_from_the_store_is_the_one_proposed() {
-    let (approvals, lab) = (new_approvals(), Lab::default());
-    let actor = agent();
-    let outcome = LAB.call(
-        &ToolCall::new("send_money", ARGS),
-        &actor,
-        &lab,
-        &Governance::new(),
-    );
-    let CallDecision::AwaitApproval(proposal) = outcome.decision else {
+    let bench = Bench::new();
+    let call = ToolCall::new("send_money", ARGS);
+    let Ok(Outcome::AwaitingApproval(lane)) =
+        pollster::block_on(bench.at(T0).call(&call, &agent(), &bench.lab))
+    else {
         panic!()
     };
-    let lane = approvals.propose(proposal.clone(), T0).unwrap();
-    assert_eq!(lane.proposal(), &proposal);
-    let _: &Proposal = lane.proposal();
+    let stored = bench.governor.lane(&lane.key()).unwrap();
+    assert_eq!(stored.proposal(), lane.proposal());
+    let _: &Proposal = stored.proposal();
 }

@@ -1,9 +1,10 @@
 //! The core's contract: wire names, the fail-closed derivation, the run-time twins of the
 //! compile-time rules, and the registry's exact-match lookup and visibility filter.
 
+use cairnloop::gate::{Verdict, verdict_for, visible};
 use cairnloop::{
-    AccessDenied, Actor, ApprovalMode, InputErrors, Invocation, PolicyDenial, Registry, RiskTier,
-    Scope, SpecError, Tool, ToolEntry, ToolSpec, derive_approval_mode,
+    Actor, ApprovalMode, Blocked, InputErrors, Invocation, ModePolicy, PolicyDenial, Registry,
+    RiskTier, Scope, SpecError, Tool, ToolEntry, ToolSpec, derive_approval_mode,
 };
 
 #[test]
@@ -122,7 +123,7 @@ fn case_variants_and_near_misses_do_not_parse() {
 #[cfg(feature = "std")]
 #[test]
 fn timestamps_read_the_clock_and_print_in_milliseconds() {
-    use cairnloop::Timestamp;
+    use cairnloop::gate::Timestamp;
     // 2026-01-01T00:00:00Z: the machine's clock is past it, and `now` never wraps.
     let now = Timestamp::now().expect("a clock after the epoch");
     assert!(now.unix_millis() > 1_767_225_600_000, "{now}");
@@ -388,7 +389,9 @@ fn visibility_uses_scopes_and_policy_and_denies_by_default() {
     let on_call = Ctx { on_call: true };
     let off_call = Ctx { on_call: false };
     let names = |actor: &Actor<'_>, ctx: &Ctx| -> Vec<&str> {
-        TOOLS.visible(actor, ctx).map(|t| t.spec().name()).collect()
+        visible(&TOOLS, actor, ctx, &ModePolicy::new())
+            .map(|t| t.spec().name())
+            .collect()
     };
     assert_eq!(names(&ops, &on_call), ["delete_file", "read_file", "audit"]);
     assert_eq!(names(&ops, &off_call), ["read_file", "audit"]);
@@ -400,10 +403,10 @@ fn visibility_uses_scopes_and_policy_and_denies_by_default() {
     );
     assert!(names(&wildcards, &on_call).is_empty());
 
-    // The same check explains itself.
+    // The same gates explain themselves.
     let audit = TOOLS.get("audit").unwrap();
-    match audit.access(&reader, &on_call) {
-        Err(AccessDenied::ScopeMissing(missing)) => {
+    match verdict_for(audit, &reader, &on_call, &ModePolicy::new()) {
+        Verdict::Blocked(Blocked::ScopeMissing { missing }) => {
             assert_eq!(
                 missing.iter().map(Scope::as_str).collect::<Vec<_>>(),
                 ["audit:read"]
@@ -412,10 +415,12 @@ fn visibility_uses_scopes_and_policy_and_denies_by_default() {
         other => panic!("expected a missing scope, got {other:?}"),
     }
     let no_policy = TOOLS.get("no_policy").unwrap();
-    assert_eq!(
-        no_policy.access(&ops, &on_call),
-        Err(AccessDenied::PolicyDenied(PolicyDenial::NoPolicyDefined))
-    );
+    assert!(matches!(
+        verdict_for(no_policy, &ops, &on_call, &ModePolicy::new()),
+        Verdict::Blocked(Blocked::PolicyDenied {
+            reason: PolicyDenial::NoPolicyDefined
+        })
+    ));
 }
 
 #[test]
@@ -430,7 +435,7 @@ fn registry_twin_rejects_duplicate_names_ignoring_ascii_case() {
 #[test]
 fn a_registry_holds_at_most_max_tools() {
     let entry = ToolEntry::of::<ReadFile>();
-    let too_many: &'static [ToolEntry<Ctx>] = Vec::leak(vec![entry; cairnloop::MAX_TOOLS + 1]);
+    let too_many: &'static [ToolEntry<Ctx>] = Vec::leak(vec![entry; cairnloop::declare::MAX_TOOLS + 1]);
     assert_eq!(
         Registry::try_new(too_many).err(),
         Some(SpecError::TooManyTools)
@@ -606,7 +611,7 @@ mod typed_pipeline {
                 reason: PolicyDenial::NoPolicyDefined,
             },
             Blocked::AlwaysBlocked {
-                decided_by: cairnloop::ModeSource::Hook,
+                decided_by: cairnloop::gate::ModeSource::Hook,
             },
         ]
         .iter()

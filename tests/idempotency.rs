@@ -1,11 +1,12 @@
-//! Idempotency keys (DESIGN.md §7): RFC 8785 canonical JSON, then SHA-256, with the
-//! published RFC 8785 vectors and vectors computed independently.
+//! Idempotency keys: RFC 8785 canonical JSON, then SHA-256, with the published RFC 8785
+//! vectors and vectors computed independently.
 #![cfg(feature = "serde")]
 
-#[path = "../examples/desk/mod.rs"]
+#[path = "fixtures/desk.rs"]
 mod desk;
 
-use cairnloop::{Actor, CallDecision, Governance, IdempotencyKey, ToolCall, canonical_json};
+use cairnloop::json::canonical_json;
+use cairnloop::{Actor, Governor, IdempotencyKey, Outcome, ToolCall};
 use desk::{DESK, Desk, EVERY_SCOPE};
 use serde_json::{Value, json};
 
@@ -129,9 +130,10 @@ fn key_of(arguments: &str, token: Option<&str>) -> IdempotencyKey {
     if let Some(token) = token {
         call = call.with_dedupe_token(token);
     }
-    match DESK.call(&call, &actor, &desk, &Governance::new()).decision {
-        CallDecision::AwaitApproval(proposal) => proposal.idempotency_key(),
-        other => panic!("expected a proposal, got {}", other.code()),
+    let governor = Governor::new(&DESK);
+    match pollster::block_on(governor.call(&call, &actor, &desk)) {
+        Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+        other => panic!("expected a proposal, got {other:?}"),
     }
 }
 

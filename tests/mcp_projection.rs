@@ -1,16 +1,18 @@
-//! MCP projection (DESIGN.md §8): each tier's annotations, `_meta`, the input schema's
-//! `required` and `additionalProperties`, and that the schema agrees with the input gate.
+//! MCP projection: each tier's annotations, `_meta`, the input schema's `required` and
+//! `additionalProperties`, that the schema agrees with the input gate, and that a model
+//! is listed exactly the tools it may call.
 #![cfg(feature = "mcp")]
 
+use cairnloop::mcp::ProjectionError;
 use cairnloop::{
-    Actor, ApprovalMode, Governance, InputErrors, Invocation, PolicyDenial, ProjectionError,
-    Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+    Actor, ApprovalMode, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
+    RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
 };
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[allow(dead_code, reason = "decoded, not read")]
 struct Refund {
     order: u32,
@@ -23,14 +25,14 @@ struct Refund {
     tags: std::collections::BTreeMap<String, u32>,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Reason {
     Damaged,
     Late,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[allow(dead_code, reason = "decoded, not read")]
 struct Line {
     sku: String,
@@ -144,8 +146,8 @@ fn annotations_are_explicit_for_every_tier() {
         assert_eq!(annotations["destructiveHint"], destructive, "{name}");
         assert_eq!(annotations["idempotentHint"], idempotent, "{name}");
         assert_eq!(annotations["openWorldHint"], open_world, "{name}");
-        assert_eq!(tool["_meta"]["cairnloop/riskTier"], tier);
-        assert_eq!(tool["_meta"]["cairnloop/approvalMode"], mode);
+        assert_eq!(tool["_meta"]["io.cairnloop/risk_tier"], tier);
+        assert_eq!(tool["_meta"]["io.cairnloop/approval_mode"], mode);
     }
 }
 
@@ -208,16 +210,14 @@ fn the_schema_agrees_with_the_input_gate() {
     let extra = r#"{"order": 1, "cents": 5, "reason": "late", "lines": [], "x": 1}"#;
     let nested_extra =
         r#"{"order": 1, "cents": 5, "reason": "late", "lines": [{"sku": "A", "qty": 1, "x": 1}]}"#;
+    let governor = Governor::new(&TOOLS);
     let call = |args| {
-        TOOLS
-            .call(
-                &ToolCall::new("read_tool", args),
-                &actor,
-                &(),
-                &Governance::new(),
-            )
-            .audit
-            .decision
+        let outcome = pollster::block_on(governor.call(&ToolCall::new("read_tool", args), &actor, &()));
+        match outcome.expect("recorded") {
+            Outcome::Executed(_) => "execute",
+            Outcome::Blocked(_) => "blocked",
+            other => panic!("unexpected {}", other.code()),
+        }
     };
     assert_eq!(call(valid), "execute");
     let tagged =
@@ -254,8 +254,56 @@ fn a_tool_without_a_schema_or_with_a_non_object_input_is_an_error_not_an_entry()
 #[test]
 fn the_listing_for_an_actor_uses_the_visibility_check() {
     assert_eq!(TOOLS.mcp_tools().unwrap().len(), 4);
+    let governor = Governor::new(&TOOLS);
     let outsider = Actor::new("b", &["desk:*"]);
-    assert!(TOOLS.mcp_tools_for(&outsider, &()).unwrap().is_empty());
+    assert!(governor.mcp_tools_for(&outsider, &()).unwrap().is_empty());
     let insider = Actor::new("a", &["desk:use"]);
-    assert_eq!(TOOLS.mcp_tools_for(&insider, &()).unwrap().len(), 4);
+    assert_eq!(governor.mcp_tools_for(&insider, &()).unwrap().len(), 4);
+}
+
+/// A destructive tool left at its derived mode: every call is blocked.
+struct Shred;
+
+impl Tool for Shred {
+    const SPEC: ToolSpec = ToolSpec::new("shred", "Shred", "Shreds a file.", RiskTier::Destructive);
+    const SCOPES: &'static [Scope] = &[Scope::new("desk:use")];
+    type Input = Refund;
+    type Output = ();
+    type Error = String;
+    type Context = ();
+
+    fn validate(_: &Refund) -> Result<(), InputErrors> {
+        Ok(())
+    }
+
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+
+    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[test]
+fn an_always_blocked_tool_is_absent_from_the_listing_and_from_tools_list() {
+    static WITH_SHRED: Registry<()> =
+        Registry::new(&[ToolEntry::mcp::<ReadTool>(), ToolEntry::mcp::<Shred>()]);
+    let governor = Governor::new(&WITH_SHRED);
+    let insider = Actor::new("a", &["desk:use"]);
+    let listed: Vec<&str> = governor.visible(&insider, &()).map(|e| e.spec().name()).collect();
+    assert_eq!(listed, ["read_tool"]);
+    let names: Vec<Value> = governor
+        .mcp_tools_for(&insider, &())
+        .unwrap()
+        .into_iter()
+        .map(|tool| tool["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("read_tool")]);
+    // The operator's view still shows it, with the gate that blocks it.
+    let shred = governor
+        .verdicts(&insider, &())
+        .find(|(entry, _)| entry.spec().name() == "shred")
+        .map(|(_, verdict)| verdict.code());
+    assert_eq!(shred, Some("blocked"));
 }

@@ -2,55 +2,70 @@
 //! hostile input of the pipeline issue, previews and proposals.
 #![cfg(feature = "serde")]
 
-#[path = "../examples/desk/mod.rs"]
+#[path = "fixtures/calls.rs"]
+mod calls;
+#[path = "fixtures/desk.rs"]
 mod desk;
 
+use cairnloop::declare::{InputLimits, RunError};
+use cairnloop::gate::ModeSource;
+use cairnloop::json::PreviewSource;
 use cairnloop::{
-    Actor, ApprovalMode, Blocked, CallDecision, CallOutcome, Governance, InputLimits, ModePolicy,
-    ModeSource, PolicyDenial, PreviewSource, ReadyCall, RiskTier, Scope, ToolCall, ToolSpec,
+    Actor, ApprovalMode, Blocked, Governance, ModePolicy, Outcome, PolicyDenial, RiskTier, Scope,
+    ToolCall, ToolSpec,
 };
+use calls::{Called, call_with};
 use desk::{DESK, Desk, EVERY_SCOPE};
 
-fn call<'a>(
-    actor: &'a Actor<'a>,
-    desk: &'a Desk,
-    name: &str,
-    arguments: &str,
-) -> CallOutcome<'a, Desk> {
-    DESK.call(
-        &ToolCall::new(name, arguments),
-        actor,
-        desk,
-        &Governance::new(),
-    )
+fn call(actor: &Actor<'_>, desk: &Desk, name: &str, arguments: &str) -> Called {
+    call_governed(actor, desk, &ToolCall::new(name, arguments), Governance::new())
+}
+
+fn call_governed(
+    actor: &Actor<'_>,
+    desk: &Desk,
+    call: &ToolCall<'_>,
+    governance: Governance<Desk>,
+) -> Called {
+    call_with(&DESK, governance, actor, desk, call)
 }
 
 fn admin() -> Actor<'static> {
     Actor::new("admin-1", EVERY_SCOPE).with_account("acme")
 }
 
-fn blocked(outcome: CallOutcome<'_, Desk>) -> Blocked {
-    assert_eq!(outcome.audit.decision, "blocked");
-    match outcome.decision {
-        CallDecision::Blocked(reason) => {
-            assert_eq!(outcome.audit.code.as_deref(), Some(reason.code()));
+fn blocked(called: Called) -> Blocked {
+    assert_eq!(called.audit.decision, "blocked");
+    match called.outcome {
+        Outcome::Blocked(reason) => {
+            assert_eq!(called.audit.code.as_deref(), Some(reason.code()));
             reason
         }
         other => panic!("expected a block, got {}", other.code()),
     }
 }
 
-/// The call a decision to execute carries.
-fn ready(outcome: CallOutcome<'_, Desk>) -> ReadyCall<'_, Desk> {
-    assert_eq!(outcome.audit.decision, "execute");
-    match outcome.decision {
-        CallDecision::Execute(ready) => ready,
+/// What a call that was decided *execute* gave back when it ran.
+fn ran(called: Called) -> Result<serde_json::Value, RunError> {
+    assert_eq!(called.audit.decision, "execute");
+    match called.outcome {
+        Outcome::Executed(output) => Ok(output),
+        Outcome::Failed(error) => Err(error),
         other => panic!("expected execute, got {}", other.code()),
     }
 }
 
+/// The lane of a call that awaits approval.
+fn awaiting(called: Called) -> cairnloop::ApprovalLane {
+    assert_eq!(called.audit.decision, "await_approval");
+    match called.outcome {
+        Outcome::AwaitingApproval(lane) => lane,
+        other => panic!("expected await_approval, got {}", other.code()),
+    }
+}
+
 /// The field errors of a `NeedsInput` block, as (path, code).
-fn field_errors(outcome: CallOutcome<'_, Desk>) -> Vec<(String, String)> {
+fn field_errors(outcome: Called) -> Vec<(String, String)> {
     match blocked(outcome) {
         Blocked::NeedsInput { errors } => errors
             .iter()
@@ -66,19 +81,14 @@ fn a_read_only_call_executes_and_runs() {
     let outcome = call(&actor, &desk, "lookup_order", r#"{"order": 1001}"#);
     assert_eq!(outcome.audit.decision, "execute");
     assert_eq!(outcome.audit.mode, Some(ApprovalMode::Auto));
-    let ready = ready(outcome);
-    assert_eq!(ready.tool(), "lookup_order");
-    assert_eq!(
-        pollster::block_on(ready.run()),
-        Ok(serde_json::json!("shipped"))
-    );
+    assert_eq!(outcome.audit.tool, "lookup_order");
+    assert_eq!(ran(outcome), Ok(serde_json::json!("shipped")));
 }
 
 #[test]
 fn a_failing_run_reports_the_tools_error() {
     let (actor, desk) = (admin(), Desk::default());
-    let ready = ready(call(&actor, &desk, "lookup_order", r#"{"order": 7}"#));
-    let error = pollster::block_on(ready.run()).unwrap_err();
+    let error = ran(call(&actor, &desk, "lookup_order", r#"{"order": 7}"#)).unwrap_err();
     assert_eq!(error.to_string(), "tool failed: order 7 not found");
 }
 
@@ -232,22 +242,12 @@ fn gate_1_size_and_string_limits() {
         [(String::new(), "too_large".to_owned())]
     );
     let governance = Governance::new().with_limits(InputLimits::new().with_max_string_bytes(8));
-    let outcome = DESK.call(
-        &ToolCall::new("internal_note", r#"{"ticket": 1, "body": "nine bytes"}"#),
-        &actor,
-        &desk,
-        &governance,
-    );
+    let outcome = call_governed(&actor, &desk, &ToolCall::new("internal_note", r#"{"ticket": 1, "body": "nine bytes"}"#), governance);
     assert_eq!(
         field_errors(outcome),
         [("/body".to_owned(), "string_too_long".to_owned())]
     );
-    let outcome = DESK.call(
-        &ToolCall::new("internal_note", r#"{"a_very_long_key": 1}"#),
-        &actor,
-        &desk,
-        &governance,
-    );
+    let outcome = call_governed(&actor, &desk, &ToolCall::new("internal_note", r#"{"a_very_long_key": 1}"#), governance);
     assert_eq!(field_errors(outcome)[0].1, "string_too_long");
 }
 
@@ -455,11 +455,8 @@ fn host_overrides_tighten_and_never_loosen() {
     let tighter = Governance::new().with_mode_policy(
         ModePolicy::new().with_tier(RiskTier::ReadOnly, ApprovalMode::RequiresApproval),
     );
-    let outcome = DESK.call(&lookup, &actor, &desk, &tighter);
-    let CallDecision::AwaitApproval(proposal) = outcome.decision else {
-        panic!("expected approval")
-    };
-    assert_eq!(proposal.policy().decided_by, ModeSource::TierOverride);
+    let lane = awaiting(call_governed(&actor, &desk, &lookup, tighter));
+    assert_eq!(lane.proposal().policy().decided_by, ModeSource::TierOverride);
 
     let looser = Governance::new().with_mode_policy(
         ModePolicy::new()
@@ -468,12 +465,12 @@ fn host_overrides_tighten_and_never_loosen() {
             .with_hook(|_, _, _| ApprovalMode::Auto),
     );
     assert_eq!(
-        DESK.call(&refund, &actor, &desk, &looser).audit.decision,
+        call_governed(&actor, &desk, &refund, looser).audit.decision,
         "await_approval"
     );
     let delete = ToolCall::new("delete_customer", r#"{"customer": 9}"#);
     assert_eq!(
-        DESK.call(&delete, &actor, &desk, &looser)
+        call_governed(&actor, &desk, &delete, looser)
             .audit
             .code
             .as_deref(),
@@ -489,7 +486,7 @@ fn host_overrides_tighten_and_never_loosen() {
     }
     let hooked = Governance::new().with_mode_policy(ModePolicy::new().with_hook(lock_acme));
     assert_eq!(
-        blocked(DESK.call(&lookup, &actor, &desk, &hooked)),
+        blocked(call_governed(&actor, &desk, &lookup, hooked)),
         Blocked::AlwaysBlocked {
             decided_by: ModeSource::Hook
         }
@@ -505,8 +502,8 @@ fn a_loosened_spec_says_so() {
         outcome.audit.loosened_because.as_deref(),
         Some("tags are cosmetic")
     );
-    let ready = ready(outcome);
-    assert_eq!(ready.mode().loosened_because(), Some("tags are cosmetic"));
+    assert_eq!(outcome.audit.mode, Some(ApprovalMode::Auto));
+    assert!(ran(outcome).is_ok());
 }
 
 #[test]
@@ -518,10 +515,9 @@ fn a_proposal_carries_preview_key_and_snapshots() {
         "refund_order",
         r#"{ "reason": "damaged", "cents": 1250, "order": 7 }"#,
     );
-    assert_eq!(outcome.audit.decision, "await_approval");
-    let CallDecision::AwaitApproval(proposal) = outcome.decision else {
-        panic!()
-    };
+    let key = outcome.audit.idempotency_key;
+    let lane = awaiting(outcome);
+    let proposal = lane.proposal().clone();
     assert_eq!(proposal.tool(), "refund_order");
     assert_eq!(proposal.title(), "Refund order");
     assert_eq!(proposal.risk_tier(), RiskTier::HighWrite);
@@ -541,10 +537,7 @@ fn a_proposal_carries_preview_key_and_snapshots() {
     assert_eq!(proposal.policy().resolved, ApprovalMode::RequiresApproval);
     assert_eq!(proposal.actor_id(), "admin-1");
     assert_eq!(proposal.account_id(), Some("acme"));
-    assert_eq!(
-        Some(proposal.idempotency_key()),
-        outcome.audit.idempotency_key
-    );
+    assert_eq!(Some(proposal.idempotency_key()), key);
     // Computed independently: SHA-256 of the sorted, compact JSON envelope (Python's json).
     assert_eq!(
         proposal.idempotency_key().to_string(),
@@ -553,7 +546,7 @@ fn a_proposal_carries_preview_key_and_snapshots() {
     // A proposal round-trips through serde, for a host's store.
     let stored = serde_json::to_string(&proposal).unwrap();
     assert_eq!(
-        serde_json::from_str::<cairnloop::Proposal>(&stored).unwrap(),
+        serde_json::from_str::<cairnloop::json::Proposal>(&stored).unwrap(),
         proposal
     );
 }
@@ -567,9 +560,8 @@ fn the_fallback_preview_is_structured_and_masks_secrets() {
         "internal_note",
         r#"{"ticket": 42, "body": "Called twice", "api_token": "tok-123"}"#,
     );
-    let CallDecision::AwaitApproval(proposal) = outcome.decision else {
-        panic!()
-    };
+    let lane = awaiting(outcome);
+    let proposal = lane.proposal();
     assert_eq!(proposal.preview().source(), PreviewSource::Fallback);
     assert_eq!(
         proposal.preview().text(),
@@ -602,11 +594,9 @@ fn audit_events_serialise_with_actor_tool_decision_reason_and_key() {
         json["reason"],
         "policy denied: refunds are frozen for the audit"
     );
-    assert_eq!(
-        json["idempotency_key"],
-        "4748de2c5e5535b43e795a8c312d103f5b17a6eddd21173c55002400aabb53f1"
-    );
-    let back: cairnloop::AuditEvent = serde_json::from_value(json).unwrap();
+    // A blocked call is never keyed: the key is computed only for a proposal.
+    assert_eq!(json["idempotency_key"], serde_json::Value::Null);
+    let back: cairnloop::json::AuditEvent = serde_json::from_value(json).unwrap();
     assert_eq!(back, outcome.audit);
 }
 
@@ -639,21 +629,18 @@ fn every_decision_names_its_code_as_the_audit_does() {
         ("no_such_tool", "{}", "blocked"),
     ] {
         let outcome = call(&actor, &desk, name, arguments);
-        assert_eq!(outcome.decision.code(), code);
         assert_eq!(outcome.audit.decision, code);
+        let ran_or_waits = match code {
+            "execute" => "executed",
+            "await_approval" => "awaiting_approval",
+            _ => "unknown_tool",
+        };
+        assert_eq!(outcome.outcome.code(), ran_or_waits);
     }
 }
 
 #[test]
-fn a_ready_call_and_the_governance_debug_with_what_decided() {
-    let (actor, desk) = (admin(), Desk::default());
-    let ready = ready(call(&actor, &desk, "lookup_order", r#"{"order": 1001}"#));
-    let debug = format!("{ready:?}");
-    assert!(
-        debug.starts_with(r#"ReadyCall { tool: "lookup_order", actor: "admin-1", idempotency_key: IdempotencyKey("#),
-        "{debug}"
-    );
-    assert!(debug.contains("mode: ModeResolution {"), "{debug}");
+fn the_governance_debugs_with_what_decides() {
     let governance: Governance<Desk> =
         Governance::new().with_limits(InputLimits::new().with_max_depth(4));
     assert_eq!(
@@ -670,23 +657,13 @@ fn host_limits_apply_and_depth_is_capped_at_the_parsers_limit() {
     let arguments = r#"{"order": 1001}"#;
     let small =
         Governance::new().with_limits(InputLimits::new().with_max_bytes(arguments.len() - 1));
-    let outcome = DESK.call(
-        &ToolCall::new("lookup_order", arguments),
-        &actor,
-        &desk,
-        &small,
-    );
+    let outcome = call_governed(&actor, &desk, &ToolCall::new("lookup_order", arguments), small);
     assert_eq!(
         field_errors(outcome),
         [(String::new(), "too_large".to_owned())]
     );
     let exact = Governance::new().with_limits(InputLimits::new().with_max_bytes(arguments.len()));
-    let outcome = DESK.call(
-        &ToolCall::new("lookup_order", arguments),
-        &actor,
-        &desk,
-        &exact,
-    );
+    let outcome = call_governed(&actor, &desk, &ToolCall::new("lookup_order", arguments), exact);
     assert_eq!(outcome.audit.decision, "execute");
     assert_eq!(InputLimits::new().with_max_depth(121).max_depth(), 120);
     assert_eq!(InputLimits::new().with_max_depth(120).max_depth(), 120);

@@ -1,7 +1,7 @@
-//! A small support desk: one tool per risk tier, a tool whose author forgot its policy, a
-//! tag tool loosened on the record and a tool registered for typed calls only. Shared by
-//! the examples and the integration tests.
-#![allow(dead_code, reason = "each example and test uses a part")]
+//! A small support desk, one tool per risk tier: look up an order (read-only), add an
+//! internal note (low-write), refund an order (high-write), delete a customer
+//! (destructive). Shared by the examples.
+#![allow(dead_code, reason = "each example uses a part")]
 
 use core::fmt;
 
@@ -18,7 +18,7 @@ pub struct Desk {
     pub refunds_frozen: bool,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 pub struct OrderRef {
     pub order: u32,
 }
@@ -64,7 +64,7 @@ impl Tool for LookupOrder {
     }
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Note {
     pub ticket: u32,
@@ -123,7 +123,7 @@ pub enum Reason {
     Late,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Refund {
     pub order: u32,
@@ -175,7 +175,7 @@ impl Tool for RefundOrder {
     }
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 pub struct CustomerRef {
     pub customer: u64,
 }
@@ -212,90 +212,6 @@ impl Tool for DeleteCustomer {
     }
 }
 
-/// Forgot to write a policy: denied to everyone.
-pub struct Forgotten;
-
-impl Tool for Forgotten {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "forgotten",
-        "Forgotten",
-        "Has no policy.",
-        RiskTier::ReadOnly,
-    );
-    const SCOPES: &'static [Scope] = &[];
-    type Input = OrderRef;
-    type Output = ();
-    type Error = String;
-    type Context = Desk;
-
-    fn validate(_: &OrderRef) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        unreachable!("a tool without a policy is denied to everyone")
-    }
-}
-
-/// A tag tool loosened on the record.
-pub struct TagTicket;
-
-impl Tool for TagTicket {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "tag_ticket",
-        "Tag ticket",
-        "Adds a tag to a ticket.",
-        RiskTier::LowWrite,
-    )
-    .loosen_approval(cairnloop::ApprovalMode::Auto, "tags are cosmetic");
-    const SCOPES: &'static [Scope] = &[Scope::new("tickets:write")];
-    type Input = OrderRef;
-    type Output = ();
-    type Error = String;
-    type Context = Desk;
-
-    fn validate(_: &OrderRef) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &Desk) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-/// Registered for typed calls only.
-pub struct TypedOnly;
-
-impl Tool for TypedOnly {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "typed_only",
-        "Typed only",
-        "Not by name.",
-        RiskTier::ReadOnly,
-    );
-    const SCOPES: &'static [Scope] = &[];
-    type Input = ();
-    type Output = ();
-    type Error = ();
-    type Context = Desk;
-
-    fn validate(_: &()) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &Desk) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-        Ok(())
-    }
-}
-
 /// Registers a tool for calls by name, with its input schema when MCP is on.
 #[cfg(feature = "schemars")]
 macro_rules! by_name {
@@ -315,9 +231,6 @@ pub static DESK: Registry<Desk> = Registry::new(&[
     by_name!(InternalNote),
     by_name!(RefundOrder),
     by_name!(DeleteCustomer),
-    by_name!(Forgotten),
-    by_name!(TagTicket),
-    ToolEntry::of::<TypedOnly>(),
 ]);
 
 pub const EVERY_SCOPE: &[&str] = &[

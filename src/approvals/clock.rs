@@ -17,6 +17,21 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> Option<Timestamp>;
 }
 
+/// Any function that tells the time is a clock.
+///
+/// ```
+/// use cairnloop::approvals::Clock;
+/// use cairnloop::gate::Timestamp;
+///
+/// let frozen = || Some(Timestamp::from_unix_millis(42));
+/// assert_eq!(frozen.now(), Some(Timestamp::from_unix_millis(42)));
+/// ```
+impl<F: Fn() -> Option<Timestamp> + Send + Sync> Clock for F {
+    fn now(&self) -> Option<Timestamp> {
+        self()
+    }
+}
+
 /// The system's wall clock.
 ///
 /// ```

@@ -88,6 +88,14 @@ impl<C: ?Sized> Governance<C> {
     }
 }
 
+impl<C: ?Sized> Clone for Governance<C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C: ?Sized> Copy for Governance<C> {}
+
 impl<C: ?Sized> Default for Governance<C> {
     fn default() -> Self {
         Self::new()

@@ -397,11 +397,19 @@ fn tracked_pointer(path: &serde_path_to_error::Path) -> String {
 /// Maps serde's standard messages to a stable code; a missing field's path names the field.
 fn classify(path: &serde_path_to_error::Path, message: &str) -> FieldError {
     let mut pointer = tracked_pointer(path);
-    // A missing or unknown field is reported at its parent; name the field itself.
+    // A missing field is reported at its parent (so may an unknown one be): name the
+    // field itself.
     if message.starts_with("missing field") || message.starts_with("unknown field") {
         if let Some(name) = message.split('`').nth(1) {
-            pointer.push('/');
-            push_pointer_token(&mut pointer, name);
+            let mut token = String::new();
+            push_pointer_token(&mut token, name);
+            let named = pointer
+                .strip_suffix(token.as_str())
+                .is_some_and(|parent| parent.ends_with('/'));
+            if !named {
+                pointer.push('/');
+                pointer.push_str(&token);
+            }
         }
     }
     let code = if message.starts_with("missing field") {
