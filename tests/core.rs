@@ -393,8 +393,19 @@ fn visibility_uses_scopes_and_policy_and_denies_by_default() {
             .map(|t| t.spec().name())
             .collect()
     };
-    assert_eq!(names(&ops, &on_call), ["delete_file", "read_file", "audit"]);
+    // delete_file passes its scopes and (on call) its policy, but a destructive tool is
+    // always blocked: visible means callable, so it is never listed.
+    assert_eq!(names(&ops, &on_call), ["read_file", "audit"]);
     assert_eq!(names(&ops, &off_call), ["read_file", "audit"]);
+    let delete = TOOLS.get("delete_file").unwrap();
+    assert!(matches!(
+        verdict_for(delete, &ops, &on_call, &ModePolicy::new()),
+        Verdict::Blocked(Blocked::AlwaysBlocked { .. })
+    ));
+    assert!(matches!(
+        verdict_for(delete, &ops, &off_call, &ModePolicy::new()),
+        Verdict::Blocked(Blocked::PolicyDenied { .. })
+    ));
     let reader = Actor::new("reader", &["files:read"]);
     assert_eq!(names(&reader, &on_call), ["read_file"]);
     let wildcards = Actor::new(

@@ -55,6 +55,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     /// static PING: ToolEntry<()> = ToolEntry::of::<Ping>();
     /// assert_eq!(PING.scopes(), &[]);
     /// ```
+    #[track_caller]
     #[must_use]
     pub const fn of<T: Tool<Context = C>>() -> Self {
         expect_valid(Self::check::<T>())

@@ -163,6 +163,7 @@ impl<C: ?Sized + 'static> Registry<C> {
     /// }
     /// static TOOLS: Registry<()> = Registry::new(&[ToolEntry::of::<A>(), ToolEntry::of::<B>()]);
     /// ```
+    #[track_caller]
     #[must_use]
     pub const fn new(tools: &'static [ToolEntry<C>]) -> Self {
         // Checked apart from construction: a `Result<Registry, _>` cannot be dropped in a

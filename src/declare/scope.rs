@@ -42,6 +42,7 @@ impl Scope {
     /// const NOTES: Scope = Scope::new("notes:write");
     /// assert_eq!(NOTES.to_string(), "notes:write");
     /// ```
+    #[track_caller]
     #[must_use]
     pub const fn new(name: &'static str) -> Self {
         expect_valid(Self::check(name))

@@ -74,6 +74,7 @@ impl ToolSpec {
     /// );
     /// assert_eq!(SPEC.approval_mode(), ApprovalMode::Auto);
     /// ```
+    #[track_caller]
     #[must_use]
     pub const fn new(
         name: &'static str,
@@ -145,6 +146,7 @@ impl ToolSpec {
     ///     .with_approval(ApprovalMode::RequiresApproval);
     /// assert_eq!(SPEC.approval_mode(), ApprovalMode::RequiresApproval);
     /// ```
+    #[track_caller]
     #[must_use]
     pub const fn with_approval(self, mode: ApprovalMode) -> Self {
         expect_valid(self.check_with_approval(mode))
@@ -189,6 +191,7 @@ impl ToolSpec {
     /// assert_eq!(SPEC.approval_mode(), ApprovalMode::Auto);
     /// assert_eq!(SPEC.loosened_because(), Some("tags are cosmetic and removed in one click"));
     /// ```
+    #[track_caller]
     #[must_use]
     pub const fn loosen_approval(self, mode: ApprovalMode, justification: &'static str) -> Self {
         expect_valid(self.check_loosen_approval(mode, justification))
@@ -278,6 +281,7 @@ impl ToolSpec {
     ///     .with_result_states(&["found", "not_found"]);
     /// assert_eq!(SPEC.result_states(), &["found", "not_found"]);
     /// ```
+    #[track_caller]
     #[must_use]
     pub const fn with_result_states(self, states: &'static [&'static str]) -> Self {
         expect_valid(self.check_result_states(states))

@@ -59,7 +59,9 @@ fn main() {
     assert!(TOOLS.get("lookup_order").is_some());
     assert!(TOOLS.get("Lookup_Order").is_none());
     let admin = Actor::new("admin", &["orders:read", "customers:delete"]);
-    let visible: Vec<_> = TOOLS.visible(&admin, &()).map(|t| t.spec().name()).collect();
+    let visible: Vec<_> = cairnloop::gate::visible(&TOOLS, &admin, &(), &cairnloop::ModePolicy::new())
+        .map(|t| t.spec().name())
+        .collect();
     // No policy on delete_customer: hidden even from an actor holding its scope.
     assert_eq!(visible, ["lookup_order"]);
 }
