@@ -9,8 +9,8 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
-// The layers, each built only on the ones above it in this list (`scripts/layers.sh`
-// checks it). The architecture is drawn in `docs/architecture.md`.
+// The layers, each built only on the ones listed before it (`scripts/layers.sh` checks
+// it); the README's "Layers and features" draws them.
 pub mod declare;
 pub mod gate;
 #[cfg(feature = "serde")]

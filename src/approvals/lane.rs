@@ -102,7 +102,7 @@ impl ApprovalLane {
     ///
     /// ```
     /// # fn f(lane: &cairnloop::ApprovalLane) -> bool {
-    /// lane.state() == cairnloop::LaneState::Pending
+    /// lane.state() == cairnloop::gate::LaneState::Pending
     /// # }
     /// ```
     #[must_use]
@@ -113,7 +113,7 @@ impl ApprovalLane {
     /// When the call was proposed.
     ///
     /// ```
-    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::Timestamp {
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::gate::Timestamp {
     /// lane.proposed_at()
     /// # }
     /// ```
@@ -125,7 +125,7 @@ impl ApprovalLane {
     /// From when on the lane can no longer be approved or executed.
     ///
     /// ```
-    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::Timestamp {
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::gate::Timestamp {
     /// lane.expires_at()
     /// # }
     /// ```
@@ -137,7 +137,7 @@ impl ApprovalLane {
     /// When the lane last moved.
     ///
     /// ```
-    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::Timestamp {
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> cairnloop::gate::Timestamp {
     /// lane.updated_at()
     /// # }
     /// ```
@@ -199,7 +199,7 @@ impl ApprovalLane {
 /// moved.
 ///
 /// ```
-/// # fn f(event: &cairnloop::TransitionEvent) {
+/// # fn f(event: &cairnloop::approvals::TransitionEvent) {
 /// println!("{} {:?} -> {} by {:?}", event.tool, event.from, event.to, event.by);
 /// # }
 /// ```

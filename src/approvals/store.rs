@@ -13,7 +13,7 @@ use crate::declare::IdempotencyKey;
 /// compare-and-set on the lane's version, so of two racing moves exactly one wins.
 ///
 /// ```
-/// use cairnloop::{ApprovalStore, MemoryStore};
+/// use cairnloop::approvals::{ApprovalStore, MemoryStore};
 ///
 /// fn backlog(store: &impl ApprovalStore) -> usize {
 ///     store.events().map(|events| events.len()).unwrap_or(0)
@@ -87,7 +87,7 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
 /// An in-memory [`ApprovalStore`], safe to share between threads.
 ///
 /// ```
-/// use cairnloop::{ApprovalStore, MemoryStore};
+/// use cairnloop::approvals::{ApprovalStore, MemoryStore};
 ///
 /// let store = MemoryStore::new();
 /// assert!(store.events().unwrap().is_empty());

@@ -16,7 +16,7 @@ use crate::declare::{ParseError, RiskTier};
 /// let mode: ApprovalMode = "requires_approval".parse()?;
 /// assert_eq!(mode.max(ApprovalMode::Auto), ApprovalMode::RequiresApproval);
 /// assert_eq!(mode.to_string(), "requires_approval");
-/// # Ok::<(), cairnloop::ParseError>(())
+/// # Ok::<(), cairnloop::declare::ParseError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

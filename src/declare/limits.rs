@@ -13,7 +13,7 @@
 /// integer could give two different inputs one idempotency key.
 ///
 /// ```
-/// use cairnloop::InputLimits;
+/// use cairnloop::declare::InputLimits;
 ///
 /// let limits = InputLimits::new().with_max_bytes(4096).with_max_depth(8);
 /// assert_eq!(limits.max_bytes(), 4096);
@@ -36,7 +36,7 @@ impl InputLimits {
     /// The defaults: 64 KiB, depth 32, 16 KiB per string.
     ///
     /// ```
-    /// assert_eq!(cairnloop::InputLimits::new().max_bytes(), 64 * 1024);
+    /// assert_eq!(cairnloop::declare::InputLimits::new().max_bytes(), 64 * 1024);
     /// ```
     #[must_use]
     pub const fn new() -> Self {
@@ -50,7 +50,7 @@ impl InputLimits {
     /// Sets the largest argument text, in bytes.
     ///
     /// ```
-    /// assert_eq!(cairnloop::InputLimits::new().with_max_bytes(10).max_bytes(), 10);
+    /// assert_eq!(cairnloop::declare::InputLimits::new().with_max_bytes(10).max_bytes(), 10);
     /// ```
     #[must_use]
     pub const fn with_max_bytes(self, max_bytes: usize) -> Self {
@@ -61,7 +61,7 @@ impl InputLimits {
     /// at most 120.
     ///
     /// ```
-    /// assert_eq!(cairnloop::InputLimits::new().with_max_depth(1000).max_depth(), 120);
+    /// assert_eq!(cairnloop::declare::InputLimits::new().with_max_depth(1000).max_depth(), 120);
     /// ```
     #[must_use]
     pub const fn with_max_depth(self, max_depth: usize) -> Self {
@@ -76,7 +76,7 @@ impl InputLimits {
     /// Sets the longest string or object key, in bytes.
     ///
     /// ```
-    /// assert_eq!(cairnloop::InputLimits::new().with_max_string_bytes(64).max_string_bytes(), 64);
+    /// assert_eq!(cairnloop::declare::InputLimits::new().with_max_string_bytes(64).max_string_bytes(), 64);
     /// ```
     #[must_use]
     pub const fn with_max_string_bytes(self, max_string_bytes: usize) -> Self {
@@ -89,7 +89,7 @@ impl InputLimits {
     /// The largest argument text, in bytes.
     ///
     /// ```
-    /// assert_eq!(cairnloop::InputLimits::default().max_bytes(), 65536);
+    /// assert_eq!(cairnloop::declare::InputLimits::default().max_bytes(), 65536);
     /// ```
     #[must_use]
     pub const fn max_bytes(&self) -> usize {
@@ -99,7 +99,7 @@ impl InputLimits {
     /// The deepest nesting of arrays and objects.
     ///
     /// ```
-    /// assert_eq!(cairnloop::InputLimits::default().max_depth(), 32);
+    /// assert_eq!(cairnloop::declare::InputLimits::default().max_depth(), 32);
     /// ```
     #[must_use]
     pub const fn max_depth(&self) -> usize {
@@ -109,7 +109,7 @@ impl InputLimits {
     /// The longest string or key, in bytes.
     ///
     /// ```
-    /// assert_eq!(cairnloop::InputLimits::default().max_string_bytes(), 16384);
+    /// assert_eq!(cairnloop::declare::InputLimits::default().max_string_bytes(), 16384);
     /// ```
     #[must_use]
     pub const fn max_string_bytes(&self) -> usize {

@@ -18,7 +18,7 @@ use crate::declare::{ApprovalMode, ParseError};
 /// assert_eq!(tier.as_str(), "high_write");
 /// assert_eq!(tier.derived_approval_mode(), ApprovalMode::RequiresApproval);
 /// assert!(RiskTier::ReadOnly < RiskTier::Destructive);
-/// # Ok::<(), cairnloop::ParseError>(())
+/// # Ok::<(), cairnloop::declare::ParseError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

@@ -132,7 +132,7 @@ impl<'a, T: Tool + ?Sized> Pending<'a, T> {
     /// The validated input awaiting approval.
     ///
     /// ```
-    /// # use cairnloop::{Pending, Tool};
+    /// # use cairnloop::{Tool, gate::Pending};
     /// fn show<T: Tool<Input = u32>>(pending: &Pending<'_, T>) -> u32 { *pending.input() }
     /// ```
     pub fn input(&self) -> &T::Input {
@@ -142,7 +142,7 @@ impl<'a, T: Tool + ?Sized> Pending<'a, T> {
     /// The actor the call is for.
     ///
     /// ```
-    /// # use cairnloop::{Pending, Tool};
+    /// # use cairnloop::{Tool, gate::Pending};
     /// fn who<'a, T: Tool>(pending: &Pending<'a, T>) -> &'a str { pending.actor().id() }
     /// ```
     pub fn actor(&self) -> &'a Actor<'a> {
@@ -152,7 +152,7 @@ impl<'a, T: Tool + ?Sized> Pending<'a, T> {
     /// How the approval mode was resolved.
     ///
     /// ```
-    /// # use cairnloop::{ApprovalMode, Pending, Tool};
+    /// # use cairnloop::{ApprovalMode, Tool, gate::Pending};
     /// fn mode<T: Tool>(pending: &Pending<'_, T>) -> ApprovalMode { pending.mode().resolved() }
     /// ```
     pub fn mode(&self) -> &ModeResolution {
@@ -162,7 +162,7 @@ impl<'a, T: Tool + ?Sized> Pending<'a, T> {
     /// Writes the tool's own preview of the call to `out`; `None` when the tool has none.
     ///
     /// ```
-    /// # use cairnloop::{Pending, Tool};
+    /// # use cairnloop::{Tool, gate::Pending};
     /// fn has_preview<T: Tool>(pending: &Pending<'_, T>) -> bool {
     ///     let mut sink = String::new();
     ///     pending.write_preview(&mut sink).is_some()

@@ -12,7 +12,7 @@ use core::fmt;
 /// ```
 ///
 /// ```
-/// use cairnloop::{LaneAction, LaneState};
+/// use cairnloop::gate::{LaneAction, LaneState};
 ///
 /// assert_eq!(LaneState::Pending.apply(LaneAction::Approve), Ok(LaneState::Approved));
 /// assert!(LaneState::Rejected.apply(LaneAction::Approve).is_err());
@@ -45,7 +45,7 @@ pub enum LaneState {
 /// A move of an approval lane.
 ///
 /// ```
-/// assert_eq!(cairnloop::LaneAction::Reject.as_str(), "reject");
+/// assert_eq!(cairnloop::gate::LaneAction::Reject.as_str(), "reject");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -73,7 +73,7 @@ impl LaneState {
     /// Every state.
     ///
     /// ```
-    /// assert_eq!(cairnloop::LaneState::ALL.len(), 9);
+    /// assert_eq!(cairnloop::gate::LaneState::ALL.len(), 9);
     /// ```
     pub const ALL: [Self; 9] = [
         Self::Pending,
@@ -91,9 +91,9 @@ impl LaneState {
     /// every move it does not list is an error.
     ///
     /// ```
-    /// use cairnloop::{LaneAction, LaneState};
+    /// use cairnloop::gate::{LaneAction, LaneState};
     ///
-    /// const NEXT: Result<LaneState, cairnloop::TransitionError> =
+    /// const NEXT: Result<LaneState, cairnloop::gate::TransitionError> =
     ///     LaneState::Approved.apply(LaneAction::StartExecution);
     /// assert_eq!(NEXT, Ok(LaneState::ExecutionPending));
     /// assert!(LaneState::Pending.apply(LaneAction::Succeed).is_err());
@@ -118,7 +118,7 @@ impl LaneState {
     /// Whether no move leaves this state.
     ///
     /// ```
-    /// assert!(!cairnloop::LaneState::Approved.is_terminal());
+    /// assert!(!cairnloop::gate::LaneState::Approved.is_terminal());
     /// ```
     #[must_use]
     pub const fn is_terminal(self) -> bool {
@@ -131,7 +131,7 @@ impl LaneState {
     /// The wire name, such as `execution_pending`.
     ///
     /// ```
-    /// assert_eq!(cairnloop::LaneState::ExecutionFailed.as_str(), "execution_failed");
+    /// assert_eq!(cairnloop::gate::LaneState::ExecutionFailed.as_str(), "execution_failed");
     /// ```
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -153,7 +153,7 @@ impl LaneAction {
     /// Every action.
     ///
     /// ```
-    /// assert_eq!(cairnloop::LaneAction::ALL.len(), 8);
+    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 8);
     /// ```
     pub const ALL: [Self; 8] = [
         Self::Approve,
@@ -169,7 +169,7 @@ impl LaneAction {
     /// The wire name, such as `start_execution`.
     ///
     /// ```
-    /// assert_eq!(cairnloop::LaneAction::StartExecution.as_str(), "start_execution");
+    /// assert_eq!(cairnloop::gate::LaneAction::StartExecution.as_str(), "start_execution");
     /// ```
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -201,7 +201,7 @@ impl fmt::Display for LaneAction {
 /// A move the lifecycle does not allow.
 ///
 /// ```
-/// use cairnloop::{LaneAction, LaneState};
+/// use cairnloop::gate::{LaneAction, LaneState};
 ///
 /// let err = LaneState::Executed.apply(LaneAction::StartExecution).unwrap_err();
 /// assert_eq!(err.to_string(), "cannot start_execution a lane that is executed");
@@ -217,7 +217,7 @@ impl TransitionError {
     /// The state the move was tried from.
     ///
     /// ```
-    /// # use cairnloop::{LaneAction, LaneState};
+    /// # use cairnloop::gate::{LaneAction, LaneState};
     /// let err = LaneState::Rejected.apply(LaneAction::Approve).unwrap_err();
     /// assert_eq!(err.from(), LaneState::Rejected);
     /// ```
@@ -229,7 +229,7 @@ impl TransitionError {
     /// The move that was tried.
     ///
     /// ```
-    /// # use cairnloop::{LaneAction, LaneState};
+    /// # use cairnloop::gate::{LaneAction, LaneState};
     /// let err = LaneState::Rejected.apply(LaneAction::Approve).unwrap_err();
     /// assert_eq!(err.action(), LaneAction::Approve);
     /// ```

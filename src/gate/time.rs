@@ -5,7 +5,7 @@ use core::fmt;
 /// system clock.
 ///
 /// ```
-/// use cairnloop::{Timestamp, Ttl};
+/// use cairnloop::gate::{Timestamp, Ttl};
 ///
 /// let proposed = Timestamp::from_unix_millis(1_000);
 /// assert_eq!(proposed.checked_add(Ttl::from_secs(1)), Some(Timestamp::from_unix_millis(2_000)));
@@ -20,7 +20,7 @@ impl Timestamp {
     /// The time `millis` milliseconds after the Unix epoch.
     ///
     /// ```
-    /// assert_eq!(cairnloop::Timestamp::from_unix_millis(5).unix_millis(), 5);
+    /// assert_eq!(cairnloop::gate::Timestamp::from_unix_millis(5).unix_millis(), 5);
     /// ```
     #[must_use]
     pub const fn from_unix_millis(millis: u64) -> Self {
@@ -30,7 +30,7 @@ impl Timestamp {
     /// Milliseconds since the Unix epoch.
     ///
     /// ```
-    /// assert_eq!(cairnloop::Timestamp::from_unix_millis(7).unix_millis(), 7);
+    /// assert_eq!(cairnloop::gate::Timestamp::from_unix_millis(7).unix_millis(), 7);
     /// ```
     #[must_use]
     pub const fn unix_millis(self) -> u64 {
@@ -40,7 +40,7 @@ impl Timestamp {
     /// `self + ttl`, or `None` when it would overflow.
     ///
     /// ```
-    /// use cairnloop::{Timestamp, Ttl};
+    /// use cairnloop::gate::{Timestamp, Ttl};
     /// assert_eq!(Timestamp::from_unix_millis(0).checked_add(Ttl::from_millis(3)), Some(Timestamp::from_unix_millis(3)));
     /// ```
     #[must_use]
@@ -55,7 +55,7 @@ impl Timestamp {
     /// `None`, never a wrapped value.
     ///
     /// ```
-    /// assert!(cairnloop::Timestamp::now().is_some());
+    /// assert!(cairnloop::gate::Timestamp::now().is_some());
     /// ```
     #[cfg(feature = "std")]
     #[must_use]
@@ -77,7 +77,7 @@ impl fmt::Display for Timestamp {
 /// otherwise.
 ///
 /// ```
-/// use cairnloop::Ttl;
+/// use cairnloop::gate::Ttl;
 ///
 /// assert_eq!(Ttl::DEFAULT, Ttl::from_secs(48 * 60 * 60));
 /// assert_eq!(Ttl::from_secs(u64::MAX).as_millis(), u64::MAX); // saturates, never wraps
@@ -94,7 +94,7 @@ impl Ttl {
     /// A time to live in milliseconds.
     ///
     /// ```
-    /// assert_eq!(cairnloop::Ttl::from_millis(1500).as_millis(), 1500);
+    /// assert_eq!(cairnloop::gate::Ttl::from_millis(1500).as_millis(), 1500);
     /// ```
     #[must_use]
     pub const fn from_millis(millis: u64) -> Self {
@@ -104,7 +104,7 @@ impl Ttl {
     /// A time to live in seconds (saturating at `u64::MAX` milliseconds).
     ///
     /// ```
-    /// assert_eq!(cairnloop::Ttl::from_secs(2).as_millis(), 2000);
+    /// assert_eq!(cairnloop::gate::Ttl::from_secs(2).as_millis(), 2000);
     /// ```
     #[must_use]
     pub const fn from_secs(secs: u64) -> Self {
@@ -114,7 +114,7 @@ impl Ttl {
     /// The time to live in milliseconds.
     ///
     /// ```
-    /// assert_eq!(cairnloop::Ttl::DEFAULT.as_millis(), 172_800_000);
+    /// assert_eq!(cairnloop::gate::Ttl::DEFAULT.as_millis(), 172_800_000);
     /// ```
     #[must_use]
     pub const fn as_millis(self) -> u64 {

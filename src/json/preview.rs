@@ -13,7 +13,7 @@ use crate::gate::ModeResolution;
 /// spec and the input, with secret-looking values masked.
 ///
 /// ```
-/// use cairnloop::{Preview, PreviewSource};
+/// use cairnloop::json::{Preview, PreviewSource};
 ///
 /// let preview = Preview::new("Refund 12.50 EUR to order 7", PreviewSource::Tool);
 /// assert_eq!(preview.text(), "Refund 12.50 EUR to order 7");
@@ -28,7 +28,7 @@ pub struct Preview {
 /// Who wrote a [`Preview`].
 ///
 /// ```
-/// assert_eq!(cairnloop::PreviewSource::Fallback, cairnloop::PreviewSource::Fallback);
+/// assert_eq!(cairnloop::json::PreviewSource::Fallback, cairnloop::json::PreviewSource::Fallback);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,7 +43,7 @@ impl Preview {
     /// A preview with the given text.
     ///
     /// ```
-    /// let preview = cairnloop::Preview::new("Delete 3 files", cairnloop::PreviewSource::Tool);
+    /// let preview = cairnloop::json::Preview::new("Delete 3 files", cairnloop::json::PreviewSource::Tool);
     /// assert_eq!(preview.to_string(), "Delete 3 files");
     /// ```
     #[must_use]
@@ -57,7 +57,7 @@ impl Preview {
     /// The text.
     ///
     /// ```
-    /// assert_eq!(cairnloop::Preview::new("x", cairnloop::PreviewSource::Tool).text(), "x");
+    /// assert_eq!(cairnloop::json::Preview::new("x", cairnloop::json::PreviewSource::Tool).text(), "x");
     /// ```
     #[must_use]
     pub fn text(&self) -> &str {
@@ -67,7 +67,7 @@ impl Preview {
     /// Who wrote it.
     ///
     /// ```
-    /// use cairnloop::{Preview, PreviewSource};
+    /// use cairnloop::json::{Preview, PreviewSource};
     /// assert_eq!(Preview::new("x", PreviewSource::Fallback).source(), PreviewSource::Fallback);
     /// ```
     #[must_use]
@@ -81,7 +81,7 @@ impl Preview {
     /// cookie, in any case) masked.
     ///
     /// ```
-    /// use cairnloop::{Actor, ModePolicy, Preview, RiskTier, Scope, ToolSpec};
+    /// use cairnloop::{Actor, ModePolicy, RiskTier, Scope, ToolSpec, json::Preview};
     /// use serde_json::json;
     ///
     /// let spec = ToolSpec::new("rotate", "Rotate credentials", "Rotates.", RiskTier::HighWrite);

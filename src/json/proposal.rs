@@ -11,12 +11,13 @@ use crate::json::{Preview, PreviewSource, canonical_json};
 /// resolved, which source decided, and the justification of a loosened spec.
 ///
 /// ```
-/// use cairnloop::{Actor, ApprovalMode, ModePolicy, PolicySnapshot, RiskTier, ToolSpec};
+/// use cairnloop::{Actor, ApprovalMode, ModePolicy, RiskTier, ToolSpec, json::PolicySnapshot};
 ///
 /// let spec = ToolSpec::new("note", "Note", "Adds a note.", RiskTier::LowWrite);
 /// let mode = ModePolicy::<()>::new().resolve(&spec, &Actor::new("a", &[]), &());
-/// let snapshot = PolicySnapshot::from(mode);
+/// let snapshot = PolicySnapshot::new(&mode, ApprovalMode::Auto);
 /// assert_eq!(snapshot.resolved, ApprovalMode::RequiresApproval);
+/// assert_eq!(snapshot.host_floor, ApprovalMode::Auto);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
@@ -35,8 +36,9 @@ pub struct PolicySnapshot {
 
 impl PolicySnapshot {
     /// The policy of a call whose mode resolved as `mode`, under a host floor of
-    /// `host_floor` for its tier.
-    pub(crate) fn new(mode: &ModeResolution, host_floor: ApprovalMode) -> Self {
+    /// `host_floor` for its tier (see the type's example).
+    #[must_use]
+    pub fn new(mode: &ModeResolution, host_floor: ApprovalMode) -> Self {
         Self {
             declared: mode.declared(),
             resolved: mode.resolved(),
@@ -238,7 +240,7 @@ impl Proposal {
     /// What the approver reads.
     ///
     /// ```
-    /// # fn f(p: &cairnloop::json::Proposal) -> &cairnloop::Preview {
+    /// # fn f(p: &cairnloop::json::Proposal) -> &cairnloop::json::Preview {
     /// p.preview()
     /// # }
     /// ```

@@ -17,7 +17,7 @@ pub const META_APPROVAL_MODE: &str = "io.cairnloop/approval_mode";
 /// carrying a broken entry.
 ///
 /// ```
-/// let err = cairnloop::ProjectionError::NoSchema { tool: "ping" };
+/// let err = cairnloop::mcp::ProjectionError::NoSchema { tool: "ping" };
 /// assert_eq!(err.to_string(), "tool ping has no input schema: register it with ToolEntry::mcp");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -54,7 +54,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     /// ```
     /// use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
     ///
-    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
     /// struct Order { order: u32 }
     ///
     /// struct LookupOrder;
@@ -72,8 +72,8 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     /// assert_eq!(tool["annotations"]["idempotentHint"], true);
     /// assert_eq!(tool["inputSchema"]["required"], serde_json::json!(["order"]));
     /// assert_eq!(tool["inputSchema"]["additionalProperties"], false);
-    /// assert_eq!(tool["_meta"]["cairnloop/riskTier"], "read_only");
-    /// # Ok::<(), cairnloop::ProjectionError>(())
+    /// assert_eq!(tool["_meta"]["io.cairnloop/risk_tier"], "read_only");
+    /// # Ok::<(), cairnloop::mcp::ProjectionError>(())
     /// ```
     pub fn mcp_tool(&self) -> Result<Value, ProjectionError> {
         let spec = self.spec();

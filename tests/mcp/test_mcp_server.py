@@ -70,7 +70,7 @@ def test_annotations_are_explicit_and_honest():
         hints = tools[name].annotations
         assert (hints.read_only_hint, hints.destructive_hint) == (read_only, destructive), name
         assert (hints.idempotent_hint, hints.open_world_hint) == (idempotent, open_world), name
-        assert tools[name].meta == {"cairnloop/riskTier": tier, "cairnloop/approvalMode": mode}
+        assert tools[name].meta == {"io.cairnloop/risk_tier": tier, "io.cairnloop/approval_mode": mode}
         schema = tools[name].input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False, name
     assert sorted(tools["refund_order"].input_schema["required"]) == ["cents", "order", "reason"]
