@@ -222,3 +222,124 @@ fn hex_display_debug_and_serde_spell_the_same_digits() {
         key
     );
 }
+
+/// A key is computed only where it is needed: for a proposal, or when a tool asks for
+/// its run key. The input's `Serialize`, which every key computation goes through,
+/// counts how often it is called.
+mod computed_only_when_needed {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use cairnloop::approvals::{AuditRecord, TypedOutcome};
+    use cairnloop::{
+        Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial,
+        Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+    };
+    use serde::ser::SerializeStruct;
+
+    static SERIALIZED: AtomicUsize = AtomicUsize::new(0);
+
+    #[derive(serde::Deserialize)]
+    struct Counted {
+        n: u32,
+    }
+
+    impl serde::Serialize for Counted {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            SERIALIZED.fetch_add(1, Ordering::SeqCst);
+            let mut s = serializer.serialize_struct("Counted", 1)?;
+            s.serialize_field("n", &self.n)?;
+            s.end()
+        }
+    }
+
+    macro_rules! counted_tool {
+        ($tool:ident, $name:literal, $tier:expr, asks_key: $asks:literal) => {
+            struct $tool;
+            impl Tool for $tool {
+                const SPEC: ToolSpec = ToolSpec::new($name, "Counted", "Counts.", $tier);
+                const SCOPES: &'static [Scope] = &[Scope::new("count:use")];
+                type Input = Counted;
+                type Output = Option<String>;
+                type Error = String;
+                type Context = ();
+                fn validate(_: &Counted) -> Result<(), InputErrors> {
+                    Ok(())
+                }
+                fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+                    Ok(())
+                }
+                async fn run(call: Invocation<'_, Self>) -> Result<Option<String>, String> {
+                    Ok(if $asks {
+                        call.run_key().map(|key| key.to_string())
+                    } else {
+                        None
+                    })
+                }
+            }
+        };
+    }
+
+    counted_tool!(CountRead, "count_read", RiskTier::ReadOnly, asks_key: false);
+    counted_tool!(CountKeyed, "count_keyed", RiskTier::ReadOnly, asks_key: true);
+    counted_tool!(CountWrite, "count_write", RiskTier::LowWrite, asks_key: false);
+
+    static COUNTED: Registry<()> = Registry::new(&[
+        ToolEntry::json::<CountRead>(),
+        ToolEntry::json::<CountKeyed>(),
+        ToolEntry::json::<CountWrite>(),
+    ]);
+
+    fn serialized_during<T>(f: impl FnOnce() -> T) -> (T, usize) {
+        let before = SERIALIZED.load(Ordering::SeqCst);
+        let result = f();
+        (result, SERIALIZED.load(Ordering::SeqCst) - before)
+    }
+
+    #[test]
+    fn a_call_that_runs_at_once_or_is_blocked_computes_no_key() {
+        let governor = Governor::new(&COUNTED);
+        let actor = Actor::new("agent-7", &["count:use"]);
+        let call = |name: &str, args: &str| {
+            pollster::block_on(governor.call(&ToolCall::new(name, args), &actor, &())).unwrap()
+        };
+
+        // By name, executed at once: no key, and none in its decision record.
+        let (outcome, count) = serialized_during(|| call("count_read", r#"{"n": 1}"#));
+        assert_eq!((outcome, count), (Outcome::Executed(serde_json::Value::Null), 0));
+        let Some(AuditRecord::Decision(record)) = governor.events().unwrap().pop() else {
+            panic!("a decision record")
+        };
+        assert_eq!((record.decision.as_str(), record.idempotency_key), ("execute", None));
+
+        // Typed, executed at once: no key.
+        let (outcome, count) = serialized_during(|| {
+            pollster::block_on(governor.call_typed::<CountRead>(Counted { n: 2 }, &actor, &()))
+        });
+        assert!(matches!(outcome, Ok(TypedOutcome::Executed(None))));
+        assert_eq!(count, 0);
+
+        // Blocked: no key.
+        let stranger = Actor::new("stranger", &[]);
+        let (outcome, count) = serialized_during(|| {
+            let call = ToolCall::new("count_read", r#"{"n": 3}"#);
+            pollster::block_on(governor.call(&call, &stranger, &())).unwrap()
+        });
+        assert_eq!((outcome.code(), count), ("scope_missing", 0));
+
+        // A proposal: the key, computed once.
+        let (outcome, count) = serialized_during(|| call("count_write", r#"{"n": 4}"#));
+        assert_eq!((outcome.code(), count), ("awaiting_approval", 1));
+
+        // A tool that asks for its run key gets the key of its call, computed then.
+        let (outcome, count) = serialized_during(|| call("count_keyed", r#"{"n": 5}"#));
+        let expected = IdempotencyKey::for_call(
+            "count_keyed",
+            &serde_json::json!({"n": 5}),
+            Some("agent-7"),
+            None,
+            None,
+        );
+        assert_eq!(outcome, Outcome::Executed(serde_json::json!(expected.to_string())));
+        assert_eq!(count, 1);
+    }
+}

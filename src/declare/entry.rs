@@ -192,16 +192,16 @@ impl<C: ?Sized + 'static> fmt::Debug for ToolEntry<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Registry;
+    use crate::declare::Registry;
     use crate::declare::MAX_TOOLS;
-    use crate::{InputErrors, Invocation};
+    use crate::declare::{InputErrors, Invocation};
     use std::format;
 
     struct Card;
 
     impl Tool for Card {
         const SPEC: ToolSpec =
-            ToolSpec::new("card", "Card", "Has a UI.", crate::RiskTier::ReadOnly);
+            ToolSpec::new("card", "Card", "Has a UI.", crate::declare::RiskTier::ReadOnly);
         const SCOPES: &'static [Scope] = &[Scope::new("cards:read")];
         type Input = ();
         type Output = ();
@@ -239,7 +239,7 @@ mod tests {
             "a_tool_name_of_exactly_sixty_four_characters_which_is_the_limit_",
             "Longest",
             "Has the longest name.",
-            crate::RiskTier::ReadOnly,
+            crate::declare::RiskTier::ReadOnly,
         );
         const SCOPES: &'static [Scope] = &[];
         type Input = ();

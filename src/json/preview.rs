@@ -234,7 +234,8 @@ fn escape_invisible(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Actor, ModePolicy, RiskTier};
+    use crate::declare::{Actor, RiskTier};
+    use crate::gate::ModePolicy;
 
     fn rows(input: Value) -> String {
         let spec = ToolSpec::new("t", "T", "D.", RiskTier::LowWrite);

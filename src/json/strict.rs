@@ -259,7 +259,7 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// Decodes the parsed arguments into `T`, reporting every field error rather than the
-/// first. A valid input decodes in one pass. An invalid one is decoded again with each
+/// first, in path order. A valid input decodes in one pass. An invalid one is decoded again with each
 /// offending field taken out, until a pass finds nothing new: serde stops at the first
 /// error of a pass, and this way a model that sends three bad fields learns of all three.
 pub(crate) fn decode<T: DeserializeOwned>(mut arguments: Value) -> Result<T, InputErrors> {
@@ -296,6 +296,8 @@ pub(crate) fn decode<T: DeserializeOwned>(mut arguments: Value) -> Result<T, Inp
             break;
         }
     }
+    // One order whatever the passes found first: by path.
+    found.sort_by(|a, b| a.path().cmp(b.path()));
     let mut errors = InputErrors::new();
     for field in found {
         errors.push(field);

@@ -130,7 +130,28 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         self.scopes.iter().map(String::as_str).collect()
     }
 
-    async fn answer(&self, name: &str, arguments: &str) -> Result<CallToolResult, ErrorData> {
+    /// Answers a `tools/call` of `name` whose arguments are the JSON text `arguments`, as
+    /// the handler does for a transport's request: through the governor, which records
+    /// the decision in its audit trail before this returns.
+    ///
+    /// # Errors
+    ///
+    /// The protocol error for an unknown tool (`-32602`); every other outcome is a result.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry, mcp::McpServer};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7");
+    /// let answer = pollster::block_on(server.call_tool_text("drop_tables", "{}"));
+    /// assert_eq!(answer.unwrap_err().code.0, -32602);
+    /// assert_eq!(server.governor().events().unwrap().len(), 1); // the decision, recorded
+    /// ```
+    pub async fn call_tool_text(
+        &self,
+        name: &str,
+        arguments: &str,
+    ) -> Result<CallToolResult, ErrorData> {
         let scopes = self.scopes();
         let actor = self.actor(&scopes);
         let call = ToolCall::new(name, arguments);
@@ -232,6 +253,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
-        self.answer(&request.name, &arguments).await.map(Into::into)
+        self.call_tool_text(&request.name, &arguments)
+            .await
+            .map(Into::into)
     }
 }

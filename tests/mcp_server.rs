@@ -1,0 +1,80 @@
+//! The MCP server goes through the governor: what it answers, and that every call's
+//! decision reaches the governor's audit sink.
+#![cfg(feature = "rmcp")]
+
+#[path = "fixtures/calls.rs"]
+mod calls;
+#[path = "fixtures/desk.rs"]
+mod desk;
+
+use std::sync::Arc;
+
+use cairnloop::Governor;
+use cairnloop::approvals::AuditRecord;
+use cairnloop::mcp::McpServer;
+use calls::Collect;
+use desk::{DESK, Desk};
+
+#[test]
+fn every_mcp_call_reaches_the_audit_sink() {
+    let sink = Arc::new(Collect::default());
+    let governor = Arc::new(Governor::new(&DESK).with_audit_sink(Arc::clone(&sink)));
+    let server = McpServer::new(Arc::clone(&governor), Desk::default(), "agent-7")
+        .with_account("acme")
+        .with_scopes(["orders:read", "tickets:write"]);
+    let calls = [
+        ("lookup_order", r#"{"order": 1001}"#),
+        ("internal_note", r#"{"ticket": 4, "body": "Called."}"#),
+        ("refund_order", r#"{"order": 1, "cents": 5, "reason": "late"}"#),
+        ("lookup_order", r#"{"order": "x"}"#),
+        ("no_such_tool", "{}"),
+    ];
+    for (name, arguments) in calls {
+        let _ = pollster::block_on(server.call_tool_text(name, arguments));
+    }
+    let decisions: Vec<(String, String)> = sink
+        .decisions()
+        .into_iter()
+        .map(|event| (event.tool, event.code.unwrap_or(event.decision)))
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("lookup_order", "execute"),
+            ("internal_note", "await_approval"),
+            ("refund_order", "scope_missing"),
+            ("lookup_order", "needs_input"),
+            ("no_such_tool", "unknown_tool"),
+        ]
+        .map(|(tool, code)| (tool.to_owned(), code.to_owned()))
+    );
+    // The proposal's lane was opened, and its opening is in the sink too.
+    let opened = sink
+        .records()
+        .iter()
+        .filter(|record| matches!(record, AuditRecord::Transition(_)))
+        .count();
+    assert_eq!(opened, 1);
+}
+
+#[test]
+fn results_say_what_the_governor_decided() {
+    let governor = Arc::new(Governor::new(&DESK));
+    let server = McpServer::new(governor, Desk::default(), "agent-7")
+        .with_account("acme")
+        .with_scopes(["orders:read", "tickets:write"]);
+    let ran = pollster::block_on(server.call_tool_text("lookup_order", r#"{"order": 1001}"#)).unwrap();
+    assert_eq!(ran.is_error, Some(false));
+    let waits = pollster::block_on(server.call_tool_text(
+        "internal_note",
+        r#"{"ticket": 4, "body": "Called."}"#,
+    ))
+    .unwrap();
+    let body = waits.structured_content.unwrap();
+    assert_eq!(body["status"], "awaiting_approval");
+    let blocked = pollster::block_on(server.call_tool_text("lookup_order", r#"{"order": 1, "order": 2}"#)).unwrap();
+    assert_eq!(blocked.is_error, Some(true));
+    assert_eq!(blocked.structured_content.unwrap()["code"], "needs_input");
+    let unknown = pollster::block_on(server.call_tool_text("Lookup_Order", "{}")).unwrap_err();
+    assert_eq!(unknown.code.0, -32602);
+}
