@@ -2,11 +2,12 @@
 //! *execute* only for a known auto tool with an object for arguments.
 #![no_main]
 
-#[path = "../../examples/desk/mod.rs"]
+#[path = "../../tests/fixtures/desk.rs"]
 #[allow(dead_code, unused_macros)]
 mod desk;
 
-use cairnloop::{Actor, CallDecision, Governance, ToolCall};
+use cairnloop::approvals::DiscardAudit;
+use cairnloop::{Actor, Governor, Outcome, ToolCall};
 use desk::{DESK, Desk};
 use libfuzzer_sys::fuzz_target;
 
@@ -21,8 +22,11 @@ fuzz_target!(|data: &[u8]| {
     let scopes: Vec<&str> = all.iter().enumerate().filter(|(i, _)| grants & (1 << i) != 0).map(|(_, s)| *s).collect();
     let actor = Actor::new("admin-1", &scopes).with_account("acme");
     let desk = Desk::default();
-    let outcome = DESK.call(&ToolCall::new(&name, &arguments), &actor, &desk, &Governance::new());
-    if let CallDecision::Execute(_) = outcome.decision {
+    // A fresh governor per input, and a sink that discards: the store stays small.
+    let governor = Governor::new(&DESK).with_audit_sink(DiscardAudit);
+    let call = ToolCall::new(&name, &arguments);
+    let outcome = pollster::block_on(governor.call(&call, &actor, &desk)).expect("a memory store records");
+    if let Outcome::Executed(_) | Outcome::Failed(_) = outcome {
         assert!(matches!(name.as_ref(), "lookup_order" | "tag_ticket"), "executed {name:?}");
         assert!(serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&arguments).is_ok());
     }

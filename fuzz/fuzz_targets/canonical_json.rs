@@ -2,7 +2,7 @@
 //! point.
 #![no_main]
 
-use cairnloop::canonical_json;
+use cairnloop::json::canonical_json;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -1,0 +1,1 @@
+//! Nothing here: the crate exists for its benchmark, `governance.rs`.
