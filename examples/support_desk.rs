@@ -214,8 +214,9 @@ pub fn run_demo() -> Vec<Record> {
     ];
     let mut queue: Vec<(IdempotencyKey, &Actor<'_>, &str, &str)> = Vec::new();
     for (actor, kind, name, arguments) in script {
-        let outcome = pollster::block_on(governor.call(&ToolCall::new(name, arguments), actor, &desk))
-            .expect("a memory store records every decision");
+        let outcome =
+            pollster::block_on(governor.call(&ToolCall::new(name, arguments), actor, &desk))
+                .expect("a memory store records every decision");
         let detail = match outcome {
             Outcome::Executed(output) => {
                 records.push(Record::Ran {
@@ -329,7 +330,12 @@ pub fn run_demo() -> Vec<Record> {
         (refund, refund.1, "execute as approved", at(2, 1)),
         (refund, refund.1, "execute again (replay)", at(2, 2)),
         (note, note.1, "execute as approved", at(2, 3)),
-        (big_refund, big_refund.1, "execute a rejected call", at(2, 4)),
+        (
+            big_refund,
+            big_refund.1,
+            "execute a rejected call",
+            at(2, 4),
+        ),
     ];
     for (lane, actor, what, now) in executions {
         clock.set(now);

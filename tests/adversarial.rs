@@ -288,8 +288,14 @@ mod approvals {
     fn replay_another_actor_and_self_approval() {
         let (governor, clock, key) = proposed();
         clock.set(at(1));
-        assert_eq!(governor.approve(&key, "admin-1"), Err(ApprovalError::SelfApproval));
-        assert_eq!(governor.approve(&key, "ADMIN-1"), Err(ApprovalError::SelfApproval));
+        assert_eq!(
+            governor.approve(&key, "admin-1"),
+            Err(ApprovalError::SelfApproval)
+        );
+        assert_eq!(
+            governor.approve(&key, "ADMIN-1"),
+            Err(ApprovalError::SelfApproval)
+        );
         clock.set(at(2));
         governor.approve(&key, "lead").unwrap();
         let intruder = Actor::new("intruder", EVERY_SCOPE).with_account("acme");
@@ -351,7 +357,10 @@ mod approvals {
         let (governor, clock, _) = proposed();
         let ghost = IdempotencyKey::from_bytes([0; 32]);
         clock.set(at(1));
-        assert_eq!(governor.approve(&ghost, "lead"), Err(ApprovalError::UnknownLane));
+        assert_eq!(
+            governor.approve(&ghost, "lead"),
+            Err(ApprovalError::UnknownLane)
+        );
         assert_eq!(
             execute(&governor, &clock, &ghost, &admin(), at(1)),
             Err(ApprovalError::UnknownLane)
@@ -368,10 +377,14 @@ mod approvals {
         forged["proposal"]["tool"] = "delete_customer".into();
         forged["proposal"]["input"] = r#"{"customer":9}"#.into();
         let forged: ApprovalLane = serde_json::from_value(forged).unwrap();
-        let opened = governor.events().unwrap().into_iter().find_map(|record| match record {
-            cairnloop::approvals::AuditRecord::Transition(event) => Some(event),
-            cairnloop::approvals::AuditRecord::Decision(_) => None,
-        });
+        let opened = governor
+            .events()
+            .unwrap()
+            .into_iter()
+            .find_map(|record| match record {
+                cairnloop::approvals::AuditRecord::Transition(event) => Some(event),
+                cairnloop::approvals::AuditRecord::Decision(_) => None,
+            });
         let store = std::sync::Arc::new(MemoryStore::new());
         store.insert(forged, opened.unwrap()).unwrap();
         let clock = ManualClock::new(at(1));

@@ -7,15 +7,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use cairnloop::approvals::{
-    ApprovalConfig, ApprovalStore, AuditRecord, BoundField, Invalidation, ManualClock,
-    MemoryStore, StoreError, TransitionEvent, TypedOutcome,
+    ApprovalConfig, ApprovalStore, AuditRecord, BoundField, Invalidation, ManualClock, MemoryStore,
+    StoreError, TransitionEvent, TypedOutcome,
 };
 use cairnloop::gate::{LaneAction, LaneState, Timestamp, Ttl};
 use cairnloop::json::Proposal;
 use cairnloop::{
-    Actor, ApprovalError, ApprovalMode, Blocked, Governance, Governor, IdempotencyKey,
-    InputErrors, Invocation, ModePolicy, Outcome, PolicyDenial, Registry, RiskTier, Scope, Tool,
-    ToolCall, ToolEntry, ToolSpec,
+    Actor, ApprovalError, ApprovalMode, Blocked, Governance, Governor, IdempotencyKey, InputErrors,
+    Invocation, ModePolicy, Outcome, PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall,
+    ToolEntry, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
 
@@ -134,7 +134,11 @@ impl Bench {
         Self::with(&LAB, Governance::new(), ApprovalConfig::new())
     }
 
-    fn with(registry: &'static Registry<Lab>, governance: Governance<Lab>, config: ApprovalConfig) -> Self {
+    fn with(
+        registry: &'static Registry<Lab>,
+        governance: Governance<Lab>,
+        config: ApprovalConfig,
+    ) -> Self {
         Self::over(Arc::new(MemoryStore::new()), registry, governance, config)
     }
 
@@ -185,7 +189,11 @@ impl Bench {
         pollster::block_on(self.at(now).execute(key, actor, &self.lab))
     }
 
-    fn execute(&self, key: &IdempotencyKey, now: Timestamp) -> Result<serde_json::Value, ApprovalError> {
+    fn execute(
+        &self,
+        key: &IdempotencyKey,
+        now: Timestamp,
+    ) -> Result<serde_json::Value, ApprovalError> {
         self.execute_as(key, &agent(), now)
     }
 
@@ -277,8 +285,12 @@ fn a_pending_rejected_or_deferred_lane_never_executes() {
     let rejected = bench.propose(r#"{"to": "X", "cents": 1}"#, T0);
     let deferred = bench.propose(r#"{"to": "Y", "cents": 1}"#, T0);
     let governor = bench.at(at(1));
-    governor.reject(&rejected, "supervisor", "unknown payee").unwrap();
-    governor.defer(&deferred, "supervisor", "ask the customer first").unwrap();
+    governor
+        .reject(&rejected, "supervisor", "unknown payee")
+        .unwrap();
+    governor
+        .defer(&deferred, "supervisor", "ask the customer first")
+        .unwrap();
     for key in [pending, rejected, deferred] {
         let result = bench.execute(&key, at(2));
         assert!(
@@ -349,7 +361,11 @@ fn four_eyes_unless_the_host_opts_in() {
     // Another person may approve.
     assert!(bench.at(at(2)).approve(&key, "agent-8").is_ok());
 
-    let lenient = Bench::with(&LAB, Governance::new(), ApprovalConfig::new().allowing_self_approval());
+    let lenient = Bench::with(
+        &LAB,
+        Governance::new(),
+        ApprovalConfig::new().allowing_self_approval(),
+    );
     assert!(lenient.governor.config().allows_self_approval());
     let key = lenient.propose(ARGS, T0);
     let approved = lenient.at(at(1)).approve(&key, "Agent-7").unwrap();
@@ -497,16 +513,23 @@ fn a_backward_clock_an_unavailable_one_and_overflowing_time_fail_closed() {
 
     let late = Bench::new();
     let call = ToolCall::new("send_money", ARGS);
-    let result = pollster::block_on(
-        late.at(Timestamp::from_unix_millis(u64::MAX - 1))
-            .call(&call, &agent(), &late.lab),
-    );
+    let result = pollster::block_on(late.at(Timestamp::from_unix_millis(u64::MAX - 1)).call(
+        &call,
+        &agent(),
+        &late.lab,
+    ));
     assert_eq!(result, Err(ApprovalError::TimeOverflow));
 
     let stopped = Governor::new(&LAB).with_clock(|| None::<Timestamp>);
     let result = pollster::block_on(stopped.call(&call, &agent(), &late.lab));
     assert_eq!(result, Err(ApprovalError::ClockUnavailable));
-    assert!(stopped.events().unwrap().iter().all(|record| matches!(record, AuditRecord::Decision(_))));
+    assert!(
+        stopped
+            .events()
+            .unwrap()
+            .iter()
+            .all(|record| matches!(record, AuditRecord::Decision(_)))
+    );
 }
 
 #[test]
@@ -540,7 +563,12 @@ fn revalidation_invalidates_a_tool_tightened_or_removed() {
     ];
     for (registry, governance, expected) in cases {
         let store = Arc::new(MemoryStore::new());
-        let before = Bench::over(Arc::clone(&store), &LAB, Governance::new(), ApprovalConfig::new());
+        let before = Bench::over(
+            Arc::clone(&store),
+            &LAB,
+            Governance::new(),
+            ApprovalConfig::new(),
+        );
         let key = before.propose(ARGS, T0);
         before.at(at(1)).approve(&key, "supervisor").unwrap();
         let after = Bench::over(store, registry, governance, ApprovalConfig::new());
@@ -593,8 +621,16 @@ mod redeployed {
         };
     }
 
-    post_note!(PostNote, RiskTier::LowWrite, &[Scope::new("payments:write")]);
-    post_note!(PostNoteRaised, RiskTier::HighWrite, &[Scope::new("payments:write")]);
+    post_note!(
+        PostNote,
+        RiskTier::LowWrite,
+        &[Scope::new("payments:write")]
+    );
+    post_note!(
+        PostNoteRaised,
+        RiskTier::HighWrite,
+        &[Scope::new("payments:write")]
+    );
     post_note!(
         PostNoteScoped,
         RiskTier::LowWrite,
@@ -613,7 +649,12 @@ fn approve_then_redeploy(
     actor: &Actor<'_>,
 ) -> (Result<serde_json::Value, ApprovalError>, LaneState, usize) {
     let store = Arc::new(MemoryStore::new());
-    let first = Bench::over(Arc::clone(&store), &redeployed::FIRST, Governance::new(), ApprovalConfig::new());
+    let first = Bench::over(
+        Arc::clone(&store),
+        &redeployed::FIRST,
+        Governance::new(),
+        ApprovalConfig::new(),
+    );
     let key = first.propose_tool("post_note", ARGS, T0);
     first.at(at(1)).approve(&key, "supervisor").unwrap();
     let second = Bench::over(store, later, Governance::new(), ApprovalConfig::new());
@@ -674,7 +715,12 @@ fn revalidation_invalidates_when_the_policy_in_force_changed() {
     let before = Bench::over(Arc::clone(&store), &LAB, strict, ApprovalConfig::new());
     let key = before.propose_tool("tag_ticket", ARGS, T0);
     before.at(at(1)).approve(&key, "supervisor").unwrap();
-    let after = Bench::over(Arc::clone(&store), &LAB, Governance::new(), ApprovalConfig::new());
+    let after = Bench::over(
+        Arc::clone(&store),
+        &LAB,
+        Governance::new(),
+        ApprovalConfig::new(),
+    );
     let result = after.execute(&key, at(2));
     assert_eq!(
         result,
@@ -704,7 +750,11 @@ fn a_typed_call_that_awaits_approval_is_approved_and_executed_through_the_govern
         to: "DE02 1203".into(),
         cents: 5000,
     };
-    let outcome = pollster::block_on(bench.at(T0).call_typed::<SendMoney>(transfer, &agent(), &bench.lab));
+    let outcome = pollster::block_on(bench.at(T0).call_typed::<SendMoney>(
+        transfer,
+        &agent(),
+        &bench.lab,
+    ));
     let Ok(TypedOutcome::AwaitingApproval(lane)) = outcome else {
         panic!("expected a proposal, got {outcome:?}")
     };
@@ -725,13 +775,16 @@ fn a_typed_call_that_awaits_approval_is_approved_and_executed_through_the_govern
         to: "X".into(),
         cents: 1,
     };
-    let outcome = pollster::block_on(
-        typed_only
-            .at(T0)
-            .call_typed::<SendMoney>(transfer, &agent(), &typed_only.lab),
-    );
+    let outcome = pollster::block_on(typed_only.at(T0).call_typed::<SendMoney>(
+        transfer,
+        &agent(),
+        &typed_only.lab,
+    ));
     assert!(
-        matches!(outcome, Ok(TypedOutcome::Blocked(Blocked::NotCallableByName))),
+        matches!(
+            outcome,
+            Ok(TypedOutcome::Blocked(Blocked::NotCallableByName))
+        ),
         "{outcome:?}"
     );
     assert!(typed_only.transitions().is_empty());
@@ -748,10 +801,11 @@ fn a_move_from_a_stale_version_is_a_conflict_and_changes_nothing() {
     assert_eq!(approved.version(), 1);
     // A second writer read the lane before the approval and now writes it back.
     let events = bench.governor.store().events().unwrap();
-    let stale = bench
-        .governor
-        .store()
-        .transition(opened.version(), opened, bench.transitions()[0].clone());
+    let stale =
+        bench
+            .governor
+            .store()
+            .transition(opened.version(), opened, bench.transitions()[0].clone());
     assert_eq!(stale, Err(StoreError::Conflict));
     assert_eq!(bench.governor.lane(&key).unwrap(), approved);
     assert_eq!(bench.governor.store().events().unwrap(), events);
@@ -890,7 +944,8 @@ fn a_hosts_sink_receives_every_record_and_the_store_keeps_the_lanes() {
         .with_audit_sink(Arc::clone(&sink));
     let lab = Lab::default();
     let call = ToolCall::new("send_money", ARGS);
-    let Ok(Outcome::AwaitingApproval(lane)) = pollster::block_on(governor.call(&call, &agent(), &lab))
+    let Ok(Outcome::AwaitingApproval(lane)) =
+        pollster::block_on(governor.call(&call, &agent(), &lab))
     else {
         panic!()
     };
@@ -924,7 +979,10 @@ fn a_loosened_specs_justification_travels_with_its_events() {
     );
     let bench = Bench::with(&LAB, strict, ApprovalConfig::new());
     let key = bench.propose_tool("tag_ticket", ARGS, T0);
-    bench.at(at(1)).reject(&key, "supervisor", "not today").unwrap();
+    bench
+        .at(at(1))
+        .reject(&key, "supervisor", "not today")
+        .unwrap();
     let events = bench.transitions();
     assert!(
         events
@@ -1085,7 +1143,8 @@ mod model {
                         .defer(&key, "supervisor", if with_reason { "later" } else { "" })
                         .map(drop),
                     Op::Execute { same_actor } => {
-                        let intruder = Actor::new("agent-8", &["payments:write"]).with_account("acme");
+                        let intruder =
+                            Actor::new("agent-8", &["payments:write"]).with_account("acme");
                         let actor = if same_actor { agent() } else { intruder };
                         bench.execute_as(&key, &actor, at(now)).map(drop)
                     }

@@ -446,7 +446,8 @@ fn registry_twin_rejects_duplicate_names_ignoring_ascii_case() {
 #[test]
 fn a_registry_holds_at_most_max_tools() {
     let entry = ToolEntry::of::<ReadFile>();
-    let too_many: &'static [ToolEntry<Ctx>] = Vec::leak(vec![entry; cairnloop::declare::MAX_TOOLS + 1]);
+    let too_many: &'static [ToolEntry<Ctx>] =
+        Vec::leak(vec![entry; cairnloop::declare::MAX_TOOLS + 1]);
     assert_eq!(
         Registry::try_new(too_many).err(),
         Some(SpecError::TooManyTools)

@@ -231,8 +231,8 @@ mod computed_only_when_needed {
 
     use cairnloop::approvals::{AuditRecord, TypedOutcome};
     use cairnloop::{
-        Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial,
-        Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+        Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
+        RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
     };
     use serde::ser::SerializeStruct;
 
@@ -305,11 +305,17 @@ mod computed_only_when_needed {
 
         // By name, executed at once: no key, and none in its decision record.
         let (outcome, count) = serialized_during(|| call("count_read", r#"{"n": 1}"#));
-        assert_eq!((outcome, count), (Outcome::Executed(serde_json::Value::Null), 0));
+        assert_eq!(
+            (outcome, count),
+            (Outcome::Executed(serde_json::Value::Null), 0)
+        );
         let Some(AuditRecord::Decision(record)) = governor.events().unwrap().pop() else {
             panic!("a decision record")
         };
-        assert_eq!((record.decision.as_str(), record.idempotency_key), ("execute", None));
+        assert_eq!(
+            (record.decision.as_str(), record.idempotency_key),
+            ("execute", None)
+        );
 
         // Typed, executed at once: no key.
         let (outcome, count) = serialized_during(|| {
@@ -339,7 +345,10 @@ mod computed_only_when_needed {
             None,
             None,
         );
-        assert_eq!(outcome, Outcome::Executed(serde_json::json!(expected.to_string())));
+        assert_eq!(
+            outcome,
+            Outcome::Executed(serde_json::json!(expected.to_string()))
+        );
         assert_eq!(count, 1);
     }
 }

@@ -16,14 +16,18 @@ fn violations(layer: &str, source: &str) -> Vec<String> {
     for (number, line) in source.lines().enumerate() {
         let code = line.split("//").next().unwrap_or("");
         if code.contains("super::super") {
-            found.push(format!("line {}: `super::super` (use a `crate::` path)", number + 1));
+            found.push(format!(
+                "line {}: `super::super` (use a `crate::` path)",
+                number + 1
+            ));
         }
         let mut rest = code;
         while let Some(at) = rest.find("crate::") {
             let before = &rest[..at];
             rest = &rest[at + "crate::".len()..];
             // `$crate::` and identifiers ending in `crate` are not this crate's root.
-            if before.ends_with('$') || before.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            if before.ends_with('$') || before.ends_with(|c: char| c.is_alphanumeric() || c == '_')
+            {
                 continue;
             }
             for target in first_segments(rest) {
@@ -114,14 +118,20 @@ fn every_layer_reaches_only_below_itself() {
 #[test]
 fn the_check_catches_a_planted_upward_use() {
     let planted = "use crate::declare::Actor;\nuse crate::approvals::Governor;\n";
-    assert_eq!(violations("gate", planted), ["line 2: reaches up to `approvals`"]);
+    assert_eq!(
+        violations("gate", planted),
+        ["line 2: reaches up to `approvals`"]
+    );
     assert!(violations("approvals", planted).is_empty());
 }
 
 #[test]
 fn the_check_catches_a_planted_upward_inline_path() {
     let planted = "fn f() {\n    let key = crate::json::canonical_json(&value);\n}\n";
-    assert_eq!(violations("declare", planted), ["line 2: reaches up to `json`"]);
+    assert_eq!(
+        violations("declare", planted),
+        ["line 2: reaches up to `json`"]
+    );
     assert!(violations("json", planted).is_empty());
 }
 
@@ -138,7 +148,70 @@ fn the_check_refuses_paths_around_the_layers_and_ignores_comments() {
         violations("gate", "use crate::Governor;"),
         ["line 1: `crate::Governor` goes around the layers (name its layer)"]
     );
-    assert_eq!(violations("gate", "let x = super::super::mcp::thing();").len(), 1);
+    assert_eq!(
+        violations("gate", "let x = super::super::mcp::thing();").len(),
+        1
+    );
     assert!(violations("gate", "/// see [`Governor`](crate::approvals::Governor)").is_empty());
     assert!(violations("gate", "let a = 1; // crate::mcp is above").is_empty());
+}
+
+/// The names the crate root re-exports, counted from `src/lib.rs`.
+fn root_reexports(lib: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut statement = String::new();
+    for line in lib.lines() {
+        let code = line.split("//").next().unwrap_or("").trim();
+        if statement.is_empty() && !code.starts_with("pub use ") {
+            continue;
+        }
+        statement.push_str(code);
+        statement.push(' ');
+        if code.ends_with(';') {
+            let body = statement
+                .trim_start_matches("pub use ")
+                .trim()
+                .trim_end_matches(';');
+            let list = match body.split_once('{') {
+                Some((_, rest)) => rest.trim_end_matches('}').to_owned(),
+                None => body.rsplit("::").next().unwrap_or(body).to_owned(),
+            };
+            names.extend(
+                list.split(',')
+                    .map(|name| name.trim().rsplit("::").next().unwrap_or("").to_owned())
+                    .filter(|name| !name.is_empty()),
+            );
+            statement.clear();
+        }
+    }
+    names
+}
+
+#[test]
+fn the_crate_root_is_small_and_cites_nothing_outside_the_repository() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let names = root_reexports(&lib);
+    assert!(names.contains(&"Governor".to_owned()), "{names:?}");
+    assert!(
+        names.len() <= 30,
+        "{} names at the root: {names:?}",
+        names.len()
+    );
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    for file in files {
+        let source = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !source.contains("DESIGN.md"),
+            "{} cites DESIGN.md",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn the_count_of_root_names_reads_grouped_and_single_uses() {
+    let lib = "pub use a::{B, C,\n    D};\npub use e::F;\n// pub use g::H;\nuse i::J;\n";
+    assert_eq!(root_reexports(lib), ["B", "C", "D", "F"]);
 }

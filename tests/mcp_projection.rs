@@ -212,7 +212,8 @@ fn the_schema_agrees_with_the_input_gate() {
         r#"{"order": 1, "cents": 5, "reason": "late", "lines": [{"sku": "A", "qty": 1, "x": 1}]}"#;
     let governor = Governor::new(&TOOLS);
     let call = |args| {
-        let outcome = pollster::block_on(governor.call(&ToolCall::new("read_tool", args), &actor, &()));
+        let outcome =
+            pollster::block_on(governor.call(&ToolCall::new("read_tool", args), &actor, &()));
         match outcome.expect("recorded") {
             Outcome::Executed(_) => "execute",
             Outcome::Blocked(_) => "blocked",
@@ -291,7 +292,10 @@ fn an_always_blocked_tool_is_absent_from_the_listing_and_from_tools_list() {
         Registry::new(&[ToolEntry::mcp::<ReadTool>(), ToolEntry::mcp::<Shred>()]);
     let governor = Governor::new(&WITH_SHRED);
     let insider = Actor::new("a", &["desk:use"]);
-    let listed: Vec<&str> = governor.visible(&insider, &()).map(|e| e.spec().name()).collect();
+    let listed: Vec<&str> = governor
+        .visible(&insider, &())
+        .map(|e| e.spec().name())
+        .collect();
     assert_eq!(listed, ["read_tool"]);
     let names: Vec<Value> = governor
         .mcp_tools_for(&insider, &())

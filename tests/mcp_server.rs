@@ -25,7 +25,10 @@ fn every_mcp_call_reaches_the_audit_sink() {
     let calls = [
         ("lookup_order", r#"{"order": 1001}"#),
         ("internal_note", r#"{"ticket": 4, "body": "Called."}"#),
-        ("refund_order", r#"{"order": 1, "cents": 5, "reason": "late"}"#),
+        (
+            "refund_order",
+            r#"{"order": 1, "cents": 5, "reason": "late"}"#,
+        ),
         ("lookup_order", r#"{"order": "x"}"#),
         ("no_such_tool", "{}"),
     ];
@@ -63,16 +66,18 @@ fn results_say_what_the_governor_decided() {
     let server = McpServer::new(governor, Desk::default(), "agent-7")
         .with_account("acme")
         .with_scopes(["orders:read", "tickets:write"]);
-    let ran = pollster::block_on(server.call_tool_text("lookup_order", r#"{"order": 1001}"#)).unwrap();
+    let ran =
+        pollster::block_on(server.call_tool_text("lookup_order", r#"{"order": 1001}"#)).unwrap();
     assert_eq!(ran.is_error, Some(false));
-    let waits = pollster::block_on(server.call_tool_text(
-        "internal_note",
-        r#"{"ticket": 4, "body": "Called."}"#,
-    ))
+    let waits = pollster::block_on(
+        server.call_tool_text("internal_note", r#"{"ticket": 4, "body": "Called."}"#),
+    )
     .unwrap();
     let body = waits.structured_content.unwrap();
     assert_eq!(body["status"], "awaiting_approval");
-    let blocked = pollster::block_on(server.call_tool_text("lookup_order", r#"{"order": 1, "order": 2}"#)).unwrap();
+    let blocked =
+        pollster::block_on(server.call_tool_text("lookup_order", r#"{"order": 1, "order": 2}"#))
+            .unwrap();
     assert_eq!(blocked.is_error, Some(true));
     assert_eq!(blocked.structured_content.unwrap()["code"], "needs_input");
     let unknown = pollster::block_on(server.call_tool_text("Lookup_Order", "{}")).unwrap_err();

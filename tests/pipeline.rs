@@ -18,7 +18,12 @@ use calls::{Called, call_with};
 use desk::{DESK, Desk, EVERY_SCOPE};
 
 fn call(actor: &Actor<'_>, desk: &Desk, name: &str, arguments: &str) -> Called {
-    call_governed(actor, desk, &ToolCall::new(name, arguments), Governance::new())
+    call_governed(
+        actor,
+        desk,
+        &ToolCall::new(name, arguments),
+        Governance::new(),
+    )
 }
 
 fn call_governed(
@@ -59,7 +64,7 @@ fn ran(called: Called) -> Result<serde_json::Value, RunError> {
 fn awaiting(called: Called) -> cairnloop::ApprovalLane {
     assert_eq!(called.audit.decision, "await_approval");
     match called.outcome {
-        Outcome::AwaitingApproval(lane) => lane,
+        Outcome::AwaitingApproval(lane) => *lane,
         other => panic!("expected await_approval, got {}", other.code()),
     }
 }
@@ -242,12 +247,22 @@ fn gate_1_size_and_string_limits() {
         [(String::new(), "too_large".to_owned())]
     );
     let governance = Governance::new().with_limits(InputLimits::new().with_max_string_bytes(8));
-    let outcome = call_governed(&actor, &desk, &ToolCall::new("internal_note", r#"{"ticket": 1, "body": "nine bytes"}"#), governance);
+    let outcome = call_governed(
+        &actor,
+        &desk,
+        &ToolCall::new("internal_note", r#"{"ticket": 1, "body": "nine bytes"}"#),
+        governance,
+    );
     assert_eq!(
         field_errors(outcome),
         [("/body".to_owned(), "string_too_long".to_owned())]
     );
-    let outcome = call_governed(&actor, &desk, &ToolCall::new("internal_note", r#"{"a_very_long_key": 1}"#), governance);
+    let outcome = call_governed(
+        &actor,
+        &desk,
+        &ToolCall::new("internal_note", r#"{"a_very_long_key": 1}"#),
+        governance,
+    );
     assert_eq!(field_errors(outcome)[0].1, "string_too_long");
 }
 
@@ -456,7 +471,10 @@ fn host_overrides_tighten_and_never_loosen() {
         ModePolicy::new().with_tier(RiskTier::ReadOnly, ApprovalMode::RequiresApproval),
     );
     let lane = awaiting(call_governed(&actor, &desk, &lookup, tighter));
-    assert_eq!(lane.proposal().policy().decided_by, ModeSource::TierOverride);
+    assert_eq!(
+        lane.proposal().policy().decided_by,
+        ModeSource::TierOverride
+    );
 
     let looser = Governance::new().with_mode_policy(
         ModePolicy::new()
@@ -657,13 +675,23 @@ fn host_limits_apply_and_depth_is_capped_at_the_parsers_limit() {
     let arguments = r#"{"order": 1001}"#;
     let small =
         Governance::new().with_limits(InputLimits::new().with_max_bytes(arguments.len() - 1));
-    let outcome = call_governed(&actor, &desk, &ToolCall::new("lookup_order", arguments), small);
+    let outcome = call_governed(
+        &actor,
+        &desk,
+        &ToolCall::new("lookup_order", arguments),
+        small,
+    );
     assert_eq!(
         field_errors(outcome),
         [(String::new(), "too_large".to_owned())]
     );
     let exact = Governance::new().with_limits(InputLimits::new().with_max_bytes(arguments.len()));
-    let outcome = call_governed(&actor, &desk, &ToolCall::new("lookup_order", arguments), exact);
+    let outcome = call_governed(
+        &actor,
+        &desk,
+        &ToolCall::new("lookup_order", arguments),
+        exact,
+    );
     assert_eq!(outcome.audit.decision, "execute");
     assert_eq!(InputLimits::new().with_max_depth(121).max_depth(), 120);
     assert_eq!(InputLimits::new().with_max_depth(120).max_depth(), 120);

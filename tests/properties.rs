@@ -320,7 +320,13 @@ fn the_generators_reach_execute_and_every_block() {
             actor = actor.with_account(account);
         }
         let desk = Desk::default();
-        let outcome = call_with(&DESK, Governance::new(), &actor, &desk, &ToolCall::new(&name, &args));
+        let outcome = call_with(
+            &DESK,
+            Governance::new(),
+            &actor,
+            &desk,
+            &ToolCall::new(&name, &args),
+        );
         seen.insert(
             outcome
                 .audit

@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::approvals::{
-    Approvals, ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord,
-    AuditSink, Clock, MemoryStore, SystemClock,
+    ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, Approvals, AuditRecord, AuditSink,
+    Clock, MemoryStore, SystemClock,
 };
 use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, ToolEntry};
 use crate::gate::{Blocked, Decision, LaneAction, Timestamp, Verdict, decide, execute};
@@ -91,7 +91,7 @@ pub enum Outcome {
     /// The call ran at once and the tool returned an error.
     Failed(RunError),
     /// The call waits for a human: its lane, pending (or as a repeated call finds it).
-    AwaitingApproval(ApprovalLane),
+    AwaitingApproval(Box<ApprovalLane>),
     /// A gate blocked the call; nothing ran.
     Blocked(Blocked),
 }
@@ -128,7 +128,7 @@ pub enum TypedOutcome<T: Tool + ?Sized> {
     /// The call ran at once and the tool returned an error.
     Failed(T::Error),
     /// The call waits for a human: approve it and execute it by its key, as any other.
-    AwaitingApproval(ApprovalLane),
+    AwaitingApproval(Box<ApprovalLane>),
     /// A gate blocked the call; nothing ran.
     Blocked(Blocked),
 }
@@ -360,7 +360,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         context: &C,
     ) -> Result<Outcome, ApprovalError> {
         let (entry, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
-        let mut record = AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict);
+        let mut record =
+            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict);
         match verdict {
             Verdict::Blocked(blocked) => {
                 self.record(record)?;
@@ -373,7 +374,13 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     return Ok(Outcome::Blocked(Blocked::NotCallableByName));
                 };
                 let dedupe_token = call.dedupe_token();
-                let run = run_ready(codec, input, actor, context, RunKey::OnDemand { dedupe_token });
+                let run = run_ready(
+                    codec,
+                    input,
+                    actor,
+                    context,
+                    RunKey::OnDemand { dedupe_token },
+                );
                 Ok(match run.await {
                     Ok(output) => Outcome::Executed(output),
                     Err(error) => Outcome::Failed(error),
@@ -396,7 +403,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 record.idempotency_key = Some(proposal.idempotency_key());
                 self.record(record)?;
                 let lane = self.approvals.propose(proposal, self.now()?)?;
-                Ok(Outcome::AwaitingApproval(lane))
+                Ok(Outcome::AwaitingApproval(Box::new(lane)))
             }
         }
     }
@@ -423,7 +430,10 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let decision = decide::<T>(input, actor, context, self.governance.mode_policy());
         let spec = &T::SPEC;
         let verdict_code: Verdict<()> = match &decision {
-            Decision::Execute { mode, .. } => Verdict::Execute { input: (), mode: *mode },
+            Decision::Execute { mode, .. } => Verdict::Execute {
+                input: (),
+                mode: *mode,
+            },
             Decision::AwaitApproval(pending) => Verdict::AwaitApproval {
                 input: (),
                 mode: *pending.mode(),
@@ -480,7 +490,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 record.idempotency_key = Some(proposal.idempotency_key());
                 self.record(record)?;
                 let lane = self.approvals.propose(proposal, self.now()?)?;
-                Ok(TypedOutcome::AwaitingApproval(lane))
+                Ok(TypedOutcome::AwaitingApproval(Box::new(lane)))
             }
         }
     }

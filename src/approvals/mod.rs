@@ -1,4 +1,4 @@
-//! Approvals (features `serde` and `std`): the [`Governor`](crate::Governor), the approval
+//! Approvals (features `serde` and `std`): the [`Governor`], the approval
 //! service over a store, the store contract and the memory store, clocks and audit sinks.
 //! It builds on [`json`](crate::json), [`gate`](crate::gate) and
 //! [`declare`](crate::declare).

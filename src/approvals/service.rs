@@ -4,8 +4,8 @@ use alloc::sync::Arc;
 use serde_json::Value;
 
 use crate::approvals::{
-    ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink,
-    BoundField, Invalidation, TransitionEvent,
+    ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink, BoundField,
+    Invalidation, TransitionEvent,
 };
 use crate::declare::text;
 use crate::declare::{Actor, Codec, ErasedInput, IdempotencyKey, Registry, RunKey, ToolEntry};
@@ -336,7 +336,11 @@ fn revalidate<C: ?Sized + 'static>(
         })
     };
     if spec.risk_tier() != proposal.risk_tier() {
-        return changed(BoundField::RiskTier, &proposal.risk_tier(), &spec.risk_tier());
+        return changed(
+            BoundField::RiskTier,
+            &proposal.risk_tier(),
+            &spec.risk_tier(),
+        );
     }
     let required = entry.scopes();
     let same_scopes = required.len() == proposal.required_scopes().len()

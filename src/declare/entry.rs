@@ -5,7 +5,7 @@ use super::codec::Codec;
 use super::rules::{Violation, expect_valid, to_spec_error};
 use crate::declare::{Actor, PolicyDenial, Scope, SpecError, Tool, ToolSpec};
 
-/// One tool of a [`Registry`], with its type erased: the spec, the scopes and the policy.
+/// One tool of a [`Registry`](crate::Registry), with its type erased: the spec, the scopes and the policy.
 ///
 /// Made in a `const` context by [`ToolEntry::of`], which evaluates the tool's `SPEC` and
 /// checks its `SCOPES`, so a bad declaration fails compilation where the registry is
@@ -188,20 +188,23 @@ impl<C: ?Sized + 'static> fmt::Debug for ToolEntry<C> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::declare::Registry;
     use crate::declare::MAX_TOOLS;
+    use crate::declare::Registry;
     use crate::declare::{InputErrors, Invocation};
     use std::format;
 
     struct Card;
 
     impl Tool for Card {
-        const SPEC: ToolSpec =
-            ToolSpec::new("card", "Card", "Has a UI.", crate::declare::RiskTier::ReadOnly);
+        const SPEC: ToolSpec = ToolSpec::new(
+            "card",
+            "Card",
+            "Has a UI.",
+            crate::declare::RiskTier::ReadOnly,
+        );
         const SCOPES: &'static [Scope] = &[Scope::new("cards:read")];
         type Input = ();
         type Output = ();
@@ -276,5 +279,4 @@ mod tests {
             Some(SpecError::DuplicateToolName)
         );
     }
-
 }

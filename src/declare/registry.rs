@@ -49,7 +49,10 @@ pub const MAX_TOOLS: usize = 1 << 16;
 /// Rule 7 for a whole registry.
 const fn check_registry<C: ?Sized>(tools: &[ToolEntry<C>]) -> Result<(), Violation> {
     if tools.len() > MAX_TOOLS {
-        return Err(Violation::new(SpecError::TooManyTools, tools[MAX_TOOLS].spec().name()));
+        return Err(Violation::new(
+            SpecError::TooManyTools,
+            tools[MAX_TOOLS].spec().name(),
+        ));
     }
     if let Some((a, b)) = duplicate_names(tools) {
         return Err(Violation::pair(SpecError::DuplicateToolName, a, b));
@@ -73,7 +76,9 @@ const fn folded_hash(name: &str) -> u64 {
 /// Rule 7 in O(n log n): sort (hash, position) keys, then compare names only where the
 /// hashes agree.
 /// The first two names that are equal ignoring ASCII case, in registration order.
-const fn duplicate_names<C: ?Sized>(tools: &[ToolEntry<C>]) -> Option<(&'static str, &'static str)> {
+const fn duplicate_names<C: ?Sized>(
+    tools: &[ToolEntry<C>],
+) -> Option<(&'static str, &'static str)> {
     let n = tools.len();
     if n < 2 {
         return None;

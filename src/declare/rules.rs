@@ -200,7 +200,10 @@ impl SpecError {
             | Self::MissingJustification
             | Self::DestructiveAuto => 4,
             Self::InvalidResultState | Self::DuplicateResultState => 5,
-            Self::InvalidScope | Self::WildcardScope | Self::DuplicateScope | Self::TooManyScopes => 6,
+            Self::InvalidScope
+            | Self::WildcardScope
+            | Self::DuplicateScope
+            | Self::TooManyScopes => 6,
             Self::DuplicateToolName | Self::TooManyTools => 7,
         }
     }

@@ -112,7 +112,10 @@ impl Scope {
 
     pub(crate) const fn check_each(scopes: &[Scope]) -> Result<(), Violation> {
         if scopes.len() > text::MAX_SCOPES {
-            return Err(Violation::new(SpecError::TooManyScopes, scopes[text::MAX_SCOPES].name));
+            return Err(Violation::new(
+                SpecError::TooManyScopes,
+                scopes[text::MAX_SCOPES].name,
+            ));
         }
         let mut i = 0;
         while i < scopes.len() {

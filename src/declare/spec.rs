@@ -121,7 +121,10 @@ impl ToolSpec {
             return Err(Violation::new(SpecError::EmptyDescription, description));
         }
         if text::has_control(description, true) {
-            return Err(Violation::new(SpecError::DescriptionControlCharacter, description));
+            return Err(Violation::new(
+                SpecError::DescriptionControlCharacter,
+                description,
+            ));
         }
         Ok(Self {
             name,
@@ -227,7 +230,10 @@ impl ToolSpec {
             return Err(Violation::new(SpecError::NotALoosening, mode.as_str()));
         }
         if text::is_blank(justification) || text::has_control(justification, false) {
-            return Err(Violation::new(SpecError::MissingJustification, justification));
+            return Err(Violation::new(
+                SpecError::MissingJustification,
+                justification,
+            ));
         }
         Ok(Self {
             approval_mode: mode,

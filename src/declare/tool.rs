@@ -144,7 +144,11 @@ pub(crate) type KeyDeriver<T> =
     fn(&<T as Tool>::Input, &Actor<'_>, Option<&str>) -> Option<IdempotencyKey>;
 
 impl<'a, T: Tool + ?Sized> Invocation<'a, T> {
-    pub(crate) const fn new(input: T::Input, actor: &'a Actor<'a>, context: &'a T::Context) -> Self {
+    pub(crate) const fn new(
+        input: T::Input,
+        actor: &'a Actor<'a>,
+        context: &'a T::Context,
+    ) -> Self {
         Self {
             input,
             actor,

@@ -293,7 +293,13 @@ pub fn decide<'a, T: Tool + ?Sized>(
     const { crate::declare::rules::expect_valid(Scope::check_each(T::SCOPES)) };
 
     let subject = Subject::new(spec, T::SCOPES, T::authorize);
-    let verdict = run_gates(Some(subject), |_| validated::<T>(input), actor, context, policy);
+    let verdict = run_gates(
+        Some(subject),
+        |_| validated::<T>(input),
+        actor,
+        context,
+        policy,
+    );
     match verdict {
         Verdict::Execute { input, mode } => Decision::Execute {
             call: Invocation::new(input, actor, context),
@@ -491,4 +497,3 @@ pub fn execute<T: Tool + ?Sized>(
 ) -> impl Future<Output = Result<T::Output, T::Error>> + Send {
     T::run(call)
 }
-

@@ -47,7 +47,10 @@ impl AuditEvent {
         actor: &Actor<'_>,
         verdict: &Verdict<I>,
     ) -> Self {
-        let tool = spec.map_or_else(|| Self::recorded_name(requested), |spec| spec.name().to_string());
+        let tool = spec.map_or_else(
+            || Self::recorded_name(requested),
+            |spec| spec.name().to_string(),
+        );
         let mut event = Self::decided(tool, actor.id(), actor.account(), verdict.code());
         event.loosened_because = spec
             .and_then(ToolSpec::loosened_because)

@@ -5,8 +5,8 @@ use crate::declare::{
     Actor, Codec, ErasedInput, InputLimits, Registry, RunFuture, RunKey, ToolEntry,
 };
 use crate::gate::{Blocked, ModePolicy, Subject, Verdict, run_gates};
-use crate::json::proposal::Draft;
 use crate::json::Proposal;
+use crate::json::proposal::Draft;
 
 /// What the host sets for every call: the approval-mode overrides and the input limits.
 ///
@@ -263,4 +263,3 @@ pub(crate) fn decode_stored<C: ?Sized + 'static>(
 ) -> Result<ErasedInput, Blocked> {
     (codec.decode)(input, limits).map_err(|errors| Blocked::NeedsInput { errors })
 }
-

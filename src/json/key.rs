@@ -49,7 +49,14 @@ impl IdempotencyKey {
     ) -> Self {
         let mut hashing = Hashing(Sha256::new());
         // The envelope's keys, written in their canonical (sorted) order.
-        let _ = write_envelope(&mut hashing, tool, input, actor_id, account_id, dedupe_token);
+        let _ = write_envelope(
+            &mut hashing,
+            tool,
+            input,
+            actor_id,
+            account_id,
+            dedupe_token,
+        );
         Self::from_bytes(hashing.0.finalize().into())
     }
 }

@@ -53,7 +53,7 @@ impl PolicySnapshot {
 /// everything an approval binds to.
 ///
 /// It is plain data (serialisable, so a host can store it) made by
-/// [`Registry::call`](crate::Registry::call). The input is kept as its RFC 8785 canonical
+/// a [`Governor`](crate::Governor) for a call that awaits approval. The input is kept as its RFC 8785 canonical
 /// text; the idempotency key identifies the proposal.
 ///
 /// ```
@@ -135,8 +135,15 @@ impl Proposal {
             input: canonical_json(&input),
             idempotency_key,
             preview,
-            required_scopes: scopes.iter().map(|scope| scope.as_str().to_string()).collect(),
-            granted_scopes: actor.scopes().iter().map(|scope| (*scope).to_string()).collect::<Vec<_>>(),
+            required_scopes: scopes
+                .iter()
+                .map(|scope| scope.as_str().to_string())
+                .collect(),
+            granted_scopes: actor
+                .scopes()
+                .iter()
+                .map(|scope| (*scope).to_string())
+                .collect::<Vec<_>>(),
             policy: PolicySnapshot::new(&mode, host_floor),
         }
     }

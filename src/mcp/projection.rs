@@ -137,7 +137,6 @@ impl<C: ?Sized + 'static> Registry<C> {
             .map(ToolEntry::mcp_tool)
             .collect()
     }
-
 }
 
 impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C, S> {

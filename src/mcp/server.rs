@@ -48,8 +48,10 @@ use crate::json::ToolCall;
 /// # Ok(())
 /// # }
 /// ```
-pub struct McpServer<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static = MemoryStore>
-{
+pub struct McpServer<
+    C: Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static = MemoryStore,
+> {
     governor: Arc<Governor<C, S>>,
     context: C,
     actor_id: String,

@@ -91,10 +91,10 @@ fn checks() -> c_int {
     }
     let sensors = Sensors { celsius: 21 };
     let actor = Actor::new("controller", &["sensors:read", "valves:write"]);
-    if TOOLS.visible(&actor, &sensors).count() != 1 {
+    let policy = ModePolicy::new();
+    if cairnloop::gate::visible(&TOOLS, &actor, &sensors, &policy).count() != 1 {
         return 3; // open_valve states no policy: hidden
     }
-    let policy = ModePolicy::new();
     match decide::<ReadTemperature>(2, &actor, &sensors, &policy) {
         Decision::Execute { call, .. } => {
             if block_on(execute(call)) != Ok(21) {
