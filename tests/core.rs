@@ -645,3 +645,34 @@ mod typed_pipeline {
         );
     }
 }
+
+#[test]
+fn run_time_twins_borrow_their_text_and_leak_nothing() {
+    use cairnloop::declare::{ScopeOf, ToolSpecOf};
+    // Text as a host reads it from configuration: owned, dropped when the host is done.
+    let config = [
+        String::from("export_report"),
+        String::from("Export report"),
+        String::from("Exports the monthly report."),
+        String::from("reports:read"),
+        String::from("rendered"),
+        String::from("read-only export of data the caller may already see"),
+    ];
+    let states = [config[4].as_str()];
+    let spec = ToolSpecOf::try_new(&config[0], &config[1], &config[2], RiskTier::LowWrite)
+        .and_then(|spec| spec.try_with_result_states(&states))
+        .and_then(|spec| spec.try_loosen_approval(ApprovalMode::Auto, &config[5]))
+        .unwrap();
+    assert_eq!(
+        (spec.name(), spec.result_states(), spec.loosened_because()),
+        ("export_report", &["rendered"][..], Some(config[5].as_str()))
+    );
+    let scope = ScopeOf::try_new(&config[3]).unwrap();
+    assert!(scope.is_granted_by(&["reports:read"]));
+    let bad = String::from("export report");
+    assert_eq!(
+        ToolSpecOf::try_new(&bad, "Export", "Exports.", RiskTier::ReadOnly),
+        Err(SpecError::InvalidName)
+    );
+    assert_eq!(ScopeOf::try_new(&bad), Err(SpecError::InvalidScope));
+}

@@ -80,7 +80,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
         to_spec_error(Self::check::<T>())
     }
 
-    const fn check<T: Tool<Context = C>>() -> Result<Self, Violation> {
+    const fn check<T: Tool<Context = C>>() -> Result<Self, Violation<'static>> {
         let spec = T::SPEC;
         if let Err(violation) = Scope::check_each(T::SCOPES) {
             return Err(violation);

@@ -37,6 +37,6 @@ pub use policy::PolicyDenial;
 pub use registry::{MAX_TOOLS, Registry};
 pub use risk_tier::RiskTier;
 pub use rules::SpecError;
-pub use scope::Scope;
-pub use spec::ToolSpec;
+pub use scope::{Scope, ScopeOf};
+pub use spec::{ToolSpec, ToolSpecOf};
 pub use tool::{Invocation, Tool};

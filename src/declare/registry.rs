@@ -47,7 +47,7 @@ pub struct Registry<C: ?Sized + 'static> {
 pub const MAX_TOOLS: usize = 1 << 16;
 
 /// Rule 7 for a whole registry.
-const fn check_registry<C: ?Sized>(tools: &[ToolEntry<C>]) -> Result<(), Violation> {
+const fn check_registry<C: ?Sized>(tools: &[ToolEntry<C>]) -> Result<(), Violation<'static>> {
     if tools.len() > MAX_TOOLS {
         return Err(Violation::new(
             SpecError::TooManyTools,

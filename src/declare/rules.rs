@@ -242,14 +242,14 @@ impl SpecError {
 /// A broken rule with the value that broke it (and, for rule 7, the other name), so that
 /// a compile error can quote them.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Violation {
+pub(crate) struct Violation<'a> {
     pub(crate) error: SpecError,
-    found: &'static str,
-    other: Option<&'static str>,
+    found: &'a str,
+    other: Option<&'a str>,
 }
 
-impl Violation {
-    pub(crate) const fn new(error: SpecError, found: &'static str) -> Self {
+impl<'a> Violation<'a> {
+    pub(crate) const fn new(error: SpecError, found: &'a str) -> Self {
         Self {
             error,
             found,
@@ -257,7 +257,7 @@ impl Violation {
         }
     }
 
-    pub(crate) const fn pair(error: SpecError, found: &'static str, other: &'static str) -> Self {
+    pub(crate) const fn pair(error: SpecError, found: &'a str, other: &'a str) -> Self {
         Self {
             error,
             found,
@@ -267,7 +267,9 @@ impl Violation {
 }
 
 /// `Result<T, Violation>` → `Result<T, SpecError>`, in a `const fn`.
-pub(crate) const fn to_spec_error<T: Copy>(result: Result<T, Violation>) -> Result<T, SpecError> {
+pub(crate) const fn to_spec_error<T: Copy>(
+    result: Result<T, Violation<'_>>,
+) -> Result<T, SpecError> {
     match result {
         Ok(value) => Ok(value),
         Err(violation) => Err(violation.error),
@@ -277,7 +279,7 @@ pub(crate) const fn to_spec_error<T: Copy>(result: Result<T, Violation>) -> Resu
 /// Unwraps a declaration in a `const` context: an error becomes a compile error that
 /// carries the rule's message and quotes the offending value.
 #[track_caller]
-pub(crate) const fn expect_valid<T: Copy>(result: Result<T, Violation>) -> T {
+pub(crate) const fn expect_valid<T: Copy>(result: Result<T, Violation<'_>>) -> T {
     match result {
         Ok(value) => value,
         Err(violation) => fail(violation),
@@ -288,7 +290,7 @@ const QUOTE_BYTES: usize = 80;
 const MESSAGE_BYTES: usize = 1024;
 
 #[track_caller]
-pub(crate) const fn fail(violation: Violation) -> ! {
+pub(crate) const fn fail(violation: Violation<'_>) -> ! {
     let mut out = Buffer {
         bytes: [0; MESSAGE_BYTES],
         len: 0,

@@ -28,11 +28,14 @@ use crate::declare::SpecError;
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(transparent))]
-pub struct Scope {
-    name: &'static str,
+pub struct ScopeOf<'a> {
+    name: &'a str,
 }
 
-impl Scope {
+/// A [`ScopeOf`] whose name lives for the whole program: what a tool's `SCOPES` hold.
+pub type Scope = ScopeOf<'static>;
+
+impl<'a> ScopeOf<'a> {
     /// A validated scope; an invalid name fails compilation in a `const` item (and panics
     /// at run time, where [`Scope::try_new`] is the twin to use).
     ///
@@ -44,7 +47,7 @@ impl Scope {
     /// ```
     #[track_caller]
     #[must_use]
-    pub const fn new(name: &'static str) -> Self {
+    pub const fn new(name: &'a str) -> Self {
         expect_valid(Self::check(name))
     }
 
@@ -57,11 +60,11 @@ impl Scope {
     /// assert_eq!(Scope::try_new("All"), Err(SpecError::WildcardScope));
     /// assert!(Scope::try_new("orders:read").is_ok());
     /// ```
-    pub const fn try_new(name: &'static str) -> Result<Self, SpecError> {
+    pub const fn try_new(name: &'a str) -> Result<Self, SpecError> {
         to_spec_error(Self::check(name))
     }
 
-    const fn check(name: &'static str) -> Result<Self, Violation> {
+    const fn check(name: &'a str) -> Result<Self, Violation<'a>> {
         if !text::is_scope_token(name) {
             return Err(Violation::new(SpecError::InvalidScope, name));
         }
@@ -77,7 +80,7 @@ impl Scope {
     /// assert_eq!(cairnloop::Scope::new("a:b").as_str(), "a:b");
     /// ```
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'a str {
         self.name
     }
 
@@ -106,11 +109,11 @@ impl Scope {
     /// assert_eq!(Scope::check_list(&[READ]), Ok(()));
     /// assert_eq!(Scope::check_list(&[READ, READ]), Err(SpecError::DuplicateScope));
     /// ```
-    pub const fn check_list(scopes: &[Scope]) -> Result<(), SpecError> {
+    pub const fn check_list(scopes: &[ScopeOf<'_>]) -> Result<(), SpecError> {
         to_spec_error(Self::check_each(scopes))
     }
 
-    pub(crate) const fn check_each(scopes: &[Scope]) -> Result<(), Violation> {
+    pub(crate) const fn check_each<'s>(scopes: &[ScopeOf<'s>]) -> Result<(), Violation<'s>> {
         if scopes.len() > text::MAX_SCOPES {
             return Err(Violation::new(
                 SpecError::TooManyScopes,
@@ -132,13 +135,13 @@ impl Scope {
     }
 }
 
-impl fmt::Display for Scope {
+impl fmt::Display for ScopeOf<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name)
     }
 }
 
-impl fmt::Debug for Scope {
+impl fmt::Debug for ScopeOf<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.name, f)
     }

@@ -9,7 +9,18 @@ use crate::declare::{ApprovalMode, RiskTier, SpecError};
 /// A `ToolSpec` can only be made valid: [`ToolSpec::new`] and the builder methods check
 /// rules 1–5 by `const` evaluation, so in a `const` item a bad declaration is
 /// a compile error whose message names the rule and the fix. The `try_*` twins return the
-/// same rule as a [`SpecError`] for specs built at run time.
+/// same rule as a [`SpecError`] for specs built at run time, from text that is only
+/// borrowed (`ToolSpecOf<'a>`), so a host that checks declarations from configuration
+/// leaks nothing:
+///
+/// ```
+/// use cairnloop::{RiskTier, SpecError, declare::ToolSpecOf};
+///
+/// let config = String::from("delete_customer");
+/// let spec = ToolSpecOf::try_new(&config, "Delete customer", "Deletes.", RiskTier::Destructive)?;
+/// assert_eq!(spec.name(), "delete_customer");
+/// # Ok::<(), SpecError>(())
+/// ```
 ///
 /// ```
 /// use cairnloop::{ApprovalMode, RiskTier, ToolSpec};
@@ -44,21 +55,25 @@ use crate::declare::{ApprovalMode, RiskTier, SpecError};
 /// const SPEC: ToolSpec = ToolSpec::new("add_note", "Add note", "Adds a note.", RiskTier::LowWrite)
 ///     .with_approval(ApprovalMode::Auto);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct ToolSpec {
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
+pub struct ToolSpecOf<'a> {
+    name: &'a str,
+    title: &'a str,
+    description: &'a str,
     risk_tier: RiskTier,
     approval_mode: ApprovalMode,
-    loosened_because: Option<&'static str>,
+    loosened_because: Option<&'a str>,
     idempotent: bool,
     open_world: bool,
-    result_states: &'static [&'static str],
+    result_states: &'a [&'a str],
 }
 
-impl ToolSpec {
+/// A [`ToolSpecOf`] whose text lives for the whole program: what a tool's `const SPEC`
+/// is, and what a registry holds.
+pub type ToolSpec = ToolSpecOf<'static>;
+
+impl<'a> ToolSpecOf<'a> {
     /// A spec with the approval mode derived from `risk_tier`, not idempotent, reaching the
     /// open world, with no declared result states. Invalid input fails compilation in a
     /// `const` item (and panics at run time; use [`ToolSpec::try_new`] there).
@@ -77,9 +92,9 @@ impl ToolSpec {
     #[track_caller]
     #[must_use]
     pub const fn new(
-        name: &'static str,
-        title: &'static str,
-        description: &'static str,
+        name: &'a str,
+        title: &'a str,
+        description: &'a str,
         risk_tier: RiskTier,
     ) -> Self {
         expect_valid(Self::check_new(name, title, description, risk_tier))
@@ -94,20 +109,20 @@ impl ToolSpec {
     /// assert_eq!(err, Err(SpecError::TitleControlCharacter));
     /// ```
     pub const fn try_new(
-        name: &'static str,
-        title: &'static str,
-        description: &'static str,
+        name: &'a str,
+        title: &'a str,
+        description: &'a str,
         risk_tier: RiskTier,
     ) -> Result<Self, SpecError> {
         to_spec_error(Self::check_new(name, title, description, risk_tier))
     }
 
     const fn check_new(
-        name: &'static str,
-        title: &'static str,
-        description: &'static str,
+        name: &'a str,
+        title: &'a str,
+        description: &'a str,
         risk_tier: RiskTier,
-    ) -> Result<Self, Violation> {
+    ) -> Result<Self, Violation<'a>> {
         if !text::is_tool_name(name) {
             return Err(Violation::new(SpecError::InvalidName, name));
         }
@@ -168,7 +183,7 @@ impl ToolSpec {
         to_spec_error(self.check_with_approval(mode))
     }
 
-    const fn check_with_approval(self, mode: ApprovalMode) -> Result<Self, Violation> {
+    const fn check_with_approval(self, mode: ApprovalMode) -> Result<Self, Violation<'a>> {
         if (mode as u8) < (self.derived_approval_mode() as u8) {
             return Err(Violation::new(SpecError::WeakerApprovalMode, mode.as_str()));
         }
@@ -196,7 +211,7 @@ impl ToolSpec {
     /// ```
     #[track_caller]
     #[must_use]
-    pub const fn loosen_approval(self, mode: ApprovalMode, justification: &'static str) -> Self {
+    pub const fn loosen_approval(self, mode: ApprovalMode, justification: &'a str) -> Self {
         expect_valid(self.check_loosen_approval(mode, justification))
     }
 
@@ -213,7 +228,7 @@ impl ToolSpec {
     pub const fn try_loosen_approval(
         self,
         mode: ApprovalMode,
-        justification: &'static str,
+        justification: &'a str,
     ) -> Result<Self, SpecError> {
         to_spec_error(self.check_loosen_approval(mode, justification))
     }
@@ -221,8 +236,8 @@ impl ToolSpec {
     const fn check_loosen_approval(
         self,
         mode: ApprovalMode,
-        justification: &'static str,
-    ) -> Result<Self, Violation> {
+        justification: &'a str,
+    ) -> Result<Self, Violation<'a>> {
         if matches!(self.risk_tier, RiskTier::Destructive) && matches!(mode, ApprovalMode::Auto) {
             return Err(Violation::new(SpecError::DestructiveAuto, self.name));
         }
@@ -289,7 +304,7 @@ impl ToolSpec {
     /// ```
     #[track_caller]
     #[must_use]
-    pub const fn with_result_states(self, states: &'static [&'static str]) -> Self {
+    pub const fn with_result_states(self, states: &'a [&'a str]) -> Self {
         expect_valid(self.check_result_states(states))
     }
 
@@ -303,14 +318,11 @@ impl ToolSpec {
     /// assert_eq!(spec.try_with_result_states(&["Not Found"]), Err(SpecError::InvalidResultState));
     /// # Ok::<(), SpecError>(())
     /// ```
-    pub const fn try_with_result_states(
-        self,
-        states: &'static [&'static str],
-    ) -> Result<Self, SpecError> {
+    pub const fn try_with_result_states(self, states: &'a [&'a str]) -> Result<Self, SpecError> {
         to_spec_error(self.check_result_states(states))
     }
 
-    const fn check_result_states(self, states: &'static [&'static str]) -> Result<Self, Violation> {
+    const fn check_result_states(self, states: &'a [&'a str]) -> Result<Self, Violation<'a>> {
         let mut i = 0;
         while i < states.len() {
             if !text::is_result_state(states[i]) {
@@ -339,7 +351,7 @@ impl ToolSpec {
     /// assert_eq!(spec.name(), "lookup");
     /// ```
     #[must_use]
-    pub const fn name(&self) -> &'static str {
+    pub const fn name(&self) -> &'a str {
         self.name
     }
 
@@ -351,7 +363,7 @@ impl ToolSpec {
     /// assert_eq!(spec.title(), "Look up");
     /// ```
     #[must_use]
-    pub const fn title(&self) -> &'static str {
+    pub const fn title(&self) -> &'a str {
         self.title
     }
 
@@ -363,7 +375,7 @@ impl ToolSpec {
     /// assert_eq!(spec.description(), "Looks up.");
     /// ```
     #[must_use]
-    pub const fn description(&self) -> &'static str {
+    pub const fn description(&self) -> &'a str {
         self.description
     }
 
@@ -414,7 +426,7 @@ impl ToolSpec {
     /// assert_eq!(spec.loosened_because(), None);
     /// ```
     #[must_use]
-    pub const fn loosened_because(&self) -> Option<&'static str> {
+    pub const fn loosened_because(&self) -> Option<&'a str> {
         self.loosened_because
     }
 
@@ -450,7 +462,23 @@ impl ToolSpec {
     /// assert!(spec.result_states().is_empty());
     /// ```
     #[must_use]
-    pub const fn result_states(&self) -> &'static [&'static str] {
+    pub const fn result_states(&self) -> &'a [&'a str] {
         self.result_states
+    }
+}
+
+impl core::fmt::Debug for ToolSpecOf<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ToolSpec")
+            .field("name", &self.name)
+            .field("title", &self.title)
+            .field("description", &self.description)
+            .field("risk_tier", &self.risk_tier)
+            .field("approval_mode", &self.approval_mode)
+            .field("loosened_because", &self.loosened_because)
+            .field("idempotent", &self.idempotent)
+            .field("open_world", &self.open_world)
+            .field("result_states", &self.result_states)
+            .finish()
     }
 }
