@@ -735,7 +735,9 @@ fn field_errors_read_as_path_message_and_code() {
 #[test]
 fn gate_1_three_bad_fields_are_three_errors() {
     let (actor, desk) = (admin(), Desk::default());
-    let cases: [(&str, &str, &[(&str, &str)]); 3] = [
+    /// (tool, arguments, every (path, code) expected)
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: [Case<'_>; 3] = [
         (
             "refund_order",
             r#"{"order": "seven", "cents": -1, "reason": "Damaged"}"#,
