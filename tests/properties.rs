@@ -16,6 +16,7 @@ use calls::call_with;
 use desk::{DESK, Desk};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
+use sha2::Digest;
 
 const TIERS: [&str; 4] = ["read_only", "low_write", "high_write", "destructive"];
 
@@ -204,10 +205,15 @@ proptest! {
         };
         prop_assert_eq!(key(&text), key(&plain));
         prop_assert_ne!(key(&changed), key(&plain));
-        // And the key is the one of the input as the tool receives it.
-        let input = serde_json::json!({"order": order, "cents": cents, "reason": reason});
-        let expected = IdempotencyKey::for_call("refund_order", &input, Some("billing-2"), None, None);
-        prop_assert_eq!(key(&text), expected);
+        // And the key is the SHA-256 of the canonical envelope, spelled out here.
+        let envelope = format!(
+            r#"{{"account_id":null,"actor_id":"billing-2","dedupe_token":null,"input":{{"cents":{cents},"order":{order},"reason":"{reason}"}},"tool_ref":"refund_order"}}"#
+        );
+        let expected: String = sha2::Sha256::digest(envelope.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        prop_assert_eq!(key(&text).to_string(), expected);
     }
 
     /// Approval lanes follow an independently written model for any action sequence.
