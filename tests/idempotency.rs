@@ -231,10 +231,11 @@ mod computed_only_when_needed {
 
     use cairnloop::approvals::{AuditRecord, TypedOutcome};
     use cairnloop::{
-        Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
-        RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+        Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
+        Tool, ToolCall, ToolEntry, ToolSpec,
     };
     use serde::ser::SerializeStruct;
+    use sha2::Digest;
 
     static SERIALIZED: AtomicUsize = AtomicUsize::new(0);
 
@@ -338,17 +339,13 @@ mod computed_only_when_needed {
 
         // A tool that asks for its run key gets the key of its call, computed then.
         let (outcome, count) = serialized_during(|| call("count_keyed", r#"{"n": 5}"#));
-        let expected = IdempotencyKey::for_call(
-            "count_keyed",
-            &serde_json::json!({"n": 5}),
-            Some("agent-7"),
-            None,
-            None,
-        );
-        assert_eq!(
-            outcome,
-            Outcome::Executed(serde_json::json!(expected.to_string()))
-        );
+        // The SHA-256 of the canonical envelope, spelled out here.
+        let envelope = r#"{"account_id":null,"actor_id":"agent-7","dedupe_token":null,"input":{"n":5},"tool_ref":"count_keyed"}"#;
+        let expected: String = sha2::Sha256::digest(envelope.as_bytes())
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        assert_eq!(outcome, Outcome::Executed(serde_json::json!(expected)));
         assert_eq!(count, 1);
     }
 }

@@ -8,9 +8,8 @@ mod desk;
 
 use cairnloop::gate::{LaneAction, LaneState, check_scopes};
 use cairnloop::{
-    Actor, ApprovalMode, Decision, Governance, Governor, IdempotencyKey, InputErrors, Invocation,
-    ModePolicy, Outcome, PolicyDenial, RiskTier, Scope, Tool, ToolCall, ToolSpec, decide,
-    derive_approval_mode,
+    Actor, ApprovalMode, Decision, Governance, Governor, InputErrors, Invocation, ModePolicy,
+    Outcome, PolicyDenial, RiskTier, Scope, Tool, ToolCall, ToolSpec, decide, derive_approval_mode,
 };
 use calls::call_with;
 use desk::{DESK, Desk};
