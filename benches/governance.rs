@@ -319,8 +319,11 @@ fn idempotency_key(c: &mut Criterion) {
 
 /// The median of one benchmark, in nanoseconds, from criterion's own estimates.
 fn median(group: &str, bench: &str) -> Option<f64> {
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    // The workspace's target directory: cargo runs a bench from its package's folder.
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target")),
+        PathBuf::from,
+    );
     // A `BenchmarkId` nests a directory per part; a plain name `a/b` is kept as `a_b`.
     let read = |bench: &str| {
         let path = target

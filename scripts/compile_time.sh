@@ -41,7 +41,7 @@ TOML
   echo "use cairnloop::{Actor, InputErrors, Invocation, PolicyDenial, Registry, RiskTier, Scope, Tool, ToolEntry, ToolSpec};"
   for i in $(seq 0 $((tools - 1))); do
     cat <<RS
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 pub struct Input$i { pub order: u32, pub note: String }
 pub struct Tool$i;
 impl Tool for Tool$i {
