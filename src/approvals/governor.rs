@@ -429,7 +429,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     {
         let decision = decide::<T>(input, actor, context, self.governance.mode_policy());
         let spec = &T::SPEC;
-        let verdict_code: Verdict<()> = match &decision {
+        let verdict: Verdict<()> = match &decision {
             Decision::Execute { mode, .. } => Verdict::Execute {
                 input: (),
                 mode: *mode,
@@ -440,7 +440,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             },
             Decision::Blocked(blocked) => Verdict::Blocked(blocked.clone()),
         };
-        let mut record = AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict_code);
+        let mut record = AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict);
         match decision {
             Decision::Blocked(blocked) => {
                 self.record(record)?;
