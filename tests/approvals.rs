@@ -103,9 +103,85 @@ impl Tool for TagTicket {
     }
 }
 
+/// Like `send_money`, but declared idempotent: setting a limit twice sets it once.
+struct SetLimit;
+
+impl Tool for SetLimit {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "set_limit",
+        "Set limit",
+        "Sets an account's transfer limit.",
+        RiskTier::HighWrite,
+    )
+    .idempotent();
+    const SCOPES: &'static [Scope] = &[Scope::new("payments:write")];
+    type Input = Transfer;
+    type Output = String;
+    type Error = String;
+    type Context = Lab;
+
+    fn validate(_: &Transfer) -> Result<(), InputErrors> {
+        Ok(())
+    }
+
+    fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+
+    async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
+        let lab = call.context();
+        let run = lab.runs.fetch_add(1, Ordering::SeqCst);
+        lab.run_keys.lock().unwrap().push(call.run_key());
+        if run < lab.fail_first.load(Ordering::SeqCst) {
+            return Err("bank timeout".into());
+        }
+        Ok(format!(
+            "limit {} for {}",
+            call.input().cents,
+            call.input().to
+        ))
+    }
+}
+
+/// A tool whose run panics, or never finishes, as the input says.
+struct Flaky;
+
+impl Tool for Flaky {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "flaky",
+        "Flaky",
+        "Panics on `panic`, hangs on `hang`.",
+        RiskTier::HighWrite,
+    );
+    const SCOPES: &'static [Scope] = &[Scope::new("payments:write")];
+    type Input = Transfer;
+    type Output = String;
+    type Error = String;
+    type Context = Lab;
+
+    fn validate(_: &Transfer) -> Result<(), InputErrors> {
+        Ok(())
+    }
+
+    fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+
+    async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
+        call.context().runs.fetch_add(1, Ordering::SeqCst);
+        match call.input().to.as_str() {
+            "panic" => panic!("the ledger is on fire"),
+            "hang" => std::future::pending().await,
+            _ => Ok("done".into()),
+        }
+    }
+}
+
 static LAB: Registry<Lab> = Registry::new(&[
     ToolEntry::json::<SendMoney>(),
     ToolEntry::json::<TagTicket>(),
+    ToolEntry::json::<SetLimit>(),
+    ToolEntry::json::<Flaky>(),
 ]);
 /// The same tool, gone from a later deploy.
 static EMPTY: Registry<Lab> = Registry::new(&[]);
@@ -235,6 +311,15 @@ fn every_allowed_and_every_refused_move() {
         (S::ExecutionPending, A::Succeed, S::Executed),
         (S::ExecutionPending, A::Fail, S::ExecutionFailed),
         (S::ExecutionPending, A::Invalidate, S::Invalidated),
+        (S::ExecutionPending, A::Interrupt, S::Interrupted),
+        (S::ExecutionPending, A::LoseLease, S::OutcomeUnknown),
+        (S::Interrupted, A::MarkExecuted, S::Executed),
+        (S::Interrupted, A::MarkFailed, S::ExecutionFailed),
+        (S::Interrupted, A::Close, S::Closed),
+        (S::OutcomeUnknown, A::MarkExecuted, S::Executed),
+        (S::OutcomeUnknown, A::MarkFailed, S::ExecutionFailed),
+        (S::OutcomeUnknown, A::Close, S::Closed),
+        (S::Closed, A::Reopen, S::Pending),
     ];
     let mut refused = 0;
     for state in S::ALL {
@@ -250,7 +335,7 @@ fn every_allowed_and_every_refused_move() {
             }
         }
     }
-    assert_eq!(refused, 9 * 8 - allowed.len());
+    assert_eq!(refused, 12 * 14 - allowed.len());
     for state in S::ALL {
         let has_exit = A::ALL.iter().any(|a| state.apply(*a).is_ok());
         assert_eq!(state.is_terminal(), !has_exit, "{state}");
@@ -331,15 +416,31 @@ fn reject_and_defer_need_a_reason_and_a_decider() {
 }
 
 #[test]
-fn a_duplicate_proposal_returns_the_existing_lane() {
+fn the_same_call_again_finds_its_lane_runs_once_and_then_gives_back_the_outcome() {
     let bench = Bench::new();
     let first = bench.propose(ARGS, T0);
-    bench.at(at(1)).approve(&first, "supervisor").unwrap();
+    // Pending: the same proposal, in any key order.
     let reordered = r#"{ "cents": 5000, "to": "DE02 1203" }"#;
-    let second = bench.propose(reordered, at(2));
-    assert_eq!(first, second);
-    assert_eq!(bench.state(&second), LaneState::Approved);
-    assert_eq!(bench.transitions().len(), 2, "opened once, approved once");
+    assert_eq!(bench.propose(reordered, at(1)), first);
+    bench.at(at(1)).approve(&first, "supervisor").unwrap();
+    let call = |args: &str, now| {
+        pollster::block_on(bench.at(now).call(
+            &ToolCall::new("send_money", args),
+            &agent(),
+            &bench.lab,
+        ))
+        .unwrap()
+    };
+    // Approved: the re-issued call runs, once.
+    let sent = serde_json::json!("sent 5000 to DE02 1203");
+    assert_eq!(call(reordered, at(2)), Outcome::Executed(sent.clone()));
+    assert_eq!(bench.runs(), 1);
+    // Executed: the recorded outcome comes back and nothing runs.
+    assert_eq!(call(ARGS, at(3)), Outcome::Executed(sent));
+    assert_eq!(bench.runs(), 1);
+    assert_eq!(bench.state(&first), LaneState::Executed);
+    // Opened once, approved once, claimed once, executed once.
+    assert_eq!(bench.transitions().len(), 4);
 }
 
 #[test]
@@ -445,7 +546,8 @@ fn bound_fields_and_defaults_read_plainly() {
             "host policy"
         ]
     );
-    assert_eq!(ApprovalConfig::new().max_attempts(), 3);
+    assert_eq!(ApprovalConfig::new().max_attempts(), 1);
+    assert_eq!(ApprovalConfig::new().lease(), Ttl::from_secs(300));
     assert_eq!(ApprovalConfig::new().with_max_attempts(0).max_attempts(), 1);
 }
 
@@ -848,20 +950,22 @@ fn threads_racing_to_execute_one_approval_run_it_once() {
 }
 
 #[test]
-fn retries_share_one_run_key_and_are_bounded() {
+fn only_an_idempotent_tool_is_retried_with_one_run_key_and_bounded() {
     let config = ApprovalConfig::new().with_max_attempts(4);
     assert_eq!(config.max_attempts(), 4);
+    // Idempotent: retried, every attempt with the lane's key, until it succeeds.
     let bench = Bench::with(&LAB, Governance::new(), config);
     bench.lab.fail_first.store(2, Ordering::SeqCst);
-    let key = bench.propose(ARGS, T0);
+    let key = bench.propose_tool("set_limit", ARGS, T0);
     bench.at(at(1)).approve(&key, "supervisor").unwrap();
     assert!(bench.execute(&key, at(2)).is_ok());
     assert_eq!(*bench.lab.run_keys.lock().unwrap(), [Some(key); 3]);
     assert_eq!(bench.governor.lane(&key).unwrap().attempts(), 3);
 
+    // Idempotent and failing every time: the configured bound.
     let bench = Bench::with(&LAB, Governance::new(), config);
     bench.lab.fail_first.store(usize::MAX, Ordering::SeqCst);
-    let key = bench.propose(r#"{"to": "Z", "cents": 9}"#, T0);
+    let key = bench.propose_tool("set_limit", r#"{"to": "Z", "cents": 9}"#, T0);
     bench.at(at(1)).approve(&key, "supervisor").unwrap();
     let result = bench.execute(&key, at(2));
     assert!(
@@ -880,6 +984,184 @@ fn retries_share_one_run_key_and_are_bounded() {
             Some("tool failed: bank timeout")
         )
     );
+
+    // Not idempotent: one run, whatever the configuration says.
+    let bench = Bench::with(&LAB, Governance::new(), config);
+    bench.lab.fail_first.store(1, Ordering::SeqCst);
+    let key = bench.propose(ARGS, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    let result = bench.execute(&key, at(2));
+    assert!(
+        matches!(
+            result,
+            Err(ApprovalError::ExecutionFailed { attempts: 1, .. })
+        ),
+        "{result:?}"
+    );
+    assert_eq!(bench.runs(), 1);
+}
+
+#[test]
+fn a_tool_that_panics_is_recorded_as_failed_and_the_governor_keeps_serving() {
+    let bench = Bench::new();
+    let key = bench.propose_tool("flaky", r#"{"to": "panic", "cents": 1}"#, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    let result = bench.execute(&key, at(2));
+    let Err(ApprovalError::ExecutionFailed { attempts: 1, error }) = result else {
+        panic!("expected a failed run, got {result:?}")
+    };
+    assert_eq!(
+        error.to_string(),
+        "tool failed: the tool panicked: the ledger is on fire"
+    );
+    let lane = bench.governor.lane(&key).unwrap();
+    assert_eq!(lane.state(), LaneState::ExecutionFailed);
+    assert_eq!(
+        lane.reason(),
+        Some("tool failed: the tool panicked: the ledger is on fire")
+    );
+    // The same governor serves the next call.
+    let next = bench.propose_tool("flaky", r#"{"to": "fine", "cents": 1}"#, at(3));
+    bench.at(at(4)).approve(&next, "supervisor").unwrap();
+    assert_eq!(bench.execute(&next, at(5)), Ok(serde_json::json!("done")));
+}
+
+/// Polls `future` once with a waker that does nothing.
+fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    future.poll(&mut context)
+}
+
+#[test]
+fn a_run_whose_future_is_dropped_is_interrupted_and_a_person_resolves_it() {
+    let bench = Bench::new();
+    let key = bench.propose_tool("flaky", r#"{"to": "hang", "cents": 1}"#, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    bench.clock.set(at(2));
+    {
+        let actor = agent();
+        let mut run = std::pin::pin!(bench.governor.execute(&key, &actor, &bench.lab));
+        assert!(poll_once(run.as_mut()).is_pending());
+        assert_eq!(bench.state(&key), LaneState::ExecutionPending);
+        // A timeout or a cancelled request drops the future here.
+    }
+    let lane = bench.governor.lane(&key).unwrap();
+    assert_eq!(lane.state(), LaneState::Interrupted);
+    assert_eq!(
+        lane.reason(),
+        Some("the run's future was dropped before it finished")
+    );
+    assert_eq!(bench.runs(), 1);
+    // Never run again on its own: a re-issued call and an execution both refuse.
+    assert!(matches!(
+        bench.execute(&key, at(3)),
+        Err(ApprovalError::Transition(_))
+    ));
+    assert_eq!(bench.runs(), 1);
+    // A person resolves it, with a note.
+    use cairnloop::approvals::Reconciliation;
+    assert_eq!(
+        bench
+            .at(at(4))
+            .reconcile(&key, "ops-lead", Reconciliation::Executed, ""),
+        Err(ApprovalError::ReasonRequired(LaneAction::MarkExecuted))
+    );
+    let resolved = bench
+        .at(at(4))
+        .reconcile(
+            &key,
+            "ops-lead",
+            Reconciliation::Executed,
+            "the ledger shows the transfer",
+        )
+        .unwrap();
+    assert_eq!(resolved.state(), LaneState::Executed);
+    assert_eq!(resolved.decided_by(), Some("ops-lead"));
+}
+
+#[test]
+fn a_claim_whose_lease_ran_out_is_an_unknown_outcome_never_rerun_until_a_person_closes_it() {
+    let config = ApprovalConfig::new().with_lease(Ttl::from_secs(30));
+    let bench = Bench::with(&LAB, Governance::new(), config);
+    let args = r#"{"to": "hang", "cents": 1}"#;
+    let key = bench.propose_tool("flaky", args, T0);
+    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    bench.clock.set(at(2));
+    // The holder dies mid-run: its future is never polled again nor dropped.
+    let actor = agent();
+    let mut run = Box::pin(bench.governor.execute(&key, &actor, &bench.lab));
+    assert!(poll_once(run.as_mut()).is_pending());
+    std::mem::forget(run);
+    let claim = bench.governor.lane(&key).unwrap().claim().cloned().unwrap();
+    assert_eq!(claim.until(), at(2 + 30_000));
+    assert!(claim.holder().starts_with("process-"));
+    // Within the lease, a sweep leaves it; after it, the outcome is unknown.
+    assert_eq!(bench.at(at(30_001)).sweep(), Ok(0));
+    assert_eq!(bench.state(&key), LaneState::ExecutionPending);
+    assert_eq!(bench.at(at(30_002)).sweep(), Ok(1));
+    assert_eq!(bench.state(&key), LaneState::OutcomeUnknown);
+    // Listed for a person; the re-issued call does not run it.
+    let unknown = bench
+        .governor
+        .lanes(LaneState::OutcomeUnknown, None, 10)
+        .unwrap();
+    assert_eq!(
+        unknown.iter().map(|lane| lane.key()).collect::<Vec<_>>(),
+        [key]
+    );
+    let again = pollster::block_on(bench.at(at(30_003)).call(
+        &ToolCall::new("flaky", args),
+        &agent(),
+        &bench.lab,
+    ));
+    assert!(
+        matches!(again, Ok(Outcome::AwaitingApproval(ref lane)) if lane.state() == LaneState::OutcomeUnknown)
+    );
+    assert_eq!(bench.runs(), 1);
+    // Closed by a person, the same call is proposed afresh: pending again.
+    use cairnloop::approvals::Reconciliation;
+    bench
+        .at(at(30_004))
+        .reconcile(
+            &key,
+            "ops-lead",
+            Reconciliation::Closed,
+            "no trace downstream; retry",
+        )
+        .unwrap();
+    assert_eq!(bench.propose_tool("flaky", args, at(30_005)), key);
+    let lane = bench.governor.lane(&key).unwrap();
+    assert_eq!(
+        (lane.state(), lane.claim(), lane.attempts()),
+        (LaneState::Pending, None, 0)
+    );
+}
+
+#[test]
+fn a_full_memory_store_refuses_new_proposals_and_evicts_nothing_until_compacted() {
+    let store = Arc::new(MemoryStore::with_capacity(2));
+    let bench = Bench::over(
+        Arc::clone(&store),
+        &LAB,
+        Governance::new(),
+        ApprovalConfig::new(),
+    );
+    let first = bench.propose(r#"{"to": "A", "cents": 1}"#, T0);
+    let second = bench.propose(r#"{"to": "B", "cents": 1}"#, T0);
+    let call = ToolCall::new("send_money", r#"{"to": "C", "cents": 1}"#);
+    let full = pollster::block_on(bench.at(T0).call(&call, &agent(), &bench.lab));
+    assert_eq!(
+        full,
+        Err(ApprovalError::Store(StoreError::Full { capacity: 2 }))
+    );
+    assert_eq!(bench.state(&first), LaneState::Pending);
+    assert_eq!(bench.state(&second), LaneState::Pending);
+    // Compaction is the host's explicit call, and takes only terminal lanes.
+    bench.at(at(1)).reject(&first, "supervisor", "no").unwrap();
+    assert_eq!(store.compact(), Ok(1));
+    assert!(bench.governor.lane(&first).is_err());
+    assert_eq!(bench.state(&second), LaneState::Pending);
+    assert!(pollster::block_on(bench.at(at(2)).call(&call, &agent(), &bench.lab)).is_ok());
 }
 
 #[test]

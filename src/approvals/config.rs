@@ -15,21 +15,47 @@ pub struct ApprovalConfig {
     ttl: Ttl,
     allow_self_approval: bool,
     max_attempts: u32,
+    lease: Ttl,
 }
 
 impl ApprovalConfig {
-    /// 48 hours to live, no self-approval, up to 3 attempts.
+    /// 48 hours to live, no self-approval, one attempt, a five-minute claim lease.
     ///
     /// ```
-    /// assert_eq!(cairnloop::approvals::ApprovalConfig::new().max_attempts(), 3);
+    /// assert_eq!(cairnloop::approvals::ApprovalConfig::new().max_attempts(), 1);
     /// ```
     #[must_use]
     pub const fn new() -> Self {
         Self {
             ttl: Ttl::DEFAULT,
             allow_self_approval: false,
-            max_attempts: 3,
+            max_attempts: 1,
+            lease: Ttl::from_secs(5 * 60),
         }
+    }
+
+    /// Sets how long a claim to run an approved call holds. A claim whose lease runs out
+    /// with no outcome recorded means its holder died: a sweep marks the lane's outcome
+    /// unknown, and it is never run again on its own. Set it longer than the slowest run.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::ApprovalConfig, gate::Ttl};
+    /// assert_eq!(ApprovalConfig::new().with_lease(Ttl::from_secs(30)).lease(), Ttl::from_secs(30));
+    /// ```
+    #[must_use]
+    pub const fn with_lease(self, lease: Ttl) -> Self {
+        Self { lease, ..self }
+    }
+
+    /// How long a claim to run an approved call holds.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::ApprovalConfig, gate::Ttl};
+    /// assert_eq!(ApprovalConfig::new().lease(), Ttl::from_secs(300));
+    /// ```
+    #[must_use]
+    pub const fn lease(&self) -> Ttl {
+        self.lease
     }
 
     /// Sets how long a proposal stays valid.
@@ -56,7 +82,9 @@ impl ApprovalConfig {
         }
     }
 
-    /// Sets how many times an approved call is run before it counts as failed (at least 1).
+    /// Sets how many times an approved call of an *idempotent* tool is run before it
+    /// counts as failed (at least 1). A tool whose spec is not idempotent runs once,
+    /// whatever this says: running it again could do its work twice.
     ///
     /// ```
     /// assert_eq!(cairnloop::approvals::ApprovalConfig::new().with_max_attempts(0).max_attempts(), 1);
@@ -89,7 +117,7 @@ impl ApprovalConfig {
         self.allow_self_approval
     }
 
-    /// How many runs an approved call gets.
+    /// How many runs an approved call of an idempotent tool gets.
     ///
     /// ```
     /// assert_eq!(cairnloop::approvals::ApprovalConfig::new().with_max_attempts(5).max_attempts(), 5);

@@ -59,7 +59,8 @@ impl core::fmt::Display for BoundField {
 }
 
 /// Why an approval operation was refused. Nothing ran in any of these cases, except
-/// [`ApprovalError::ExecutionFailed`], where the tool ran and failed every attempt.
+/// [`ApprovalError::ExecutionFailed`], where the tool ran and failed every attempt, and
+/// [`ApprovalError::OutcomeNotRecorded`], where it ran and the record failed.
 ///
 /// ```
 /// assert_eq!(cairnloop::ApprovalError::SelfApproval.to_string(), "the proposer cannot approve their own call");
@@ -116,6 +117,16 @@ pub enum ApprovalError {
         /// The last run's error.
         error: RunError,
     },
+    /// The tool ran (this holds what it returned), but its outcome could not be recorded:
+    /// the lane stays claimed until its lease runs out and a sweep marks its outcome
+    /// unknown, for a person to resolve. It is never run again on its own.
+    #[error("the tool ran, but its outcome could not be recorded: {store}")]
+    OutcomeNotRecorded {
+        /// What the run returned.
+        ran: Result<serde_json::Value, RunError>,
+        /// Why the record failed.
+        store: alloc::boxed::Box<ApprovalError>,
+    },
     /// The store refused the move (a concurrent move won, or the store failed).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -162,6 +173,12 @@ pub enum StoreError {
     /// The lane to move is not in the store.
     #[error("the lane is not in the store")]
     Missing,
+    /// The store holds as many lanes as it may; nothing was added (and nothing evicted).
+    #[error("the store is full: it holds at most {capacity} lanes")]
+    Full {
+        /// How many lanes the store holds at most.
+        capacity: usize,
+    },
     /// The store's backend failed.
     #[error("store backend: {0}")]
     Backend(String),

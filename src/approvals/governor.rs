@@ -12,7 +12,7 @@ use crate::approvals::{
     Clock, MemoryStore, SystemClock,
 };
 use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, ToolEntry};
-use crate::gate::{Blocked, Decision, LaneAction, Timestamp, Verdict, decide, execute};
+use crate::gate::{Blocked, Decision, LaneAction, LaneState, Timestamp, Verdict, decide, execute};
 use crate::json::{
     AuditEvent, Draft, Governance, Proposal, ToolCall, derive_key, gate_call, propose_call,
     run_ready,
@@ -68,6 +68,7 @@ pub struct Governor<C: ?Sized + 'static, S = MemoryStore> {
     approvals: Approvals<S>,
     clock: Box<dyn Clock>,
     sink: Option<Arc<dyn AuditSink>>,
+    holder: String,
 }
 
 /// What became of a call by name.
@@ -169,6 +170,7 @@ impl<C: ?Sized + Sync + 'static> Governor<C, MemoryStore> {
             approvals: Approvals::new(MemoryStore::new(), ApprovalConfig::new()),
             clock: Box::new(SystemClock),
             sink: None,
+            holder: alloc::format!("process-{}", std::process::id()),
         }
     }
 }
@@ -196,7 +198,23 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             approvals,
             clock: self.clock,
             sink: self.sink,
+            holder: self.holder,
         }
+    }
+
+    /// Names this governor in the claims it takes to run approved calls (by default
+    /// `process-<pid>`): an operator looking at an unknown outcome sees who held it.
+    ///
+    /// ```
+    /// use cairnloop::{Governor, Registry};
+    ///
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS).with_holder("worker-3");
+    /// ```
+    #[must_use]
+    pub fn with_holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = holder.into();
+        self
     }
 
     /// Sets the host's governance: tier overrides, the mode hook and the input limits.
@@ -345,9 +363,12 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     }
 
     /// A call by name, as a model proposed it: through the gates, then run at once
-    /// (`Auto`), recorded as a pending proposal (`RequiresApproval`; a repeat of the same
-    /// call finds the same lane), or blocked. The decision is recorded before this
-    /// returns. Nothing here panics on any input.
+    /// (`Auto`), recorded as a pending proposal (`RequiresApproval`), or blocked. The
+    /// decision is recorded before this returns. Nothing here panics on any input.
+    ///
+    /// The same call made again (the same idempotency key) finds its lane: pending, the
+    /// same proposal; approved, it runs now, once; executed, its recorded output comes
+    /// back and nothing runs; any other state, the lane as it stands.
     ///
     /// # Errors
     ///
@@ -403,8 +424,34 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 record.idempotency_key = Some(proposal.idempotency_key());
                 self.record(record)?;
                 let lane = self.approvals.propose(proposal, self.now()?)?;
-                Ok(Outcome::AwaitingApproval(Box::new(lane)))
+                self.reissued(lane, actor, context).await
             }
+        }
+    }
+
+    /// What a call that awaits approval gives back, by the state of its lane: an approved
+    /// call runs now (once: the claim decides between racing repeats); an executed one
+    /// gives back its recorded output without running; any other state is the lane.
+    async fn reissued(
+        &self,
+        lane: ApprovalLane,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Result<Outcome, ApprovalError> {
+        match lane.state() {
+            LaneState::Approved => match self.execute(&lane.key(), actor, context).await {
+                Ok(output) => Ok(Outcome::Executed(output)),
+                Err(ApprovalError::ExecutionFailed { error, .. }) => Ok(Outcome::Failed(error)),
+                // Refused before anything ran (invalidated, expired, another caller won
+                // the claim), or ran with its outcome unrecorded: the lane says where it
+                // stands now.
+                Err(_) => Ok(Outcome::AwaitingApproval(Box::new(self.lane(&lane.key())?))),
+            },
+            LaneState::Executed => match lane.output() {
+                Some(output) => Ok(Outcome::Executed(output.clone())),
+                None => Ok(Outcome::AwaitingApproval(Box::new(lane))),
+            },
+            _ => Ok(Outcome::AwaitingApproval(Box::new(lane))),
         }
     }
 
@@ -572,8 +619,76 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     ) -> Result<Value, ApprovalError> {
         let now = self.now()?;
         self.approvals
-            .execute(self.registry, key, actor, context, &self.governance, now)
+            .execute(
+                self.registry,
+                key,
+                actor,
+                context,
+                &self.governance,
+                &self.holder,
+                now,
+            )
             .await
+    }
+
+    /// Marks every claim whose lease ran out as an unknown outcome, and expires every
+    /// proposal whose time is up. Run it when the host starts (a process that died left
+    /// its claims behind) and now and then. A lane whose outcome is unknown is never run
+    /// again on its own: it waits for [`Governor::reconcile`]. Returns how many lanes
+    /// moved.
+    ///
+    /// # Errors
+    ///
+    /// The clock's or the store's error.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// assert_eq!(Governor::new(&TOOLS).sweep(), Ok(0));
+    /// ```
+    pub fn sweep(&self) -> Result<usize, ApprovalError> {
+        self.approvals.sweep(self.now()?, 256)
+    }
+
+    /// A person resolves a lane whose run was interrupted or whose outcome is unknown:
+    /// it ran ([`Reconciliation::Executed`]), it did not
+    /// ([`Reconciliation::Failed`]), or it is closed so that the same call can be
+    /// proposed afresh ([`Reconciliation::Closed`]). A note is required.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::ReasonRequired`] without a usable note,
+    /// [`ApprovalError::MissingDecider`], a refused transition (the lane is not
+    /// interrupted or unknown), the clock's or the store's error.
+    pub fn reconcile(
+        &self,
+        key: &IdempotencyKey,
+        by: &str,
+        resolution: Reconciliation,
+        note: &str,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let action = match resolution {
+            Reconciliation::Executed => LaneAction::MarkExecuted,
+            Reconciliation::Failed => LaneAction::MarkFailed,
+            Reconciliation::Closed => LaneAction::Close,
+        };
+        self.approvals.reconcile(key, action, by, note, self.now()?)
+    }
+
+    /// Up to `limit` lanes in `state`, in key order, after `after`: a page of an
+    /// operator's queue (`LaneState::Pending`) or of the outcomes to reconcile
+    /// (`LaneState::Interrupted`, `LaneState::OutcomeUnknown`).
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    pub fn lanes(
+        &self,
+        state: crate::gate::LaneState,
+        after: Option<&IdempotencyKey>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalLane>, ApprovalError> {
+        Ok(self.approvals.store().list(state, after, limit)?)
     }
 
     /// The lane with this key.
@@ -610,6 +725,24 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             None => Ok(self.approvals.store().append(record)?),
         }
     }
+}
+
+/// How a person resolves a run that was interrupted or whose outcome is unknown.
+///
+/// ```
+/// use cairnloop::approvals::Reconciliation;
+///
+/// let resolution = Reconciliation::Closed; // propose it afresh if it is still wanted
+/// assert_ne!(resolution, Reconciliation::Executed);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reconciliation {
+    /// The run did its work: the lane becomes `executed`.
+    Executed,
+    /// The run did not do its work: the lane becomes `execution_failed`.
+    Failed,
+    /// Closed without an outcome: the same call may be proposed afresh.
+    Closed,
 }
 
 impl<C: ?Sized + 'static, S> fmt::Debug for Governor<C, S> {

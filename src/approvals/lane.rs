@@ -1,5 +1,7 @@
 use alloc::string::{String, ToString};
 
+use serde_json::Value;
+
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneAction, LaneState, Timestamp, TransitionError};
 use crate::json::Proposal;
@@ -25,7 +27,55 @@ pub struct ApprovalLane {
     decided_by: Option<String>,
     reason: Option<String>,
     attempts: u32,
+    /// Who holds the execution claim, and until when (absent before the first claim).
+    #[serde(default)]
+    claim: Option<Claim>,
+    /// What the run returned, once it is recorded as executed.
+    #[serde(default)]
+    output: Option<Value>,
     version: u64,
+}
+
+/// Who claimed a lane to run it, and until when the claim holds. A claim whose lease ran
+/// out with no outcome recorded means the holder died: the lane's outcome is unknown.
+///
+/// ```
+/// # fn f(lane: &cairnloop::ApprovalLane) {
+/// if let Some(claim) = lane.claim() {
+///     println!("{} runs it until {}", claim.holder(), claim.until());
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Claim {
+    holder: String,
+    until: Timestamp,
+}
+
+impl Claim {
+    /// Who holds the claim: the process or worker that runs the call.
+    ///
+    /// ```
+    /// # fn f(claim: &cairnloop::approvals::Claim) -> &str {
+    /// claim.holder()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// When the claim's lease runs out.
+    ///
+    /// ```
+    /// # fn f(claim: &cairnloop::approvals::Claim) -> cairnloop::gate::Timestamp {
+    /// claim.until()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn until(&self) -> Timestamp {
+        self.until
+    }
 }
 
 impl ApprovalLane {
@@ -40,8 +90,69 @@ impl ApprovalLane {
             decided_by: None,
             reason: None,
             attempts: 0,
+            claim: None,
+            output: None,
             version: 0,
         }
+    }
+
+    /// The same lane, claimed by `holder` until `until`.
+    pub(crate) fn claimed_by(mut self, holder: &str, until: Timestamp) -> Self {
+        self.claim = Some(Claim {
+            holder: holder.to_string(),
+            until,
+        });
+        self
+    }
+
+    /// The lane of a closed call proposed afresh (already moved by `Reopen`): the new
+    /// proposal, a new time to live, and nothing of the closed run.
+    pub(crate) fn reopened(
+        mut self,
+        proposal: Proposal,
+        now: Timestamp,
+        expires_at: Timestamp,
+    ) -> Self {
+        self.proposal = proposal;
+        self.proposed_at = now;
+        self.expires_at = expires_at;
+        self.decided_by = None;
+        self.reason = None;
+        self.attempts = 0;
+        self.claim = None;
+        self.output = None;
+        self
+    }
+
+    /// The same lane, with the run's output recorded.
+    pub(crate) fn with_output(mut self, output: Value) -> Self {
+        self.output = Some(output);
+        self
+    }
+
+    /// The claim to run the lane, if it was ever claimed.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> bool {
+    /// lane.claim().is_some()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn claim(&self) -> Option<&Claim> {
+        self.claim.as_ref()
+    }
+
+    /// What the run returned, once the lane is executed (a re-issued call gets it back
+    /// instead of a second run). A lane a person marked executed has none.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> Option<&serde_json::Value> {
+    /// lane.output()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn output(&self) -> Option<&Value> {
+        self.output.as_ref()
     }
 
     /// The lane after `action` at `now`, by `by`, with `reason`; the version moves on.
@@ -59,7 +170,12 @@ impl ApprovalLane {
         next.version = self.version.wrapping_add(1);
         if matches!(
             action,
-            LaneAction::Approve | LaneAction::Reject | LaneAction::Defer
+            LaneAction::Approve
+                | LaneAction::Reject
+                | LaneAction::Defer
+                | LaneAction::MarkExecuted
+                | LaneAction::MarkFailed
+                | LaneAction::Close
         ) {
             next.decided_by = by.map(ToString::to_string);
         }

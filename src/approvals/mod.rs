@@ -11,6 +11,7 @@ mod governor;
 mod lane;
 mod service;
 mod store;
+mod unwind;
 
 #[cfg(feature = "tracing")]
 pub use audit::TracingSink;
@@ -18,7 +19,7 @@ pub use audit::{AuditRecord, AuditSink, DiscardAudit};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ApprovalConfig;
 pub use error::{ApprovalError, BoundField, Invalidation, StoreError};
-pub use governor::{Governor, Outcome, TypedOutcome};
-pub use lane::{ApprovalLane, TransitionEvent};
+pub use governor::{Governor, Outcome, Reconciliation, TypedOutcome};
+pub use lane::{ApprovalLane, Claim, TransitionEvent};
 pub(crate) use service::Approvals;
 pub use store::{ApprovalStore, MemoryStore};

@@ -3,12 +3,16 @@ use alloc::sync::Arc;
 
 use serde_json::Value;
 
+use crate::approvals::StoreError;
+use crate::approvals::unwind::CatchPanic;
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink, BoundField,
     Invalidation, TransitionEvent,
 };
 use crate::declare::text;
-use crate::declare::{Actor, Codec, ErasedInput, IdempotencyKey, Registry, RunKey, ToolEntry};
+use crate::declare::{
+    Actor, Codec, ErasedInput, IdempotencyKey, Registry, RunError, RunKey, ToolEntry,
+};
 use crate::gate::{Blocked, LaneAction, LaneState, Subject, Timestamp, Verdict, run_gates};
 use crate::json::{Governance, PolicySnapshot, Proposal, decode_stored, run_ready};
 
@@ -56,18 +60,27 @@ impl<S: ApprovalStore> Approvals<S> {
     }
 
     /// Opens a pending lane for `proposal` at `now`. A proposal whose idempotency key is
-    /// already known returns the existing lane, whatever its state, and opens nothing.
+    /// already known returns the existing lane and opens nothing, unless that lane was
+    /// closed by a person: then it is reopened, pending, for the new proposal.
     pub(crate) fn propose(
         &self,
         proposal: Proposal,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        if let Some(existing) = self.store.get(&proposal.idempotency_key())? {
-            return Ok(existing);
-        }
         let expires_at = now
             .checked_add(self.config.ttl())
             .ok_or(ApprovalError::TimeOverflow)?;
+        if let Some(existing) = self.store.get(&proposal.idempotency_key())? {
+            if existing.state() != LaneState::Closed {
+                return Ok(existing);
+            }
+            // A person closed this call's last run without an outcome: propose it afresh.
+            check_clock(&existing, now)?;
+            let reopened = existing
+                .moved(LaneAction::Reopen, now, None, None)?
+                .reopened(proposal, now, expires_at);
+            return self.commit(&existing, reopened, LaneAction::Reopen, None);
+        }
         let lane = ApprovalLane::open(proposal, now, expires_at);
         let event = TransitionEvent::of(None, &lane, None, None);
         let (lane, inserted) = self.store.insert(lane, event.clone())?;
@@ -189,6 +202,10 @@ impl<S: ApprovalStore> Approvals<S> {
     /// that names what changed, and nothing runs). Then the lane is claimed by a
     /// compare-and-set, so of two racing executions one runs; the tool runs with the lane's
     /// key as run key; the lane ends `executed` or `execution_failed`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each argument has its own type, so none can be swapped unnoticed"
+    )]
     pub(crate) async fn execute<C: ?Sized + Sync + 'static>(
         &self,
         registry: &Registry<C>,
@@ -196,6 +213,7 @@ impl<S: ApprovalStore> Approvals<S> {
         actor: &Actor<'_>,
         context: &C,
         governance: &Governance<C>,
+        holder: &str,
         now: Timestamp,
     ) -> Result<Value, ApprovalError> {
         let lane = self.live_lane(key, now)?;
@@ -213,17 +231,39 @@ impl<S: ApprovalStore> Approvals<S> {
         if actor.account() != proposal.account_id() {
             return Err(ApprovalError::Mismatch(BoundField::Account));
         }
-        let (codec, input) = match revalidate(registry, &lane, actor, context, governance) {
-            Ok(checked) => checked,
-            Err(invalidation) => {
-                let reason = invalidation.to_string();
-                self.apply(&lane, LaneAction::Invalidate, now, None, Some(&reason))?;
-                return Err(ApprovalError::Invalidated(invalidation));
-            }
-        };
+        let (codec, input, idempotent) =
+            match revalidate(registry, &lane, actor, context, governance) {
+                Ok(checked) => checked,
+                Err(invalidation) => {
+                    let reason = invalidation.to_string();
+                    self.apply(&lane, LaneAction::Invalidate, now, None, Some(&reason))?;
+                    return Err(ApprovalError::Invalidated(invalidation));
+                }
+            };
 
-        // The claim: exactly one execution wins this compare-and-set.
-        let claimed = self.apply(&lane, LaneAction::StartExecution, now, None, None)?;
+        // The claim: exactly one execution wins this compare-and-set, and it holds the
+        // lane for a lease. A holder that dies leaves the lease to run out.
+        let until = now
+            .checked_add(self.config.lease())
+            .ok_or(ApprovalError::TimeOverflow)?;
+        let claimed = lane
+            .moved(LaneAction::StartExecution, now, None, None)?
+            .claimed_by(holder, until);
+        let claimed = self.commit(&lane, claimed, LaneAction::StartExecution, None)?;
+        // From here the tool may run: if this future is dropped before the outcome is
+        // recorded, the guard records the lane as interrupted, synchronously.
+        let mut guard = RunGuard {
+            approvals: self,
+            lane: Some(claimed.clone()),
+            at: now,
+        };
+        // A tool that is not idempotent runs once: running it again could do its work
+        // twice. An idempotent one gets the configured attempts.
+        let attempts_allowed = if idempotent {
+            self.config.max_attempts()
+        } else {
+            1
+        };
         let mut input = Some(input);
         let mut attempts = 0;
         let outcome = loop {
@@ -237,39 +277,146 @@ impl<S: ApprovalStore> Approvals<S> {
                 Ok(attempt) => attempt,
                 Err(blocked) => break Err(Err(Invalidation::Blocked(blocked))),
             };
-            match run_ready(codec, attempt, actor, context, RunKey::Known(lane.key())).await {
+            let run = run_ready(codec, attempt, actor, context, RunKey::Known(lane.key()));
+            let result = match CatchPanic::new(run).await {
+                Ok(result) => result,
+                Err(panic) => Err(RunError::Failed(alloc::format!(
+                    "the tool panicked: {panic}"
+                ))),
+            };
+            match result {
                 Ok(output) => break Ok(output),
-                Err(error) if attempts >= self.config.max_attempts() => break Err(Ok(error)),
+                Err(error) if attempts >= attempts_allowed => break Err(Ok(error)),
                 Err(_) => {}
             }
         };
-        match outcome {
-            Ok(output) => {
-                let done = claimed.moved(LaneAction::Succeed, now, None, None)?;
-                self.commit(
-                    &claimed,
-                    done.with_attempts(attempts),
-                    LaneAction::Succeed,
-                    None,
-                )?;
-                Ok(output)
-            }
+        guard.lane = None;
+        let recorded = match &outcome {
+            Ok(output) => claimed
+                .moved(LaneAction::Succeed, now, None, None)
+                .map(|done| {
+                    (
+                        done.with_attempts(attempts).with_output(output.clone()),
+                        LaneAction::Succeed,
+                    )
+                }),
             Err(Ok(error)) => {
                 let reason = error.to_string();
-                let failed = claimed.moved(LaneAction::Fail, now, None, Some(&reason))?;
-                self.commit(
-                    &claimed,
-                    failed.with_attempts(attempts),
-                    LaneAction::Fail,
-                    None,
-                )?;
-                Err(ApprovalError::ExecutionFailed { attempts, error })
+                claimed
+                    .moved(LaneAction::Fail, now, None, Some(&reason))
+                    .map(|failed| (failed.with_attempts(attempts), LaneAction::Fail))
             }
             Err(Err(invalidation)) => {
                 let reason = invalidation.to_string();
-                self.apply(&claimed, LaneAction::Invalidate, now, None, Some(&reason))?;
-                Err(ApprovalError::Invalidated(invalidation))
+                claimed
+                    .moved(LaneAction::Invalidate, now, None, Some(&reason))
+                    .map(|invalidated| (invalidated, LaneAction::Invalidate))
             }
+        };
+        let committed = recorded
+            .map_err(ApprovalError::from)
+            .and_then(|(after, action)| self.commit(&claimed, after, action, None));
+        match (outcome, committed) {
+            (Ok(output), Ok(_)) => Ok(output),
+            (Err(Ok(error)), Ok(_)) => Err(ApprovalError::ExecutionFailed { attempts, error }),
+            (Err(Err(invalidation)), Ok(_)) => Err(ApprovalError::Invalidated(invalidation)),
+            // The tool was entered: never say that nothing ran.
+            (Ok(output), Err(store)) => Err(ApprovalError::OutcomeNotRecorded {
+                ran: Ok(output),
+                store: alloc::boxed::Box::new(store),
+            }),
+            (Err(Ok(error)), Err(store)) => Err(ApprovalError::OutcomeNotRecorded {
+                ran: Err(error),
+                store: alloc::boxed::Box::new(store),
+            }),
+            (Err(Err(_)), Err(store)) => Err(store),
+        }
+    }
+
+    /// Marks every claim whose lease ran out by `now` as an unknown outcome, and expires
+    /// every pending or approved lane whose time is up, a page of `page` lanes at a time.
+    /// A lane whose outcome is unknown is never run again on its own: a person resolves
+    /// it ([`Approvals::reconcile`]). Returns how many lanes it moved.
+    pub(crate) fn sweep(&self, now: Timestamp, page: usize) -> Result<usize, ApprovalError> {
+        let page = page.max(1);
+        let mut moved = 0;
+        for state in [
+            LaneState::ExecutionPending,
+            LaneState::Pending,
+            LaneState::Approved,
+        ] {
+            let mut after = None;
+            loop {
+                let lanes = self.store.list(state, after.as_ref(), page)?;
+                for lane in &lanes {
+                    let action = match state {
+                        LaneState::ExecutionPending
+                            if lane.claim().is_none_or(|claim| claim.until() <= now) =>
+                        {
+                            LaneAction::LoseLease
+                        }
+                        LaneState::Pending | LaneState::Approved if is_due(lane, now) => {
+                            LaneAction::Expire
+                        }
+                        _ => continue,
+                    };
+                    let reason = (action == LaneAction::LoseLease)
+                        .then_some("the claim's lease ran out with no outcome recorded");
+                    match self.apply(lane, action, now, None, reason) {
+                        Ok(_) => moved += 1,
+                        // Another sweeper or the holder moved it first: nothing to do.
+                        Err(ApprovalError::Store(StoreError::Conflict)) => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+                if lanes.len() < page {
+                    break;
+                }
+                after = lanes.last().map(ApprovalLane::key);
+            }
+        }
+        Ok(moved)
+    }
+
+    /// A person resolves an interrupted or unknown outcome: it ran, it did not, or it is
+    /// closed so that the same call can be proposed afresh. A note is required.
+    pub(crate) fn reconcile(
+        &self,
+        key: &IdempotencyKey,
+        action: LaneAction,
+        by: &str,
+        note: &str,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self.lane(key)?;
+        check_clock(&lane, now)?;
+        check_decider(by)?;
+        if text::is_blank(note) || text::has_control(note, false) {
+            return Err(ApprovalError::ReasonRequired(action));
+        }
+        self.apply(&lane, action, now, Some(by), Some(note))
+    }
+}
+
+/// Records a claimed lane as interrupted if the run's future is dropped before its
+/// outcome is recorded. It writes synchronously in `drop`: it never waits on a runtime.
+struct RunGuard<'s, S: ApprovalStore> {
+    approvals: &'s Approvals<S>,
+    lane: Option<ApprovalLane>,
+    at: Timestamp,
+}
+
+impl<S: ApprovalStore> Drop for RunGuard<'_, S> {
+    fn drop(&mut self) {
+        if let Some(lane) = self.lane.take() {
+            // If this fails too, the lease runs out and a sweep marks the outcome unknown.
+            let _ = self.approvals.apply(
+                &lane,
+                LaneAction::Interrupt,
+                self.at,
+                None,
+                Some("the run's future was dropped before it finished"),
+            );
         }
     }
 }
@@ -306,7 +453,7 @@ fn revalidate<C: ?Sized + 'static>(
     actor: &Actor<'_>,
     context: &C,
     governance: &Governance<C>,
-) -> Result<(&'static Codec<C>, ErasedInput), Invalidation> {
+) -> Result<(&'static Codec<C>, ErasedInput, bool), Invalidation> {
     let proposal = lane.proposal();
     let entry = registry.get(proposal.tool());
     let codec = entry.and_then(ToolEntry::codec);
@@ -384,7 +531,7 @@ fn revalidate<C: ?Sized + 'static>(
             &crate::json::canonical_json(&value),
         );
     }
-    Ok((codec, input))
+    Ok((codec, input, spec.is_idempotent()))
 }
 
 /// A policy snapshot as a reason reads it: `requires_approval (spec)`.

@@ -4,6 +4,7 @@ use alloc::sync::Arc;
 
 use crate::approvals::{ApprovalLane, AuditRecord, StoreError, TransitionEvent};
 use crate::declare::IdempotencyKey;
+use crate::gate::LaneState;
 
 /// Where approval lanes and their audit trail live: a host's database, or
 /// [`MemoryStore`]. Each method is one atomic step.
@@ -51,6 +52,19 @@ pub trait ApprovalStore {
     ///
     /// The backend's error; the record is then not in the log.
     fn append(&self, record: AuditRecord) -> Result<(), StoreError>;
+
+    /// Up to `limit` lanes in `state`, in key order, after the key `after` (exclusive):
+    /// one page of an operator's queue, or of a sweep.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    fn list(
+        &self,
+        state: LaneState,
+        after: Option<&IdempotencyKey>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalLane>, StoreError>;
 }
 
 impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
@@ -82,32 +96,62 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
     fn append(&self, record: AuditRecord) -> Result<(), StoreError> {
         (**self).append(record)
     }
+
+    fn list(
+        &self,
+        state: LaneState,
+        after: Option<&IdempotencyKey>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalLane>, StoreError> {
+        (**self).list(state, after, limit)
+    }
 }
 
-/// An in-memory [`ApprovalStore`], safe to share between threads.
+/// An in-memory [`ApprovalStore`], safe to share between threads, for tests and hosts
+/// that keep nothing across restarts.
+///
+/// It is bounded: it holds at most `capacity` lanes, and a new proposal past that is
+/// refused with [`StoreError::Full`]. Nothing is evicted on its own; terminal lanes and
+/// their events leave only through [`MemoryStore::compact`], an explicit host call.
 ///
 /// ```
 /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
 ///
 /// let store = MemoryStore::new();
 /// assert!(store.events().unwrap().is_empty());
+/// assert_eq!(store.capacity(), MemoryStore::DEFAULT_CAPACITY);
 /// ```
 #[cfg(feature = "std")]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryStore {
     inner: std::sync::Mutex<Memory>,
+    capacity: usize,
 }
 
 #[cfg(feature = "std")]
 #[derive(Debug, Default)]
 struct Memory {
-    lanes: std::collections::HashMap<IdempotencyKey, ApprovalLane>,
+    lanes: std::collections::BTreeMap<IdempotencyKey, ApprovalLane>,
     events: Vec<AuditRecord>,
 }
 
 #[cfg(feature = "std")]
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::with_capacity(Self::DEFAULT_CAPACITY)
+    }
+}
+
+#[cfg(feature = "std")]
 impl MemoryStore {
-    /// An empty store.
+    /// How many lanes [`MemoryStore::new`] holds.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::MemoryStore::DEFAULT_CAPACITY, 100_000);
+    /// ```
+    pub const DEFAULT_CAPACITY: usize = 100_000;
+
+    /// An empty store for up to [`MemoryStore::DEFAULT_CAPACITY`] lanes.
     ///
     /// ```
     /// let store = cairnloop::approvals::MemoryStore::new();
@@ -115,6 +159,56 @@ impl MemoryStore {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store for up to `capacity` lanes.
+    ///
+    /// ```
+    /// let store = cairnloop::approvals::MemoryStore::with_capacity(10);
+    /// assert_eq!(store.capacity(), 10);
+    /// ```
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            inner: std::sync::Mutex::new(Memory::default()),
+            capacity,
+        }
+    }
+
+    /// How many lanes the store holds at most.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::MemoryStore::with_capacity(3).capacity(), 3);
+    /// ```
+    #[must_use]
+    pub const fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Removes every terminal lane (rejected, deferred, expired, executed, failed,
+    /// invalidated) and every event of those lanes; returns how many lanes went. Lanes
+    /// that can still move, and their events, stay.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] when a thread panicked while holding the store.
+    ///
+    /// ```
+    /// let store = cairnloop::approvals::MemoryStore::new();
+    /// assert_eq!(store.compact(), Ok(0));
+    /// ```
+    pub fn compact(&self) -> Result<usize, StoreError> {
+        let mut memory = self.lock()?;
+        let before = memory.lanes.len();
+        memory.lanes.retain(|_, lane| !lane.state().is_terminal());
+        let Memory { lanes, events } = &mut *memory;
+        events.retain(|record| match record {
+            AuditRecord::Transition(event) => lanes.contains_key(&event.key),
+            AuditRecord::Decision(event) => event
+                .idempotency_key
+                .is_none_or(|key| lanes.contains_key(&key)),
+        });
+        Ok(before - memory.lanes.len())
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Memory>, StoreError> {
@@ -135,6 +229,11 @@ impl ApprovalStore for MemoryStore {
         let mut memory = self.lock()?;
         if let Some(existing) = memory.lanes.get(&lane.key()) {
             return Ok((existing.clone(), false));
+        }
+        if memory.lanes.len() >= self.capacity {
+            return Err(StoreError::Full {
+                capacity: self.capacity,
+            });
         }
         memory.lanes.insert(lane.key(), lane.clone());
         memory.events.push(AuditRecord::Transition(event));
@@ -171,5 +270,24 @@ impl ApprovalStore for MemoryStore {
     fn append(&self, record: AuditRecord) -> Result<(), StoreError> {
         self.lock()?.events.push(record);
         Ok(())
+    }
+
+    fn list(
+        &self,
+        state: LaneState,
+        after: Option<&IdempotencyKey>,
+        limit: usize,
+    ) -> Result<Vec<ApprovalLane>, StoreError> {
+        use core::ops::Bound;
+        let memory = self.lock()?;
+        let from = after.map_or(Bound::Unbounded, |key| Bound::Excluded(*key));
+        Ok(memory
+            .lanes
+            .range((from, Bound::Unbounded))
+            .map(|(_, lane)| lane)
+            .filter(|lane| lane.state() == state)
+            .take(limit)
+            .cloned()
+            .collect())
     }
 }

@@ -5,10 +5,12 @@ use core::fmt;
 ///
 /// ```text
 /// pending ──approve──▶ approved ──start──▶ execution_pending ──succeed──▶ executed
-///    │                    │                       │ └──────fail──────▶ execution_failed
-///    ├─reject─▶ rejected  ├─expire─▶ expired      └──invalidate──▶ invalidated
-///    ├─defer──▶ deferred  └─invalidate─▶ invalidated
-///    └─expire─▶ expired
+///    │                    │                   │ ├──────fail──────▶ execution_failed
+///    ├─reject─▶ rejected  ├─expire─▶ expired  │ ├──invalidate────▶ invalidated
+///    ├─defer──▶ deferred  └─invalidate─▶      │ ├──interrupt─────▶ interrupted ─┐
+///    └─expire─▶ expired       invalidated     │ └──lose_lease────▶ outcome_unknown
+///                                             │   a person: mark_executed, mark_failed
+///    closed ──reopen──▶ pending  ◀── close ───┘   or close either of the two
 /// ```
 ///
 /// ```
@@ -40,6 +42,17 @@ pub enum LaneState {
     ExecutionFailed,
     /// No longer allowed when it was to run (a scope revoked, the tool tightened). Terminal.
     Invalidated,
+    /// The run was entered and its future dropped before it finished (a timeout, a
+    /// cancelled request): the tool may or may not have done its work. Only a person
+    /// resolves it. Wire name `interrupted`.
+    Interrupted,
+    /// The claim's lease ran out before the run was recorded (the process died): the tool
+    /// may or may not have done its work. Only a person resolves it, and it is never run
+    /// again on its own. Wire name `outcome_unknown`.
+    OutcomeUnknown,
+    /// A person closed an interrupted or unknown outcome without saying it ran or failed;
+    /// the same call may be proposed afresh. Wire name `closed`.
+    Closed,
 }
 
 /// A move of an approval lane.
@@ -67,15 +80,27 @@ pub enum LaneAction {
     Fail,
     /// Re-validation at execution failed.
     Invalidate,
+    /// The run's future was dropped before it finished.
+    Interrupt,
+    /// The claim's lease ran out with no outcome recorded.
+    LoseLease,
+    /// A person records that an interrupted or unknown run did its work.
+    MarkExecuted,
+    /// A person records that an interrupted or unknown run did not do its work.
+    MarkFailed,
+    /// A person closes an interrupted or unknown run without an outcome.
+    Close,
+    /// The same call is proposed again after its lane was closed.
+    Reopen,
 }
 
 impl LaneState {
     /// Every state.
     ///
     /// ```
-    /// assert_eq!(cairnloop::gate::LaneState::ALL.len(), 9);
+    /// assert_eq!(cairnloop::gate::LaneState::ALL.len(), 12);
     /// ```
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 12] = [
         Self::Pending,
         Self::Approved,
         Self::Rejected,
@@ -85,6 +110,9 @@ impl LaneState {
         Self::Executed,
         Self::ExecutionFailed,
         Self::Invalidated,
+        Self::Interrupted,
+        Self::OutcomeUnknown,
+        Self::Closed,
     ];
 
     /// The state after `action`, or the refused move. This table is the whole lifecycle;
@@ -110,6 +138,12 @@ impl LaneState {
             (S::Approved | S::ExecutionPending, A::Invalidate) => S::Invalidated,
             (S::ExecutionPending, A::Succeed) => S::Executed,
             (S::ExecutionPending, A::Fail) => S::ExecutionFailed,
+            (S::ExecutionPending, A::Interrupt) => S::Interrupted,
+            (S::ExecutionPending, A::LoseLease) => S::OutcomeUnknown,
+            (S::Interrupted | S::OutcomeUnknown, A::MarkExecuted) => S::Executed,
+            (S::Interrupted | S::OutcomeUnknown, A::MarkFailed) => S::ExecutionFailed,
+            (S::Interrupted | S::OutcomeUnknown, A::Close) => S::Closed,
+            (S::Closed, A::Reopen) => S::Pending,
             _ => return Err(TransitionError { from: self, action }),
         };
         Ok(next)
@@ -124,7 +158,12 @@ impl LaneState {
     pub const fn is_terminal(self) -> bool {
         !matches!(
             self,
-            Self::Pending | Self::Approved | Self::ExecutionPending
+            Self::Pending
+                | Self::Approved
+                | Self::ExecutionPending
+                | Self::Interrupted
+                | Self::OutcomeUnknown
+                | Self::Closed
         )
     }
 
@@ -145,6 +184,9 @@ impl LaneState {
             Self::Executed => "executed",
             Self::ExecutionFailed => "execution_failed",
             Self::Invalidated => "invalidated",
+            Self::Interrupted => "interrupted",
+            Self::OutcomeUnknown => "outcome_unknown",
+            Self::Closed => "closed",
         }
     }
 }
@@ -153,9 +195,9 @@ impl LaneAction {
     /// Every action.
     ///
     /// ```
-    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 8);
+    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 14);
     /// ```
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 14] = [
         Self::Approve,
         Self::Reject,
         Self::Defer,
@@ -164,6 +206,12 @@ impl LaneAction {
         Self::Succeed,
         Self::Fail,
         Self::Invalidate,
+        Self::Interrupt,
+        Self::LoseLease,
+        Self::MarkExecuted,
+        Self::MarkFailed,
+        Self::Close,
+        Self::Reopen,
     ];
 
     /// The wire name, such as `start_execution`.
@@ -182,6 +230,12 @@ impl LaneAction {
             Self::Succeed => "succeed",
             Self::Fail => "fail",
             Self::Invalidate => "invalidate",
+            Self::Interrupt => "interrupt",
+            Self::LoseLease => "lose_lease",
+            Self::MarkExecuted => "mark_executed",
+            Self::MarkFailed => "mark_failed",
+            Self::Close => "close",
+            Self::Reopen => "reopen",
         }
     }
 }
