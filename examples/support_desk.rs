@@ -237,8 +237,7 @@ pub fn run_demo() -> Vec<Record> {
         };
         // The governor recorded the decision in its store's log before it answered (a
         // proposal's lane is opened right after it).
-        let audit = governor
-            .events()
+        let audit = pollster::block_on(governor.events())
             .expect("memory store")
             .into_iter()
             .rev()
@@ -271,8 +270,7 @@ pub fn run_demo() -> Vec<Record> {
             tool: lane.2.into(),
             step: what.into(),
             ok: result.is_ok(),
-            state: governor
-                .lane(&lane.0)
+            state: pollster::block_on(governor.lane(&lane.0))
                 .ok()
                 .map(|l| l.state().as_str().into()),
             detail: result.unwrap_or_else(|error| error.to_string()),
@@ -285,7 +283,7 @@ pub fn run_demo() -> Vec<Record> {
         "approve own call",
         decided({
             clock.set(at(1, 0));
-            governor.approve(&own_refund.0, "admin-1")
+            pollster::block_on(governor.approve(&own_refund.0, "admin-1"))
         }),
     ));
     records.push(step(
@@ -294,7 +292,7 @@ pub fn run_demo() -> Vec<Record> {
         "approve",
         decided({
             clock.set(at(1, 1));
-            governor.approve(&refund.0, "lead-1")
+            pollster::block_on(governor.approve(&refund.0, "lead-1"))
         }),
     ));
     records.push(step(
@@ -303,7 +301,7 @@ pub fn run_demo() -> Vec<Record> {
         "approve",
         decided({
             clock.set(at(1, 2));
-            governor.approve(&note.0, "lead-1")
+            pollster::block_on(governor.approve(&note.0, "lead-1"))
         }),
     ));
     records.push(step(
@@ -312,7 +310,7 @@ pub fn run_demo() -> Vec<Record> {
         "reject",
         decided({
             clock.set(at(1, 3));
-            governor.reject(&big_refund.0, "lead-1", "above the refund limit")
+            pollster::block_on(governor.reject(&big_refund.0, "lead-1", "above the refund limit"))
         }),
     ));
     records.push(step(
@@ -321,7 +319,7 @@ pub fn run_demo() -> Vec<Record> {
         "defer",
         decided({
             clock.set(at(1, 4));
-            governor.defer(&own_refund.0, "lead-1", "wait for the courier")
+            pollster::block_on(governor.defer(&own_refund.0, "lead-1", "wait for the courier"))
         }),
     ));
 
@@ -361,12 +359,12 @@ pub fn run_demo() -> Vec<Record> {
         "approve after 49 hours",
         decided({
             clock.set(at(49, 0));
-            governor.approve(&late_note.0, "lead-1")
+            pollster::block_on(governor.approve(&late_note.0, "lead-1"))
         }),
     ));
 
     // 4. The approval lanes' append-only trail.
-    for record in governor.events().expect("memory store") {
+    for record in pollster::block_on(governor.events()).expect("memory store") {
         let AuditRecord::Transition(event) = record else {
             continue;
         };

@@ -289,15 +289,15 @@ mod approvals {
         let (governor, clock, key) = proposed();
         clock.set(at(1));
         assert_eq!(
-            governor.approve(&key, "admin-1"),
+            pollster::block_on(governor.approve(&key, "admin-1")),
             Err(ApprovalError::SelfApproval)
         );
         assert_eq!(
-            governor.approve(&key, "ADMIN-1"),
+            pollster::block_on(governor.approve(&key, "ADMIN-1")),
             Err(ApprovalError::SelfApproval)
         );
         clock.set(at(2));
-        governor.approve(&key, "lead").unwrap();
+        pollster::block_on(governor.approve(&key, "lead")).unwrap();
         let intruder = Actor::new("intruder", EVERY_SCOPE).with_account("acme");
         assert_eq!(
             execute(&governor, &clock, &key, &intruder, at(3)),
@@ -320,10 +320,13 @@ mod approvals {
         let (governor, clock, key) = proposed();
         let late = Timestamp::from_unix_millis(T0.unix_millis() + Ttl::DEFAULT.as_millis());
         clock.set(late);
-        assert_eq!(governor.approve(&key, "lead"), Err(ApprovalError::Expired));
+        assert_eq!(
+            pollster::block_on(governor.approve(&key, "lead")),
+            Err(ApprovalError::Expired)
+        );
         clock.set(at(1));
         assert_eq!(
-            governor.approve(&key, "lead"),
+            pollster::block_on(governor.approve(&key, "lead")),
             Err(ApprovalError::ClockWentBackwards)
         );
         let executed = execute(&governor, &clock, &key, &admin(), late);
@@ -338,12 +341,12 @@ mod approvals {
             let (governor, clock, key) = proposed();
             clock.set(at(1));
             if reject {
-                governor.reject(&key, "lead", "no").unwrap();
+                pollster::block_on(governor.reject(&key, "lead", "no")).unwrap();
             } else {
-                governor.defer(&key, "lead", "later").unwrap();
+                pollster::block_on(governor.defer(&key, "lead", "later")).unwrap();
             }
             clock.set(at(2));
-            assert!(governor.approve(&key, "lead").is_err());
+            assert!(pollster::block_on(governor.approve(&key, "lead")).is_err());
             let executed = execute(&governor, &clock, &key, &admin(), at(3));
             assert!(
                 matches!(executed, Err(ApprovalError::Transition(_))),
@@ -358,7 +361,7 @@ mod approvals {
         let ghost = IdempotencyKey::from_bytes([0; 32]);
         clock.set(at(1));
         assert_eq!(
-            governor.approve(&ghost, "lead"),
+            pollster::block_on(governor.approve(&ghost, "lead")),
             Err(ApprovalError::UnknownLane)
         );
         assert_eq!(
@@ -372,13 +375,12 @@ mod approvals {
         // The pipeline never proposes delete_customer; a lane forged into the store (say,
         // edited in the host's database) still cannot make it run.
         let (governor, _, key) = proposed();
-        let lane = governor.lane(&key).unwrap();
+        let lane = pollster::block_on(governor.lane(&key)).unwrap();
         let mut forged = serde_json::to_value(&lane).unwrap();
         forged["proposal"]["tool"] = "delete_customer".into();
         forged["proposal"]["input"] = r#"{"customer":9}"#.into();
         let forged: ApprovalLane = serde_json::from_value(forged).unwrap();
-        let opened = governor
-            .events()
+        let opened = pollster::block_on(governor.events())
             .unwrap()
             .into_iter()
             .find_map(|record| match record {
@@ -386,12 +388,12 @@ mod approvals {
                 cairnloop::approvals::AuditRecord::Decision(_) => None,
             });
         let store = std::sync::Arc::new(MemoryStore::new());
-        store.insert(forged, opened.unwrap()).unwrap();
+        pollster::block_on(store.insert(forged, opened.unwrap())).unwrap();
         let clock = ManualClock::new(at(1));
         let tampered = Governor::new(&DESK)
             .with_store(std::sync::Arc::clone(&store))
             .with_clock(clock.clone());
-        tampered.approve(&key, "lead").unwrap();
+        pollster::block_on(tampered.approve(&key, "lead")).unwrap();
         clock.set(at(2));
         let result = pollster::block_on(tampered.execute(&key, &admin(), &Desk::default()));
         assert_eq!(
@@ -402,6 +404,9 @@ mod approvals {
                 }
             )))
         );
-        assert_eq!(tampered.lane(&key).unwrap().state(), LaneState::Invalidated);
+        assert_eq!(
+            pollster::block_on(tampered.lane(&key)).unwrap().state(),
+            LaneState::Invalidated
+        );
     }
 }

@@ -274,7 +274,7 @@ impl Bench {
     }
 
     fn state(&self, key: &IdempotencyKey) -> LaneState {
-        self.governor.lane(key).unwrap().state()
+        pollster::block_on(self.governor.lane(key)).unwrap().state()
     }
 
     fn runs(&self) -> usize {
@@ -282,9 +282,7 @@ impl Bench {
     }
 
     fn transitions(&self) -> Vec<TransitionEvent> {
-        self.governor
-            .store()
-            .events()
+        pollster::block_on(self.governor.events())
             .unwrap()
             .into_iter()
             .filter_map(|record| match record {
@@ -346,12 +344,12 @@ fn every_allowed_and_every_refused_move() {
 fn approve_then_execute_runs_once_with_the_lane_key() {
     let bench = Bench::new();
     let key = bench.propose(ARGS, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     let output = bench.execute(&key, at(2));
     assert_eq!(output, Ok(serde_json::json!("sent 5000 to DE02 1203")));
     assert_eq!(bench.runs(), 1);
     assert_eq!(*bench.lab.run_keys.lock().unwrap(), [Some(key)]);
-    let lane = bench.governor.lane(&key).unwrap();
+    let lane = pollster::block_on(bench.governor.lane(&key)).unwrap();
     assert_eq!((lane.state(), lane.attempts()), (LaneState::Executed, 1));
 
     // Replaying the approval runs nothing.
@@ -370,12 +368,8 @@ fn a_pending_rejected_or_deferred_lane_never_executes() {
     let rejected = bench.propose(r#"{"to": "X", "cents": 1}"#, T0);
     let deferred = bench.propose(r#"{"to": "Y", "cents": 1}"#, T0);
     let governor = bench.at(at(1));
-    governor
-        .reject(&rejected, "supervisor", "unknown payee")
-        .unwrap();
-    governor
-        .defer(&deferred, "supervisor", "ask the customer first")
-        .unwrap();
+    pollster::block_on(governor.reject(&rejected, "supervisor", "unknown payee")).unwrap();
+    pollster::block_on(governor.defer(&deferred, "supervisor", "ask the customer first")).unwrap();
     for key in [pending, rejected, deferred] {
         let result = bench.execute(&key, at(2));
         assert!(
@@ -385,7 +379,9 @@ fn a_pending_rejected_or_deferred_lane_never_executes() {
     }
     assert_eq!(bench.runs(), 0);
     assert_eq!(
-        bench.governor.lane(&rejected).unwrap().reason(),
+        pollster::block_on(bench.governor.lane(&rejected))
+            .unwrap()
+            .reason(),
         Some("unknown payee")
     );
 }
@@ -397,17 +393,17 @@ fn reject_and_defer_need_a_reason_and_a_decider() {
     let governor = bench.at(at(1));
     for reason in ["", "   ", "two\nlines"] {
         assert_eq!(
-            governor.reject(&key, "supervisor", reason),
+            pollster::block_on(governor.reject(&key, "supervisor", reason)),
             Err(ApprovalError::ReasonRequired(LaneAction::Reject))
         );
         assert_eq!(
-            governor.defer(&key, "supervisor", reason),
+            pollster::block_on(governor.defer(&key, "supervisor", reason)),
             Err(ApprovalError::ReasonRequired(LaneAction::Defer))
         );
     }
     for decider in ["", "  ", "ops\u{7}", "ops\nlead"] {
         assert_eq!(
-            governor.approve(&key, decider),
+            pollster::block_on(governor.approve(&key, decider)),
             Err(ApprovalError::MissingDecider),
             "{decider:?}"
         );
@@ -422,7 +418,7 @@ fn the_same_call_again_finds_its_lane_runs_once_and_then_gives_back_the_outcome(
     // Pending: the same proposal, in any key order.
     let reordered = r#"{ "cents": 5000, "to": "DE02 1203" }"#;
     assert_eq!(bench.propose(reordered, at(1)), first);
-    bench.at(at(1)).approve(&first, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&first, "supervisor")).unwrap();
     let call = |args: &str, now| {
         pollster::block_on(bench.at(now).call(
             &ToolCall::new("send_money", args),
@@ -452,15 +448,20 @@ fn four_eyes_unless_the_host_opts_in() {
     // the same person.
     for proposer in ["agent-7", "Agent-7", "AGENT-7", "aGeNt-7"] {
         assert_eq!(
-            bench.at(at(1)).approve(&key, proposer),
+            pollster::block_on(bench.at(at(1)).approve(&key, proposer)),
             Err(ApprovalError::SelfApproval),
             "{proposer}"
         );
     }
     assert_eq!(bench.state(&key), LaneState::Pending);
-    assert_eq!(bench.governor.lane(&key).unwrap().decided_by(), None);
+    assert_eq!(
+        pollster::block_on(bench.governor.lane(&key))
+            .unwrap()
+            .decided_by(),
+        None
+    );
     // Another person may approve.
-    assert!(bench.at(at(2)).approve(&key, "agent-8").is_ok());
+    assert!(pollster::block_on(bench.at(at(2)).approve(&key, "agent-8")).is_ok());
 
     let lenient = Bench::with(
         &LAB,
@@ -469,7 +470,7 @@ fn four_eyes_unless_the_host_opts_in() {
     );
     assert!(lenient.governor.config().allows_self_approval());
     let key = lenient.propose(ARGS, T0);
-    let approved = lenient.at(at(1)).approve(&key, "Agent-7").unwrap();
+    let approved = pollster::block_on(lenient.at(at(1)).approve(&key, "Agent-7")).unwrap();
     assert_eq!(approved.decided_by(), Some("Agent-7"));
     assert_eq!(approved.state(), LaneState::Approved);
 }
@@ -486,7 +487,7 @@ fn a_proposer_without_a_usable_id_cannot_be_approved_for() {
             panic!("expected a proposal")
         };
         assert_eq!(
-            bench.at(at(1)).approve(&lane.key(), "supervisor"),
+            pollster::block_on(bench.at(at(1)).approve(&lane.key(), "supervisor")),
             Err(ApprovalError::InvalidProposer),
             "{proposer:?}"
         );
@@ -497,7 +498,7 @@ fn a_proposer_without_a_usable_id_cannot_be_approved_for() {
 fn only_the_proposer_in_its_account_can_execute() {
     let bench = Bench::new();
     let key = bench.propose(ARGS, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     let other_actor = Actor::new("agent-8", &["payments:write"]).with_account("acme");
     let other_case = Actor::new("Agent-7", &["payments:write"]).with_account("acme");
     let other_account = Actor::new("agent-7", &["payments:write"]).with_account("globex");
@@ -559,7 +560,7 @@ fn expiry_at_just_before_and_just_after_the_ttl() {
     for (offset, expired) in [(ttl - 1, false), (ttl, true), (ttl + 1, true)] {
         let bench = Bench::with(&LAB, Governance::new(), config);
         let key = bench.propose(ARGS, T0);
-        let result = bench.at(at(offset)).approve(&key, "supervisor");
+        let result = pollster::block_on(bench.at(at(offset)).approve(&key, "supervisor"));
         assert_eq!(result.is_err(), expired, "approve at ttl{offset:+}");
         if expired {
             assert_eq!(result, Err(ApprovalError::Expired));
@@ -570,7 +571,7 @@ fn expiry_at_just_before_and_just_after_the_ttl() {
     for (offset, expired) in [(ttl - 1, false), (ttl, true), (ttl + 1, true)] {
         let bench = Bench::with(&LAB, Governance::new(), config);
         let key = bench.propose(ARGS, T0);
-        bench.at(at(1)).approve(&key, "supervisor").unwrap();
+        pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
         let result = bench.execute(&key, at(offset));
         assert_eq!(result.is_err(), expired, "execute at ttl{offset:+}");
         let expected = if expired {
@@ -589,11 +590,15 @@ fn a_sweep_expires_only_what_is_due() {
     let key = bench.propose(ARGS, T0);
     let due = Timestamp::from_unix_millis(T0.unix_millis() + Ttl::DEFAULT.as_millis());
     assert_eq!(
-        bench.at(at(1)).expire_if_due(&key).unwrap().state(),
+        pollster::block_on(bench.at(at(1)).expire_if_due(&key))
+            .unwrap()
+            .state(),
         LaneState::Pending
     );
     assert_eq!(
-        bench.at(due).expire_if_due(&key).unwrap().state(),
+        pollster::block_on(bench.at(due).expire_if_due(&key))
+            .unwrap()
+            .state(),
         LaneState::Expired
     );
 }
@@ -603,10 +608,10 @@ fn a_backward_clock_an_unavailable_one_and_overflowing_time_fail_closed() {
     let bench = Bench::new();
     let key = bench.propose(ARGS, at(10));
     assert_eq!(
-        bench.at(at(9)).approve(&key, "supervisor"),
+        pollster::block_on(bench.at(at(9)).approve(&key, "supervisor")),
         Err(ApprovalError::ClockWentBackwards)
     );
-    bench.at(at(20)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(20)).approve(&key, "supervisor")).unwrap();
     assert_eq!(
         bench.execute(&key, at(19)),
         Err(ApprovalError::ClockWentBackwards)
@@ -626,8 +631,7 @@ fn a_backward_clock_an_unavailable_one_and_overflowing_time_fail_closed() {
     let result = pollster::block_on(stopped.call(&call, &agent(), &late.lab));
     assert_eq!(result, Err(ApprovalError::ClockUnavailable));
     assert!(
-        stopped
-            .events()
+        pollster::block_on(stopped.events())
             .unwrap()
             .iter()
             .all(|record| matches!(record, AuditRecord::Decision(_)))
@@ -638,7 +642,7 @@ fn a_backward_clock_an_unavailable_one_and_overflowing_time_fail_closed() {
 fn revalidation_invalidates_after_a_scope_is_revoked() {
     let bench = Bench::new();
     let key = bench.propose(ARGS, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     let revoked = Actor::new("agent-7", &[]).with_account("acme");
     let result = bench.execute_as(&key, &revoked, at(2));
     assert!(
@@ -672,7 +676,7 @@ fn revalidation_invalidates_a_tool_tightened_or_removed() {
             ApprovalConfig::new(),
         );
         let key = before.propose(ARGS, T0);
-        before.at(at(1)).approve(&key, "supervisor").unwrap();
+        pollster::block_on(before.at(at(1)).approve(&key, "supervisor")).unwrap();
         let after = Bench::over(store, registry, governance, ApprovalConfig::new());
         let code = match after.execute(&key, at(2)) {
             Err(ApprovalError::Invalidated(Invalidation::Blocked(blocked))) => blocked.code(),
@@ -758,7 +762,7 @@ fn approve_then_redeploy(
         ApprovalConfig::new(),
     );
     let key = first.propose_tool("post_note", ARGS, T0);
-    first.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(first.at(at(1)).approve(&key, "supervisor")).unwrap();
     let second = Bench::over(store, later, Governance::new(), ApprovalConfig::new());
     let result = second.execute_as(&key, actor, at(2));
     (result, second.state(&key), first.runs() + second.runs())
@@ -816,7 +820,7 @@ fn revalidation_invalidates_when_the_policy_in_force_changed() {
     let store = Arc::new(MemoryStore::new());
     let before = Bench::over(Arc::clone(&store), &LAB, strict, ApprovalConfig::new());
     let key = before.propose_tool("tag_ticket", ARGS, T0);
-    before.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(before.at(at(1)).approve(&key, "supervisor")).unwrap();
     let after = Bench::over(
         Arc::clone(&store),
         &LAB,
@@ -841,7 +845,7 @@ fn revalidation_invalidates_when_the_policy_in_force_changed() {
             other => panic!("{other:?}"),
         }
     };
-    before.at(at(1)).approve(&key2, "supervisor").unwrap();
+    pollster::block_on(before.at(at(1)).approve(&key2, "supervisor")).unwrap();
     assert_eq!(before.execute(&key2, at(2)), Ok(serde_json::Value::Null));
 }
 
@@ -862,7 +866,7 @@ fn a_typed_call_that_awaits_approval_is_approved_and_executed_through_the_govern
     };
     // The same call by name finds the same lane: one key for one input, at either door.
     assert_eq!(bench.propose(ARGS, T0), lane.key());
-    bench.at(at(1)).approve(&lane.key(), "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&lane.key(), "supervisor")).unwrap();
     assert_eq!(
         bench.execute(&lane.key(), at(2)),
         Ok(serde_json::json!("sent 5000 to DE02 1203"))
@@ -896,21 +900,24 @@ fn a_typed_call_that_awaits_approval_is_approved_and_executed_through_the_govern
 fn a_move_from_a_stale_version_is_a_conflict_and_changes_nothing() {
     let bench = Bench::new();
     let key = bench.propose(ARGS, T0);
-    let opened = bench.governor.lane(&key).unwrap();
+    let opened = pollster::block_on(bench.governor.lane(&key)).unwrap();
     assert_eq!(opened.version(), 0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
-    let approved = bench.governor.lane(&key).unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
+    let approved = pollster::block_on(bench.governor.lane(&key)).unwrap();
     assert_eq!(approved.version(), 1);
     // A second writer read the lane before the approval and now writes it back.
-    let events = bench.governor.store().events().unwrap();
-    let stale =
-        bench
-            .governor
-            .store()
-            .transition(opened.version(), opened, bench.transitions()[0].clone());
+    let events = pollster::block_on(bench.governor.events()).unwrap();
+    let stale = pollster::block_on(bench.governor.store().transition(
+        opened.version(),
+        opened,
+        bench.transitions()[0].clone(),
+    ));
     assert_eq!(stale, Err(StoreError::Conflict));
-    assert_eq!(bench.governor.lane(&key).unwrap(), approved);
-    assert_eq!(bench.governor.store().events().unwrap(), events);
+    assert_eq!(
+        pollster::block_on(bench.governor.lane(&key)).unwrap(),
+        approved
+    );
+    assert_eq!(pollster::block_on(bench.governor.events()).unwrap(), events);
 }
 
 #[test]
@@ -919,7 +926,7 @@ fn threads_racing_to_execute_one_approval_run_it_once() {
     for _ in 0..20 {
         let bench = Bench::new();
         let key = bench.propose(ARGS, T0);
-        bench.at(at(1)).approve(&key, "supervisor").unwrap();
+        pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
         bench.clock.set(at(2));
         // Every contender is released at once, so a store without an atomic claim loses.
         let start = Barrier::new(CONTENDERS);
@@ -957,16 +964,21 @@ fn only_an_idempotent_tool_is_retried_with_one_run_key_and_bounded() {
     let bench = Bench::with(&LAB, Governance::new(), config);
     bench.lab.fail_first.store(2, Ordering::SeqCst);
     let key = bench.propose_tool("set_limit", ARGS, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     assert!(bench.execute(&key, at(2)).is_ok());
     assert_eq!(*bench.lab.run_keys.lock().unwrap(), [Some(key); 3]);
-    assert_eq!(bench.governor.lane(&key).unwrap().attempts(), 3);
+    assert_eq!(
+        pollster::block_on(bench.governor.lane(&key))
+            .unwrap()
+            .attempts(),
+        3
+    );
 
     // Idempotent and failing every time: the configured bound.
     let bench = Bench::with(&LAB, Governance::new(), config);
     bench.lab.fail_first.store(usize::MAX, Ordering::SeqCst);
     let key = bench.propose_tool("set_limit", r#"{"to": "Z", "cents": 9}"#, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     let result = bench.execute(&key, at(2));
     assert!(
         matches!(
@@ -976,7 +988,7 @@ fn only_an_idempotent_tool_is_retried_with_one_run_key_and_bounded() {
         "{result:?}"
     );
     assert_eq!(bench.runs(), 4);
-    let lane = bench.governor.lane(&key).unwrap();
+    let lane = pollster::block_on(bench.governor.lane(&key)).unwrap();
     assert_eq!(
         (lane.state(), lane.reason()),
         (
@@ -989,7 +1001,7 @@ fn only_an_idempotent_tool_is_retried_with_one_run_key_and_bounded() {
     let bench = Bench::with(&LAB, Governance::new(), config);
     bench.lab.fail_first.store(1, Ordering::SeqCst);
     let key = bench.propose(ARGS, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     let result = bench.execute(&key, at(2));
     assert!(
         matches!(
@@ -1005,7 +1017,7 @@ fn only_an_idempotent_tool_is_retried_with_one_run_key_and_bounded() {
 fn a_tool_that_panics_is_recorded_as_failed_and_the_governor_keeps_serving() {
     let bench = Bench::new();
     let key = bench.propose_tool("flaky", r#"{"to": "panic", "cents": 1}"#, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     let result = bench.execute(&key, at(2));
     let Err(ApprovalError::ExecutionFailed { attempts: 1, error }) = result else {
         panic!("expected a failed run, got {result:?}")
@@ -1014,7 +1026,7 @@ fn a_tool_that_panics_is_recorded_as_failed_and_the_governor_keeps_serving() {
         error.to_string(),
         "tool failed: the tool panicked: the ledger is on fire"
     );
-    let lane = bench.governor.lane(&key).unwrap();
+    let lane = pollster::block_on(bench.governor.lane(&key)).unwrap();
     assert_eq!(lane.state(), LaneState::ExecutionFailed);
     assert_eq!(
         lane.reason(),
@@ -1022,7 +1034,7 @@ fn a_tool_that_panics_is_recorded_as_failed_and_the_governor_keeps_serving() {
     );
     // The same governor serves the next call.
     let next = bench.propose_tool("flaky", r#"{"to": "fine", "cents": 1}"#, at(3));
-    bench.at(at(4)).approve(&next, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(4)).approve(&next, "supervisor")).unwrap();
     assert_eq!(bench.execute(&next, at(5)), Ok(serde_json::json!("done")));
 }
 
@@ -1036,7 +1048,7 @@ fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task
 fn a_run_whose_future_is_dropped_is_interrupted_and_a_person_resolves_it() {
     let bench = Bench::new();
     let key = bench.propose_tool("flaky", r#"{"to": "hang", "cents": 1}"#, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     bench.clock.set(at(2));
     {
         let actor = agent();
@@ -1045,7 +1057,7 @@ fn a_run_whose_future_is_dropped_is_interrupted_and_a_person_resolves_it() {
         assert_eq!(bench.state(&key), LaneState::ExecutionPending);
         // A timeout or a cancelled request drops the future here.
     }
-    let lane = bench.governor.lane(&key).unwrap();
+    let lane = pollster::block_on(bench.governor.lane(&key)).unwrap();
     assert_eq!(lane.state(), LaneState::Interrupted);
     assert_eq!(
         lane.reason(),
@@ -1061,20 +1073,21 @@ fn a_run_whose_future_is_dropped_is_interrupted_and_a_person_resolves_it() {
     // A person resolves it, with a note.
     use cairnloop::approvals::Reconciliation;
     assert_eq!(
-        bench
-            .at(at(4))
-            .reconcile(&key, "ops-lead", Reconciliation::Executed, ""),
-        Err(ApprovalError::ReasonRequired(LaneAction::MarkExecuted))
-    );
-    let resolved = bench
-        .at(at(4))
-        .reconcile(
+        pollster::block_on(bench.at(at(4)).reconcile(
             &key,
             "ops-lead",
             Reconciliation::Executed,
-            "the ledger shows the transfer",
-        )
-        .unwrap();
+            ""
+        )),
+        Err(ApprovalError::ReasonRequired(LaneAction::MarkExecuted))
+    );
+    let resolved = pollster::block_on(bench.at(at(4)).reconcile(
+        &key,
+        "ops-lead",
+        Reconciliation::Executed,
+        "the ledger shows the transfer",
+    ))
+    .unwrap();
     assert_eq!(resolved.state(), LaneState::Executed);
     assert_eq!(resolved.decided_by(), Some("ops-lead"));
 }
@@ -1085,26 +1098,28 @@ fn a_claim_whose_lease_ran_out_is_an_unknown_outcome_never_rerun_until_a_person_
     let bench = Bench::with(&LAB, Governance::new(), config);
     let args = r#"{"to": "hang", "cents": 1}"#;
     let key = bench.propose_tool("flaky", args, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     bench.clock.set(at(2));
     // The holder dies mid-run: its future is never polled again nor dropped.
     let actor = agent();
     let mut run = Box::pin(bench.governor.execute(&key, &actor, &bench.lab));
     assert!(poll_once(run.as_mut()).is_pending());
     std::mem::forget(run);
-    let claim = bench.governor.lane(&key).unwrap().claim().cloned().unwrap();
+    let claim = pollster::block_on(bench.governor.lane(&key))
+        .unwrap()
+        .claim()
+        .cloned()
+        .unwrap();
     assert_eq!(claim.until(), at(2 + 30_000));
     assert!(claim.holder().starts_with("process-"));
     // Within the lease, a sweep leaves it; after it, the outcome is unknown.
-    assert_eq!(bench.at(at(30_001)).sweep(), Ok(0));
+    assert_eq!(pollster::block_on(bench.at(at(30_001)).sweep()), Ok(0));
     assert_eq!(bench.state(&key), LaneState::ExecutionPending);
-    assert_eq!(bench.at(at(30_002)).sweep(), Ok(1));
+    assert_eq!(pollster::block_on(bench.at(at(30_002)).sweep()), Ok(1));
     assert_eq!(bench.state(&key), LaneState::OutcomeUnknown);
     // Listed for a person; the re-issued call does not run it.
-    let unknown = bench
-        .governor
-        .lanes(LaneState::OutcomeUnknown, None, 10)
-        .unwrap();
+    let unknown =
+        pollster::block_on(bench.governor.lanes(LaneState::OutcomeUnknown, None, 10)).unwrap();
     assert_eq!(
         unknown.iter().map(|lane| lane.key()).collect::<Vec<_>>(),
         [key]
@@ -1120,17 +1135,15 @@ fn a_claim_whose_lease_ran_out_is_an_unknown_outcome_never_rerun_until_a_person_
     assert_eq!(bench.runs(), 1);
     // Closed by a person, the same call is proposed afresh: pending again.
     use cairnloop::approvals::Reconciliation;
-    bench
-        .at(at(30_004))
-        .reconcile(
-            &key,
-            "ops-lead",
-            Reconciliation::Closed,
-            "no trace downstream; retry",
-        )
-        .unwrap();
+    pollster::block_on(bench.at(at(30_004)).reconcile(
+        &key,
+        "ops-lead",
+        Reconciliation::Closed,
+        "no trace downstream; retry",
+    ))
+    .unwrap();
     assert_eq!(bench.propose_tool("flaky", args, at(30_005)), key);
-    let lane = bench.governor.lane(&key).unwrap();
+    let lane = pollster::block_on(bench.governor.lane(&key)).unwrap();
     assert_eq!(
         (lane.state(), lane.claim(), lane.attempts()),
         (LaneState::Pending, None, 0)
@@ -1157,9 +1170,9 @@ fn a_full_memory_store_refuses_new_proposals_and_evicts_nothing_until_compacted(
     assert_eq!(bench.state(&first), LaneState::Pending);
     assert_eq!(bench.state(&second), LaneState::Pending);
     // Compaction is the host's explicit call, and takes only terminal lanes.
-    bench.at(at(1)).reject(&first, "supervisor", "no").unwrap();
+    pollster::block_on(bench.at(at(1)).reject(&first, "supervisor", "no")).unwrap();
     assert_eq!(store.compact(), Ok(1));
-    assert!(bench.governor.lane(&first).is_err());
+    assert!(pollster::block_on(bench.governor.lane(&first)).is_err());
     assert_eq!(bench.state(&second), LaneState::Pending);
     assert!(pollster::block_on(bench.at(at(2)).call(&call, &agent(), &bench.lab)).is_ok());
 }
@@ -1168,9 +1181,9 @@ fn a_full_memory_store_refuses_new_proposals_and_evicts_nothing_until_compacted(
 fn every_decision_and_transition_is_an_audit_record() {
     let bench = Bench::new();
     let key = bench.propose(ARGS, T0);
-    bench.at(at(1)).approve(&key, "supervisor").unwrap();
+    pollster::block_on(bench.at(at(1)).approve(&key, "supervisor")).unwrap();
     bench.execute(&key, at(2)).unwrap();
-    let records = bench.governor.events().unwrap();
+    let records = pollster::block_on(bench.governor.events()).unwrap();
     let AuditRecord::Decision(decision) = &records[0] else {
         panic!("the decision comes first: {records:?}")
     };
@@ -1232,7 +1245,7 @@ fn a_hosts_sink_receives_every_record_and_the_store_keeps_the_lanes() {
         panic!()
     };
     clock.set(at(1));
-    governor.approve(&lane.key(), "supervisor").unwrap();
+    pollster::block_on(governor.approve(&lane.key(), "supervisor")).unwrap();
     let blocked = ToolCall::new("send_money", "{}");
     let _ = pollster::block_on(governor.call(&blocked, &agent(), &lab));
     let kinds: Vec<&str> = sink
@@ -1250,7 +1263,10 @@ fn a_hosts_sink_receives_every_record_and_the_store_keeps_the_lanes() {
         .collect();
     assert_eq!(kinds, ["decision", "transition", "transition", "blocked"]);
     // The store keeps the lane's own history; decisions went to the host's sink.
-    assert_eq!(store.events().unwrap().len(), 2);
+    assert_eq!(
+        pollster::block_on(store.events_since(0, 10)).unwrap().len(),
+        2
+    );
 }
 
 #[test]
@@ -1261,10 +1277,7 @@ fn a_loosened_specs_justification_travels_with_its_events() {
     );
     let bench = Bench::with(&LAB, strict, ApprovalConfig::new());
     let key = bench.propose_tool("tag_ticket", ARGS, T0);
-    bench
-        .at(at(1))
-        .reject(&key, "supervisor", "not today")
-        .unwrap();
+    pollster::block_on(bench.at(at(1)).reject(&key, "supervisor", "not today")).unwrap();
     let events = bench.transitions();
     assert!(
         events
@@ -1416,21 +1429,27 @@ mod model {
                 let actual = match op {
                     Op::Approve { by_proposer } => {
                         let by = if by_proposer { "Agent-7" } else { "supervisor" };
-                        governor.approve(&key, by).map(drop)
+                        pollster::block_on(governor.approve(&key, by)).map(drop)
                     }
-                    Op::Reject { with_reason } => governor
-                        .reject(&key, "supervisor", if with_reason { "no" } else { "" })
-                        .map(drop),
-                    Op::Defer { with_reason } => governor
-                        .defer(&key, "supervisor", if with_reason { "later" } else { "" })
-                        .map(drop),
+                    Op::Reject { with_reason } => pollster::block_on(governor.reject(
+                        &key,
+                        "supervisor",
+                        if with_reason { "no" } else { "" },
+                    ))
+                    .map(drop),
+                    Op::Defer { with_reason } => pollster::block_on(governor.defer(
+                        &key,
+                        "supervisor",
+                        if with_reason { "later" } else { "" },
+                    ))
+                    .map(drop),
                     Op::Execute { same_actor } => {
                         let intruder =
                             Actor::new("agent-8", &["payments:write"]).with_account("acme");
                         let actor = if same_actor { agent() } else { intruder };
                         bench.execute_as(&key, &actor, at(now)).map(drop)
                     }
-                    Op::Sweep => governor.expire_if_due(&key).map(drop),
+                    Op::Sweep => pollster::block_on(governor.expire_if_due(&key)).map(drop),
                     Op::Advance(_) | Op::Rewind => Ok(()),
                 };
                 let expected = model.step(op, now);
@@ -1458,7 +1477,7 @@ fn a_proposal_from_the_store_is_the_one_proposed() {
     else {
         panic!()
     };
-    let stored = bench.governor.lane(&lane.key()).unwrap();
+    let stored = pollster::block_on(bench.governor.lane(&lane.key())).unwrap();
     assert_eq!(stored.proposal(), lane.proposal());
     let _: &Proposal = stored.proposal();
 }

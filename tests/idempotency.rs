@@ -310,7 +310,9 @@ mod computed_only_when_needed {
             (outcome, count),
             (Outcome::Executed(serde_json::Value::Null), 0)
         );
-        let Some(AuditRecord::Decision(record)) = governor.events().unwrap().pop() else {
+        let Some(AuditRecord::Decision(record)) =
+            pollster::block_on(governor.events()).unwrap().pop()
+        else {
             panic!("a decision record")
         };
         assert_eq!(

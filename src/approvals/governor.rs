@@ -56,7 +56,7 @@ use crate::json::{
 /// };
 ///
 /// // A person approves; the approved call runs once.
-/// governor.approve(&lane.key(), "ops-lead")?;
+/// pollster::block_on(governor.approve(&lane.key(), "ops-lead"))?;
 /// let output = pollster::block_on(governor.execute(&lane.key(), &agent, &()))?;
 /// assert_eq!(output, "refunded 1250 cents");
 /// assert!(pollster::block_on(governor.execute(&lane.key(), &agent, &())).is_err());
@@ -159,7 +159,7 @@ impl<C: ?Sized + Sync + 'static> Governor<C, MemoryStore> {
     ///
     /// static TOOLS: Registry<()> = Registry::new(&[]);
     /// let governor = Governor::new(&TOOLS);
-    /// assert!(governor.events()?.is_empty());
+    /// assert!(pollster::block_on(governor.events())?.is_empty());
     /// # Ok::<(), cairnloop::ApprovalError>(())
     /// ```
     #[must_use]
@@ -309,7 +309,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// ```
     /// # use cairnloop::{Governor, Registry, approvals::ApprovalStore};
     /// static TOOLS: Registry<()> = Registry::new(&[]);
-    /// assert!(Governor::new(&TOOLS).store().events()?.is_empty());
+    /// let governor = Governor::new(&TOOLS);
+    /// assert!(pollster::block_on(governor.store().events_since(0, 10))?.is_empty());
     /// # Ok::<(), cairnloop::approvals::StoreError>(())
     /// ```
     #[must_use]
@@ -385,11 +386,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict);
         match verdict {
             Verdict::Blocked(blocked) => {
-                self.record(record)?;
+                self.record(record).await?;
                 Ok(Outcome::Blocked(blocked))
             }
             Verdict::Execute { input, .. } => {
-                self.record(record)?;
+                self.record(record).await?;
                 // The verdict says the tool resolved and decoded: both are present.
                 let Some(codec) = entry.and_then(ToolEntry::codec) else {
                     return Ok(Outcome::Blocked(Blocked::NotCallableByName));
@@ -422,8 +423,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 )
                 .map_err(ApprovalError::Encoding)?;
                 record.idempotency_key = Some(proposal.idempotency_key());
-                self.record(record)?;
-                let lane = self.approvals.propose(proposal, self.now()?)?;
+                self.record(record).await?;
+                let lane = self.approvals.propose(proposal, self.now()?).await?;
                 self.reissued(lane, actor, context).await
             }
         }
@@ -445,7 +446,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 // Refused before anything ran (invalidated, expired, another caller won
                 // the claim), or ran with its outcome unrecorded: the lane says where it
                 // stands now.
-                Err(_) => Ok(Outcome::AwaitingApproval(Box::new(self.lane(&lane.key())?))),
+                Err(_) => Ok(Outcome::AwaitingApproval(Box::new(
+                    self.lane(&lane.key()).await?,
+                ))),
             },
             LaneState::Executed => match lane.output() {
                 Some(output) => Ok(Outcome::Executed(output.clone())),
@@ -490,11 +493,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let mut record = AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict);
         match decision {
             Decision::Blocked(blocked) => {
-                self.record(record)?;
+                self.record(record).await?;
                 Ok(TypedOutcome::Blocked(blocked))
             }
             Decision::Execute { call, .. } => {
-                self.record(record)?;
+                self.record(record).await?;
                 let call = call.with_key_on_demand(None, derive_key::<T>);
                 Ok(match execute(call).await {
                     Ok(output) => TypedOutcome::Executed(output),
@@ -514,7 +517,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         actor,
                         &Verdict::<()>::Blocked(blocked.clone()),
                     );
-                    self.record(refused)?;
+                    self.record(refused).await?;
                     return Ok(TypedOutcome::Blocked(blocked));
                 };
                 let mut own = String::new();
@@ -535,8 +538,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     host_floor: self.governance.mode_policy().tier_floor(spec.risk_tier()),
                 });
                 record.idempotency_key = Some(proposal.idempotency_key());
-                self.record(record)?;
-                let lane = self.approvals.propose(proposal, self.now()?)?;
+                self.record(record).await?;
+                let lane = self.approvals.propose(proposal, self.now()?).await?;
                 Ok(TypedOutcome::AwaitingApproval(Box::new(lane)))
             }
         }
@@ -550,12 +553,12 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// [`ApprovalError::SelfApproval`], [`ApprovalError::MissingDecider`] for an empty id
     /// or one with control characters, [`ApprovalError::Expired`], a refused transition,
     /// the clock's or the store's error.
-    pub fn approve(
+    pub async fn approve(
         &self,
         key: &IdempotencyKey,
         approver: &str,
     ) -> Result<ApprovalLane, ApprovalError> {
-        self.approvals.approve(key, approver, self.now()?)
+        self.approvals.approve(key, approver, self.now()?).await
     }
 
     /// Rejects a pending proposal, with a reason.
@@ -564,7 +567,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     ///
     /// [`ApprovalError::ReasonRequired`] for an empty or multi-line reason; otherwise as
     /// [`Governor::approve`].
-    pub fn reject(
+    pub async fn reject(
         &self,
         key: &IdempotencyKey,
         by: &str,
@@ -573,6 +576,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let now = self.now()?;
         self.approvals
             .decide_with_reason(key, LaneAction::Reject, by, reason, now)
+            .await
     }
 
     /// Defers a pending proposal, with a reason.
@@ -580,7 +584,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// # Errors
     ///
     /// As [`Governor::reject`].
-    pub fn defer(
+    pub async fn defer(
         &self,
         key: &IdempotencyKey,
         by: &str,
@@ -589,6 +593,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let now = self.now()?;
         self.approvals
             .decide_with_reason(key, LaneAction::Defer, by, reason, now)
+            .await
     }
 
     /// Expires a pending or approved lane whose time is up; returns the lane, moved or
@@ -597,8 +602,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// # Errors
     ///
     /// [`ApprovalError::ClockWentBackwards`], the clock's or the store's error.
-    pub fn expire_if_due(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
-        self.approvals.expire_if_due(key, self.now()?)
+    pub async fn expire_if_due(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
+        self.approvals.expire_if_due(key, self.now()?).await
     }
 
     /// Executes an approved call, for the actor who proposed it: the stored call goes
@@ -644,10 +649,10 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// ```
     /// # use cairnloop::{Governor, Registry};
     /// static TOOLS: Registry<()> = Registry::new(&[]);
-    /// assert_eq!(Governor::new(&TOOLS).sweep(), Ok(0));
+    /// assert_eq!(pollster::block_on(Governor::new(&TOOLS).sweep()), Ok(0));
     /// ```
-    pub fn sweep(&self) -> Result<usize, ApprovalError> {
-        self.approvals.sweep(self.now()?, 256)
+    pub async fn sweep(&self) -> Result<usize, ApprovalError> {
+        self.approvals.sweep(self.now()?, 256).await
     }
 
     /// A person resolves a lane whose run was interrupted or whose outcome is unknown:
@@ -660,7 +665,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// [`ApprovalError::ReasonRequired`] without a usable note,
     /// [`ApprovalError::MissingDecider`], a refused transition (the lane is not
     /// interrupted or unknown), the clock's or the store's error.
-    pub fn reconcile(
+    pub async fn reconcile(
         &self,
         key: &IdempotencyKey,
         by: &str,
@@ -672,7 +677,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             Reconciliation::Failed => LaneAction::MarkFailed,
             Reconciliation::Closed => LaneAction::Close,
         };
-        self.approvals.reconcile(key, action, by, note, self.now()?)
+        self.approvals
+            .reconcile(key, action, by, note, self.now()?)
+            .await
     }
 
     /// Up to `limit` lanes in `state`, in key order, after `after`: a page of an
@@ -682,13 +689,13 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// # Errors
     ///
     /// The store's error.
-    pub fn lanes(
+    pub async fn lanes(
         &self,
         state: crate::gate::LaneState,
         after: Option<&IdempotencyKey>,
         limit: usize,
     ) -> Result<Vec<ApprovalLane>, ApprovalError> {
-        Ok(self.approvals.store().list(state, after, limit)?)
+        Ok(self.approvals.store().list(state, after, limit).await?)
     }
 
     /// The lane with this key.
@@ -696,8 +703,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// # Errors
     ///
     /// [`ApprovalError::UnknownLane`], or the store's error.
-    pub fn lane(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
-        self.approvals.lane(key)
+    pub async fn lane(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
+        self.approvals.lane(key).await
     }
 
     /// The store's event log: every transition, and every decision unless a sink of the
@@ -706,8 +713,15 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// # Errors
     ///
     /// The store's error.
-    pub fn events(&self) -> Result<Vec<AuditRecord>, ApprovalError> {
-        Ok(self.approvals.store().events()?)
+    pub async fn events(&self) -> Result<Vec<AuditRecord>, ApprovalError> {
+        Ok(self
+            .approvals
+            .store()
+            .events_since(0, usize::MAX)
+            .await?
+            .into_iter()
+            .map(|(_, record)| record)
+            .collect())
     }
 
     fn now(&self) -> Result<Timestamp, ApprovalError> {
@@ -715,14 +729,14 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     }
 
     /// Records a decision: to the host's sink, or to the store's log.
-    fn record(&self, event: AuditEvent) -> Result<(), ApprovalError> {
+    async fn record(&self, event: AuditEvent) -> Result<(), ApprovalError> {
         let record = AuditRecord::Decision(event);
         match &self.sink {
             Some(sink) => {
                 sink.record(&record);
                 Ok(())
             }
-            None => Ok(self.approvals.store().append(record)?),
+            None => Ok(self.approvals.store().append(record).await?),
         }
     }
 }

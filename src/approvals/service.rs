@@ -55,14 +55,14 @@ impl<S: ApprovalStore> Approvals<S> {
     }
 
     /// The lane with this key.
-    pub(crate) fn lane(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
-        self.store.get(key)?.ok_or(ApprovalError::UnknownLane)
+    pub(crate) async fn lane(&self, key: &IdempotencyKey) -> Result<ApprovalLane, ApprovalError> {
+        self.store.get(key).await?.ok_or(ApprovalError::UnknownLane)
     }
 
     /// Opens a pending lane for `proposal` at `now`. A proposal whose idempotency key is
     /// already known returns the existing lane and opens nothing, unless that lane was
     /// closed by a person: then it is reopened, pending, for the new proposal.
-    pub(crate) fn propose(
+    pub(crate) async fn propose(
         &self,
         proposal: Proposal,
         now: Timestamp,
@@ -70,7 +70,7 @@ impl<S: ApprovalStore> Approvals<S> {
         let expires_at = now
             .checked_add(self.config.ttl())
             .ok_or(ApprovalError::TimeOverflow)?;
-        if let Some(existing) = self.store.get(&proposal.idempotency_key())? {
+        if let Some(existing) = self.store.get(&proposal.idempotency_key()).await? {
             if existing.state() != LaneState::Closed {
                 return Ok(existing);
             }
@@ -79,11 +79,13 @@ impl<S: ApprovalStore> Approvals<S> {
             let reopened = existing
                 .moved(LaneAction::Reopen, now, None, None)?
                 .reopened(proposal, now, expires_at);
-            return self.commit(&existing, reopened, LaneAction::Reopen, None);
+            return self
+                .commit(&existing, reopened, LaneAction::Reopen, None)
+                .await;
         }
         let lane = ApprovalLane::open(proposal, now, expires_at);
         let event = TransitionEvent::of(None, &lane, None, None);
-        let (lane, inserted) = self.store.insert(lane, event.clone())?;
+        let (lane, inserted) = self.store.insert(lane, event.clone()).await?;
         if inserted {
             self.notify(event);
         }
@@ -93,13 +95,13 @@ impl<S: ApprovalStore> Approvals<S> {
     /// Approves a pending lane, by `approver` at `now`. The approver may not be the
     /// proposer (their ids compared ignoring ASCII case) unless the host allows it, and
     /// neither id may be empty or hold control characters.
-    pub(crate) fn approve(
+    pub(crate) async fn approve(
         &self,
         key: &IdempotencyKey,
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let lane = self.live_lane(key, now)?;
+        let lane = self.live_lane(key, now).await?;
         check_decider(approver)?;
         let proposer = lane.proposal().actor_id();
         if !is_usable_id(proposer) {
@@ -109,10 +111,11 @@ impl<S: ApprovalStore> Approvals<S> {
             return Err(ApprovalError::SelfApproval);
         }
         self.apply(&lane, LaneAction::Approve, now, Some(approver), None)
+            .await
     }
 
     /// Rejects (or defers) a pending lane, with a reason.
-    pub(crate) fn decide_with_reason(
+    pub(crate) async fn decide_with_reason(
         &self,
         key: &IdempotencyKey,
         action: LaneAction,
@@ -120,44 +123,45 @@ impl<S: ApprovalStore> Approvals<S> {
         reason: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let lane = self.live_lane(key, now)?;
+        let lane = self.live_lane(key, now).await?;
         check_decider(by)?;
         if text::is_blank(reason) || text::has_control(reason, false) {
             return Err(ApprovalError::ReasonRequired(action));
         }
-        self.apply(&lane, action, now, Some(by), Some(reason))
+        self.apply(&lane, action, now, Some(by), Some(reason)).await
     }
 
     /// Expires a pending or approved lane whose time is up. Returns the lane, moved or not.
-    pub(crate) fn expire_if_due(
+    pub(crate) async fn expire_if_due(
         &self,
         key: &IdempotencyKey,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let lane = self.lane(key)?;
+        let lane = self.lane(key).await?;
         check_clock(&lane, now)?;
         if is_due(&lane, now) {
-            return self.apply(&lane, LaneAction::Expire, now, None, None);
+            return self.apply(&lane, LaneAction::Expire, now, None, None).await;
         }
         Ok(lane)
     }
 
     /// The lane, checked against the clock and expired (with an error) when its time is up.
-    fn live_lane(
+    async fn live_lane(
         &self,
         key: &IdempotencyKey,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let lane = self.lane(key)?;
+        let lane = self.lane(key).await?;
         check_clock(&lane, now)?;
         if is_due(&lane, now) {
-            self.apply(&lane, LaneAction::Expire, now, None, None)?;
+            self.apply(&lane, LaneAction::Expire, now, None, None)
+                .await?;
             return Err(ApprovalError::Expired);
         }
         Ok(lane)
     }
 
-    fn apply(
+    async fn apply(
         &self,
         lane: &ApprovalLane,
         action: LaneAction,
@@ -166,10 +170,10 @@ impl<S: ApprovalStore> Approvals<S> {
         reason: Option<&str>,
     ) -> Result<ApprovalLane, ApprovalError> {
         let next = lane.moved(action, now, by, reason)?;
-        self.commit(lane, next, action, by)
+        self.commit(lane, next, action, by).await
     }
 
-    fn commit(
+    async fn commit(
         &self,
         before: &ApprovalLane,
         after: ApprovalLane,
@@ -178,7 +182,8 @@ impl<S: ApprovalStore> Approvals<S> {
     ) -> Result<ApprovalLane, ApprovalError> {
         let event = TransitionEvent::of(Some(before), &after, Some(action), by);
         self.store
-            .transition(before.version(), after.clone(), event.clone())?;
+            .transition(before.version(), after.clone(), event.clone())
+            .await?;
         self.notify(event);
         Ok(after)
     }
@@ -216,7 +221,7 @@ impl<S: ApprovalStore> Approvals<S> {
         holder: &str,
         now: Timestamp,
     ) -> Result<Value, ApprovalError> {
-        let lane = self.live_lane(key, now)?;
+        let lane = self.live_lane(key, now).await?;
         if lane.state() != LaneState::Approved {
             return Err(lane
                 .state()
@@ -236,7 +241,8 @@ impl<S: ApprovalStore> Approvals<S> {
                 Ok(checked) => checked,
                 Err(invalidation) => {
                     let reason = invalidation.to_string();
-                    self.apply(&lane, LaneAction::Invalidate, now, None, Some(&reason))?;
+                    self.apply(&lane, LaneAction::Invalidate, now, None, Some(&reason))
+                        .await?;
                     return Err(ApprovalError::Invalidated(invalidation));
                 }
             };
@@ -249,7 +255,9 @@ impl<S: ApprovalStore> Approvals<S> {
         let claimed = lane
             .moved(LaneAction::StartExecution, now, None, None)?
             .claimed_by(holder, until);
-        let claimed = self.commit(&lane, claimed, LaneAction::StartExecution, None)?;
+        let claimed = self
+            .commit(&lane, claimed, LaneAction::StartExecution, None)
+            .await?;
         // From here the tool may run: if this future is dropped before the outcome is
         // recorded, the guard records the lane as interrupted, synchronously.
         let mut guard = RunGuard {
@@ -313,9 +321,10 @@ impl<S: ApprovalStore> Approvals<S> {
                     .map(|invalidated| (invalidated, LaneAction::Invalidate))
             }
         };
-        let committed = recorded
-            .map_err(ApprovalError::from)
-            .and_then(|(after, action)| self.commit(&claimed, after, action, None));
+        let committed = match recorded {
+            Ok((after, action)) => self.commit(&claimed, after, action, None).await,
+            Err(error) => Err(ApprovalError::from(error)),
+        };
         match (outcome, committed) {
             (Ok(output), Ok(_)) => Ok(output),
             (Err(Ok(error)), Ok(_)) => Err(ApprovalError::ExecutionFailed { attempts, error }),
@@ -337,7 +346,7 @@ impl<S: ApprovalStore> Approvals<S> {
     /// every pending or approved lane whose time is up, a page of `page` lanes at a time.
     /// A lane whose outcome is unknown is never run again on its own: a person resolves
     /// it ([`Approvals::reconcile`]). Returns how many lanes it moved.
-    pub(crate) fn sweep(&self, now: Timestamp, page: usize) -> Result<usize, ApprovalError> {
+    pub(crate) async fn sweep(&self, now: Timestamp, page: usize) -> Result<usize, ApprovalError> {
         let page = page.max(1);
         let mut moved = 0;
         for state in [
@@ -347,7 +356,7 @@ impl<S: ApprovalStore> Approvals<S> {
         ] {
             let mut after = None;
             loop {
-                let lanes = self.store.list(state, after.as_ref(), page)?;
+                let lanes = self.store.list(state, after.as_ref(), page).await?;
                 for lane in &lanes {
                     let action = match state {
                         LaneState::ExecutionPending
@@ -362,7 +371,7 @@ impl<S: ApprovalStore> Approvals<S> {
                     };
                     let reason = (action == LaneAction::LoseLease)
                         .then_some("the claim's lease ran out with no outcome recorded");
-                    match self.apply(lane, action, now, None, reason) {
+                    match self.apply(lane, action, now, None, reason).await {
                         Ok(_) => moved += 1,
                         // Another sweeper or the holder moved it first: nothing to do.
                         Err(ApprovalError::Store(StoreError::Conflict)) => {}
@@ -380,7 +389,7 @@ impl<S: ApprovalStore> Approvals<S> {
 
     /// A person resolves an interrupted or unknown outcome: it ran, it did not, or it is
     /// closed so that the same call can be proposed afresh. A note is required.
-    pub(crate) fn reconcile(
+    pub(crate) async fn reconcile(
         &self,
         key: &IdempotencyKey,
         action: LaneAction,
@@ -388,13 +397,13 @@ impl<S: ApprovalStore> Approvals<S> {
         note: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let lane = self.lane(key)?;
+        let lane = self.lane(key).await?;
         check_clock(&lane, now)?;
         check_decider(by)?;
         if text::is_blank(note) || text::has_control(note, false) {
             return Err(ApprovalError::ReasonRequired(action));
         }
-        self.apply(&lane, action, now, Some(by), Some(note))
+        self.apply(&lane, action, now, Some(by), Some(note)).await
     }
 }
 
@@ -408,16 +417,21 @@ struct RunGuard<'s, S: ApprovalStore> {
 
 impl<S: ApprovalStore> Drop for RunGuard<'_, S> {
     fn drop(&mut self) {
-        if let Some(lane) = self.lane.take() {
-            // If this fails too, the lease runs out and a sweep marks the outcome unknown.
-            let _ = self.approvals.apply(
-                &lane,
-                LaneAction::Interrupt,
-                self.at,
-                None,
-                Some("the run's future was dropped before it finished"),
-            );
-        }
+        let Some(lane) = self.lane.take() else {
+            return;
+        };
+        let reason = "the run's future was dropped before it finished";
+        let Ok(interrupted) = lane.moved(LaneAction::Interrupt, self.at, None, Some(reason)) else {
+            return;
+        };
+        let event =
+            TransitionEvent::of(Some(&lane), &interrupted, Some(LaneAction::Interrupt), None);
+        // `drop` cannot wait: the store takes the move without blocking. If it is lost
+        // too, the lease runs out and a sweep marks the outcome unknown.
+        self.approvals
+            .store
+            .transition_detached(lane.version(), interrupted, event.clone());
+        self.approvals.notify(event);
     }
 }
 

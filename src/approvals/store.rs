@@ -1,57 +1,101 @@
-use alloc::vec::Vec;
-
 use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::future::{Future, ready};
 
 use crate::approvals::{ApprovalLane, AuditRecord, StoreError, TransitionEvent};
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
 
-/// Where approval lanes and their audit trail live: a host's database, or
-/// [`MemoryStore`]. Each method is one atomic step.
+/// Where approval lanes and the audit trail live: the contract every store keeps.
 ///
-/// The lifecycle's guarantees rest on two of them: [`insert`](ApprovalStore::insert)
-/// keeps one lane per idempotency key, and [`transition`](ApprovalStore::transition) is a
-/// compare-and-set on the lane's version, so of two racing moves exactly one wins.
+/// - `insert` adds a lane if no lane has its key (insert-if-absent), with the event that
+///   opened it, in one step; otherwise it returns the lane that is there.
+/// - `transition` replaces a lane only if the stored version is the expected one
+///   (compare-and-set), appending its event in the same step; otherwise it changes
+///   nothing and says [`StoreError::Conflict`].
+/// - The event log is append-only and read with a cursor (`events_since`).
+/// - `list` pages the lanes in one state, in key order.
+/// - `transition_detached` is the one synchronous entry: it is for a guard in `drop`,
+///   which cannot wait, and must not block either (a store with I/O hands the move to a
+///   worker that outlives the call).
+///
+/// The methods are `async` because real stores do I/O; a store on an async runtime must
+/// never block the runtime's worker threads. [`MemoryStore`] answers at once.
+/// The conformance kit (`approvals::conformance`, feature `conformance`) checks a store
+/// against this contract.
 ///
 /// ```
 /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
 ///
-/// fn backlog(store: &impl ApprovalStore) -> usize {
-///     store.events().map(|events| events.len()).unwrap_or(0)
+/// async fn backlog(store: &impl ApprovalStore) -> usize {
+///     store.events_since(0, usize::MAX).await.map(|events| events.len()).unwrap_or(0)
 /// }
-/// assert_eq!(backlog(&MemoryStore::new()), 0);
+/// assert_eq!(pollster::block_on(backlog(&MemoryStore::new())), 0);
 /// ```
-pub trait ApprovalStore {
-    /// Stores `lane` and appends `event`, unless a lane with the same key exists: then
-    /// returns that lane and stores nothing. The flag says whether `lane` was inserted.
+pub trait ApprovalStore: Send + Sync {
+    /// Adds `lane` with the event that opened it, unless a lane has its key: then returns
+    /// that lane and `false`, and adds nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Full`] for a bounded store that is full; the backend's error.
     fn insert(
         &self,
         lane: ApprovalLane,
         event: TransitionEvent,
-    ) -> Result<(ApprovalLane, bool), StoreError>;
+    ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send;
 
-    /// The lane with this key.
-    fn get(&self, key: &IdempotencyKey) -> Result<Option<ApprovalLane>, StoreError>;
+    /// The lane with this key, if any.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    fn get(
+        &self,
+        key: &IdempotencyKey,
+    ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send;
 
-    /// Replaces the stored lane with `lane` and appends `event`, only if the stored lane's
-    /// version is still `expected_version`; else [`StoreError::Conflict`] and nothing
-    /// changes.
+    /// Replaces the lane with `lane` if the stored version is `expected_version`, and
+    /// appends `event`, in one step.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Conflict`] when the version differs (nothing changed);
+    /// [`StoreError::Missing`]; the backend's error.
     fn transition(
         &self,
         expected_version: u64,
         lane: ApprovalLane,
         event: TransitionEvent,
-    ) -> Result<(), StoreError>;
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Every event, in the order appended.
-    fn events(&self) -> Result<Vec<AuditRecord>, StoreError>;
+    /// [`ApprovalStore::transition`] without waiting for the result: for a guard in
+    /// `drop`. It must not block; a store with I/O hands it to a worker.
+    fn transition_detached(
+        &self,
+        expected_version: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    );
 
     /// Appends a record that moves no lane (a decision of the gates) to the event log.
     ///
     /// # Errors
     ///
     /// The backend's error; the record is then not in the log.
-    fn append(&self, record: AuditRecord) -> Result<(), StoreError>;
+    fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Up to `limit` events after the cursor `after` (0: from the start), each with its
+    /// cursor, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    fn events_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send;
 
     /// Up to `limit` lanes in `state`, in key order, after the key `after` (exclusive):
     /// one page of an operator's queue, or of a sweep.
@@ -64,7 +108,7 @@ pub trait ApprovalStore {
         state: LaneState,
         after: Option<&IdempotencyKey>,
         limit: usize,
-    ) -> Result<Vec<ApprovalLane>, StoreError>;
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send;
 }
 
 impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
@@ -72,11 +116,14 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
         &self,
         lane: ApprovalLane,
         event: TransitionEvent,
-    ) -> Result<(ApprovalLane, bool), StoreError> {
+    ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
         (**self).insert(lane, event)
     }
 
-    fn get(&self, key: &IdempotencyKey) -> Result<Option<ApprovalLane>, StoreError> {
+    fn get(
+        &self,
+        key: &IdempotencyKey,
+    ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
         (**self).get(key)
     }
 
@@ -85,16 +132,29 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
         expected_version: u64,
         lane: ApprovalLane,
         event: TransitionEvent,
-    ) -> Result<(), StoreError> {
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).transition(expected_version, lane, event)
     }
 
-    fn events(&self) -> Result<Vec<AuditRecord>, StoreError> {
-        (**self).events()
+    fn transition_detached(
+        &self,
+        expected_version: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) {
+        (**self).transition_detached(expected_version, lane, event);
     }
 
-    fn append(&self, record: AuditRecord) -> Result<(), StoreError> {
+    fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
         (**self).append(record)
+    }
+
+    fn events_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
+        (**self).events_since(after, limit)
     }
 
     fn list(
@@ -102,7 +162,7 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
         state: LaneState,
         after: Option<&IdempotencyKey>,
         limit: usize,
-    ) -> Result<Vec<ApprovalLane>, StoreError> {
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         (**self).list(state, after, limit)
     }
 }
@@ -118,7 +178,7 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
 /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
 ///
 /// let store = MemoryStore::new();
-/// assert!(store.events().unwrap().is_empty());
+/// assert!(pollster::block_on(store.events_since(0, 10)).unwrap().is_empty());
 /// assert_eq!(store.capacity(), MemoryStore::DEFAULT_CAPACITY);
 /// ```
 #[cfg(feature = "std")]
@@ -220,8 +280,8 @@ impl MemoryStore {
 }
 
 #[cfg(feature = "std")]
-impl ApprovalStore for MemoryStore {
-    fn insert(
+impl MemoryStore {
+    fn insert_now(
         &self,
         lane: ApprovalLane,
         event: TransitionEvent,
@@ -240,11 +300,7 @@ impl ApprovalStore for MemoryStore {
         Ok((lane, true))
     }
 
-    fn get(&self, key: &IdempotencyKey) -> Result<Option<ApprovalLane>, StoreError> {
-        Ok(self.lock()?.lanes.get(key).cloned())
-    }
-
-    fn transition(
+    fn transition_now(
         &self,
         expected_version: u64,
         lane: ApprovalLane,
@@ -263,16 +319,7 @@ impl ApprovalStore for MemoryStore {
         Ok(())
     }
 
-    fn events(&self) -> Result<Vec<AuditRecord>, StoreError> {
-        Ok(self.lock()?.events.clone())
-    }
-
-    fn append(&self, record: AuditRecord) -> Result<(), StoreError> {
-        self.lock()?.events.push(record);
-        Ok(())
-    }
-
-    fn list(
+    fn list_now(
         &self,
         state: LaneState,
         after: Option<&IdempotencyKey>,
@@ -289,5 +336,75 @@ impl ApprovalStore for MemoryStore {
             .take(limit)
             .cloned()
             .collect())
+    }
+
+    fn events_now(&self, after: u64, limit: usize) -> Result<Vec<(u64, AuditRecord)>, StoreError> {
+        let memory = self.lock()?;
+        let skip = usize::try_from(after).unwrap_or(usize::MAX);
+        Ok(memory
+            .events
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .take(limit)
+            .map(|(index, record)| (index as u64 + 1, record.clone()))
+            .collect())
+    }
+}
+
+#[cfg(feature = "std")]
+impl ApprovalStore for MemoryStore {
+    fn insert(
+        &self,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
+        ready(self.insert_now(lane, event))
+    }
+
+    fn get(
+        &self,
+        key: &IdempotencyKey,
+    ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
+        ready(self.lock().map(|memory| memory.lanes.get(key).cloned()))
+    }
+
+    fn transition(
+        &self,
+        expected_version: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ready(self.transition_now(expected_version, lane, event))
+    }
+
+    fn transition_detached(
+        &self,
+        expected_version: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) {
+        let _ = self.transition_now(expected_version, lane, event);
+    }
+
+    fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ready(self.lock().map(|mut memory| memory.events.push(record)))
+    }
+
+    fn events_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
+        ready(self.events_now(after, limit))
+    }
+
+    fn list(
+        &self,
+        state: LaneState,
+        after: Option<&IdempotencyKey>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        ready(self.list_now(state, after, limit))
     }
 }

@@ -114,7 +114,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// # use cairnloop::{Governor, Registry, mcp::McpServer};
     /// # static TOOLS: Registry<()> = Registry::new(&[]);
     /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7");
-    /// assert!(server.governor().events().unwrap().is_empty());
+    /// assert!(pollster::block_on(server.governor().events()).unwrap().is_empty());
     /// ```
     pub fn governor(&self) -> &Arc<Governor<C, S>> {
         &self.governor
@@ -147,7 +147,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7");
     /// let answer = pollster::block_on(server.call_tool_text("drop_tables", "{}"));
     /// assert_eq!(answer.unwrap_err().code.0, -32602);
-    /// assert_eq!(server.governor().events().unwrap().len(), 1); // the decision, recorded
+    /// assert_eq!(pollster::block_on(server.governor().events()).unwrap().len(), 1); // the decision, recorded
     /// ```
     pub async fn call_tool_text(
         &self,
