@@ -9,8 +9,9 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
-// The layers, each built only on the ones listed before it (`scripts/layers.sh` checks
-// it); the README's "Layers and features" draws them.
+// The layers, lowest first: declare, gate, json, approvals, stores, mcp. Each builds only
+// on the ones below it (`tests/layers.rs` checks it); the README's "Layers and features"
+// draws them.
 #[cfg(all(feature = "serde", feature = "std"))]
 pub mod approvals;
 pub mod declare;
@@ -19,6 +20,8 @@ pub mod gate;
 pub mod json;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "sqlite")]
+pub mod stores;
 
 #[cfg(all(feature = "serde", feature = "std"))]
 pub use approvals::{ApprovalError, ApprovalLane, Governor, Outcome};

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// The layers, lowest first.
-const LAYERS: [&str; 5] = ["declare", "gate", "json", "approvals", "mcp"];
+const LAYERS: [&str; 6] = ["declare", "gate", "json", "approvals", "stores", "mcp"];
 
 /// Every `crate::` reference in `source` that the layer `layer` may not make: one that
 /// reaches a layer above it, or one that goes through the crate root's re-exports (which

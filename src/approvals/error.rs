@@ -179,6 +179,24 @@ pub enum StoreError {
         /// How many lanes the store holds at most.
         capacity: usize,
     },
+    /// The store was opened read-only, or its file cannot be written: nothing changed.
+    #[error("the store is read-only")]
+    ReadOnly,
+    /// The file is not a cairnloop store (another application's database); it was not
+    /// touched.
+    #[error("the file is not a cairnloop store")]
+    Foreign,
+    /// The file was written by a newer version of the library; it was not touched.
+    #[error("the store's schema is version {found}, newer than the {supported} this library knows")]
+    NewerSchema {
+        /// The file's schema version.
+        found: i32,
+        /// The newest schema this library reads.
+        supported: i32,
+    },
+    /// The file, or a record in it, is damaged; nothing was rewritten.
+    #[error("the store is corrupt: {0}")]
+    Corrupt(String),
     /// The store's backend failed.
     #[error("store backend: {0}")]
     Backend(String),

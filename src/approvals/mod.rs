@@ -6,6 +6,8 @@
 mod audit;
 mod clock;
 mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod error;
 mod governor;
 mod lane;

@@ -1,0 +1,394 @@
+//! The conformance kit (feature `conformance`): the store contract, checked against any
+//! [`ApprovalStore`]. A store that passes it can back a governor; the kit's own tests run
+//! it against deliberately broken stores, each of which must fail it.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::future::Future;
+use core::pin::pin;
+use core::task::{Context, Poll, Waker};
+use std::sync::Barrier;
+use std::task::Wake;
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
+use crate::declare::{Actor, ApprovalMode, RiskTier, Scope, ToolSpec};
+use crate::gate::{LaneAction, LaneState, ModePolicy, Timestamp};
+use crate::json::{AuditEvent, Draft, Proposal};
+
+/// A rule of the store contract that a store broke, with what was seen.
+///
+/// ```
+/// use cairnloop::approvals::conformance::Violation;
+///
+/// fn report(violation: &Violation) -> String {
+///     format!("{}: {}", violation.check, violation.detail)
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{check}: {detail}")]
+#[non_exhaustive]
+pub struct Violation {
+    /// The check that failed.
+    pub check: &'static str,
+    /// What the store did instead.
+    pub detail: String,
+}
+
+/// Runs every check of the contract against stores made by `make` (a fresh, empty store
+/// for each check), with `racers` threads in the race for one claim (at least 2).
+///
+/// The checks: insert-if-absent; get; compare-and-set (a stale version changes nothing);
+/// a move of a missing lane; events appended with each move, read back in order through
+/// a cursor, in pages; decision records appended; lanes listed by state, in key order,
+/// page by page, each exactly once; `racers` threads released together by a barrier,
+/// each trying to claim the same lane, exactly one winning; a detached move written.
+///
+/// # Errors
+///
+/// The first [`Violation`] found.
+///
+/// ```
+/// use cairnloop::approvals::{MemoryStore, conformance};
+///
+/// conformance::check(MemoryStore::new, 8).unwrap();
+/// ```
+pub fn check<S, F>(make: F, racers: usize) -> Result<(), Violation>
+where
+    S: ApprovalStore + 'static,
+    F: Fn() -> S,
+{
+    insert_if_absent(&make())?;
+    compare_and_set(&make())?;
+    events_in_order(&make())?;
+    pages_by_state(&make())?;
+    detached(&make())?;
+    race(Arc::new(make()), racers.max(2))?;
+    Ok(())
+}
+
+fn fail<T>(check: &'static str, detail: impl Into<String>) -> Result<T, Violation> {
+    Err(Violation {
+        check,
+        detail: detail.into(),
+    })
+}
+
+fn store_error<T>(check: &'static str, error: &StoreError) -> Result<T, Violation> {
+    fail(check, format!("the store failed: {error}"))
+}
+
+/// Blocks the current thread on `future`: the kit runs outside any runtime.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+const SPEC: ToolSpec = ToolSpec::new(
+    "kit_tool",
+    "Kit tool",
+    "A tool of the kit.",
+    RiskTier::HighWrite,
+);
+const T0: Timestamp = Timestamp::from_unix_millis(1_000_000);
+
+/// A pending lane for the call with argument `n`.
+fn lane(n: u64) -> ApprovalLane {
+    let actor = Actor::new("kit-agent", &[]);
+    let mode = ModePolicy::<()>::new().resolve(&SPEC, &actor, &());
+    let proposal = Proposal::from_draft(Draft {
+        spec: &SPEC,
+        scopes: &[] as &[Scope],
+        actor: &actor,
+        dedupe_token: None,
+        input: json!({ "n": n }),
+        own_preview: None,
+        mode,
+        host_floor: ApprovalMode::Auto,
+    });
+    ApprovalLane::open(proposal, T0, Timestamp::from_unix_millis(u64::MAX))
+}
+
+fn opened(lane: &ApprovalLane) -> TransitionEvent {
+    TransitionEvent::of(None, lane, None, None)
+}
+
+/// `lane` moved by `action`, with the event of the move.
+fn moved(lane: &ApprovalLane, action: LaneAction) -> (ApprovalLane, TransitionEvent) {
+    let next = lane
+        .moved(action, T0, Some("kit"), Some("kit"))
+        .unwrap_or_else(|_| lane.clone());
+    let event = TransitionEvent::of(Some(lane), &next, Some(action), Some("kit"));
+    (next, event)
+}
+
+fn events<S: ApprovalStore>(
+    store: &S,
+    check: &'static str,
+) -> Result<Vec<(u64, AuditRecord)>, Violation> {
+    block_on(store.events_since(0, usize::MAX)).or_else(|error| store_error(check, &error))
+}
+
+fn insert_if_absent<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "insert-if-absent";
+    let first = lane(1);
+    match block_on(store.insert(first.clone(), opened(&first))) {
+        Ok((stored, true)) if stored == first => {}
+        Ok(other) => return fail(CHECK, format!("a new lane was answered with {other:?}")),
+        Err(error) => return store_error(CHECK, &error),
+    }
+    // The same key again, in another state: the stored lane stays, nothing is added.
+    let (approved, event) = moved(&first, LaneAction::Approve);
+    match block_on(store.insert(approved, event)) {
+        Ok((stored, false)) if stored == first => {}
+        Ok(other) => return fail(CHECK, format!("a known key was answered with {other:?}")),
+        Err(error) => return store_error(CHECK, &error),
+    }
+    match block_on(store.get(&first.key())) {
+        Ok(Some(stored)) if stored == first => {}
+        Ok(other) => return fail(CHECK, format!("get returned {other:?}")),
+        Err(error) => return store_error(CHECK, &error),
+    }
+    match block_on(store.get(&lane(2).key())) {
+        Ok(None) => {}
+        Ok(other) => return fail(CHECK, format!("an unknown key returned {other:?}")),
+        Err(error) => return store_error(CHECK, &error),
+    }
+    let count = events(store, CHECK)?.len();
+    if count != 1 {
+        return fail(CHECK, format!("{count} events after one insert"));
+    }
+    Ok(())
+}
+
+fn compare_and_set<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "compare-and-set";
+    let first = lane(1);
+    block_on(store.insert(first.clone(), opened(&first)))
+        .or_else(|error| store_error(CHECK, &error))?;
+    let (approved, event) = moved(&first, LaneAction::Approve);
+    block_on(store.transition(first.version(), approved.clone(), event))
+        .or_else(|error| store_error(CHECK, &error))?;
+    // A writer that read the lane before the approval writes back: refused, no change.
+    let (rejected, event) = moved(&first, LaneAction::Reject);
+    match block_on(store.transition(first.version(), rejected, event)) {
+        Err(StoreError::Conflict) => {}
+        other => {
+            return fail(
+                CHECK,
+                format!("a stale version was answered with {other:?}"),
+            );
+        }
+    }
+    match block_on(store.get(&first.key())) {
+        Ok(Some(stored)) if stored == approved => {}
+        other => return fail(CHECK, format!("after a refused move the lane is {other:?}")),
+    }
+    let count = events(store, CHECK)?.len();
+    if count != 2 {
+        return fail(
+            CHECK,
+            format!("{count} events after an insert, a move and a refused move"),
+        );
+    }
+    let ghost = lane(9);
+    let (moved_ghost, event) = moved(&ghost, LaneAction::Approve);
+    match block_on(store.transition(ghost.version(), moved_ghost, event)) {
+        Err(StoreError::Missing) => Ok(()),
+        other => fail(
+            CHECK,
+            format!("moving a missing lane was answered with {other:?}"),
+        ),
+    }
+}
+
+fn events_in_order<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "event log";
+    let first = lane(1);
+    block_on(store.insert(first.clone(), opened(&first)))
+        .or_else(|error| store_error(CHECK, &error))?;
+    let decision = AuditRecord::Decision(AuditEvent::of_verdict(
+        "kit_tool",
+        Some(&SPEC),
+        &Actor::new("kit-agent", &[]),
+        &crate::gate::Verdict::<()>::Blocked(crate::gate::Blocked::UnknownTool),
+    ));
+    block_on(store.append(decision.clone())).or_else(|error| store_error(CHECK, &error))?;
+    let (approved, event) = moved(&first, LaneAction::Approve);
+    block_on(store.transition(first.version(), approved.clone(), event.clone()))
+        .or_else(|error| store_error(CHECK, &error))?;
+    let all = events(store, CHECK)?;
+    let kinds: Vec<&str> = all
+        .iter()
+        .map(|(_, record)| match record {
+            AuditRecord::Decision(_) => "decision",
+            AuditRecord::Transition(_) => "transition",
+        })
+        .collect();
+    if kinds != ["transition", "decision", "transition"] {
+        return fail(
+            CHECK,
+            format!("the log holds {kinds:?}, not every record in order"),
+        );
+    }
+    if all[1].1 != decision || all[2].1 != AuditRecord::Transition(event) {
+        return fail(CHECK, "a record came back different from what was written");
+    }
+    if !all.windows(2).all(|pair| pair[0].0 < pair[1].0) {
+        return fail(CHECK, "cursors do not grow");
+    }
+    // Resuming from a cursor gives exactly the rest, in pages.
+    let rest =
+        block_on(store.events_since(all[0].0, 1)).or_else(|error| store_error(CHECK, &error))?;
+    if rest.len() != 1 || rest[0] != all[1] {
+        return fail(
+            CHECK,
+            format!("a page of one after the first cursor was {rest:?}"),
+        );
+    }
+    let tail =
+        block_on(store.events_since(all[1].0, 10)).or_else(|error| store_error(CHECK, &error))?;
+    if tail != all[2..] {
+        return fail(CHECK, "resuming from a cursor did not give the rest");
+    }
+    Ok(())
+}
+
+fn pages_by_state<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "lanes by state";
+    let mut pending = Vec::new();
+    for n in 0..25 {
+        let lane = lane(n);
+        block_on(store.insert(lane.clone(), opened(&lane)))
+            .or_else(|error| store_error(CHECK, &error))?;
+        if n % 3 == 0 {
+            let (approved, event) = moved(&lane, LaneAction::Approve);
+            block_on(store.transition(lane.version(), approved, event))
+                .or_else(|error| store_error(CHECK, &error))?;
+        } else {
+            pending.push(lane.key());
+        }
+    }
+    pending.sort();
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = block_on(store.list(LaneState::Pending, after.as_ref(), 4))
+            .or_else(|error| store_error(CHECK, &error))?;
+        if page.len() > 4 {
+            return fail(CHECK, format!("a page of 4 held {}", page.len()));
+        }
+        if page.iter().any(|lane| lane.state() != LaneState::Pending) {
+            return fail(CHECK, "a page held a lane in another state");
+        }
+        seen.extend(page.iter().map(ApprovalLane::key));
+        if page.len() < 4 {
+            break;
+        }
+        after = page.last().map(ApprovalLane::key);
+    }
+    if seen != pending {
+        return fail(
+            CHECK,
+            format!(
+                "pages gave {} lanes, not the {} pending in key order",
+                seen.len(),
+                pending.len()
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn detached<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "detached move";
+    let first = lane(1);
+    block_on(store.insert(first.clone(), opened(&first)))
+        .or_else(|error| store_error(CHECK, &error))?;
+    let (approved, event) = moved(&first, LaneAction::Approve);
+    store.transition_detached(first.version(), approved.clone(), event);
+    // A store may write it later, from a worker: wait a little for it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match block_on(store.get(&first.key())) {
+            Ok(Some(stored)) if stored == approved => return Ok(()),
+            Ok(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            other => {
+                return fail(
+                    CHECK,
+                    format!("the detached move was not written: {other:?}"),
+                );
+            }
+        }
+    }
+}
+
+fn race<S: ApprovalStore + 'static>(store: Arc<S>, racers: usize) -> Result<(), Violation> {
+    const CHECK: &str = "one claim";
+    let first = lane(1);
+    block_on(store.insert(first.clone(), opened(&first)))
+        .or_else(|error| store_error(CHECK, &error))?;
+    let (approved, event) = moved(&first, LaneAction::Approve);
+    block_on(store.transition(first.version(), approved.clone(), event))
+        .or_else(|error| store_error(CHECK, &error))?;
+    let start = Arc::new(Barrier::new(racers));
+    let handles: Vec<_> = (0..racers)
+        .map(|racer| {
+            let (store, start, approved) =
+                (Arc::clone(&store), Arc::clone(&start), approved.clone());
+            std::thread::spawn(move || {
+                let (claimed, event) = moved(&approved, LaneAction::StartExecution);
+                let claimed = claimed.claimed_by(&format!("racer-{racer}"), T0);
+                start.wait();
+                block_on(store.transition(approved.version(), claimed, event))
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(())) => winners += 1,
+            Ok(Err(StoreError::Conflict)) => {}
+            Ok(Err(error)) => return store_error(CHECK, &error),
+            Err(_) => return fail(CHECK, "a racer panicked"),
+        }
+    }
+    if winners != 1 {
+        return fail(
+            CHECK,
+            format!("{winners} of {racers} racers claimed the lane"),
+        );
+    }
+    let transitions = events(store.as_ref(), CHECK)?.len();
+    if transitions != 3 {
+        return fail(
+            CHECK,
+            format!("{transitions} events after an insert, an approval and one claim"),
+        );
+    }
+    let holder = block_on(store.get(&first.key()))
+        .or_else(|error| store_error(CHECK, &error))?
+        .and_then(|lane| lane.claim().map(|claim| claim.holder().to_string()));
+    if holder.is_none() {
+        return fail(CHECK, "the claimed lane holds no claim");
+    }
+    Ok(())
+}

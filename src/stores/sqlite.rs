@@ -1,0 +1,511 @@
+//! The SQLite store: one file, WAL, one immediate transaction per move with its event.
+
+use std::format;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::string::{String, ToString};
+use std::time::Duration;
+use std::vec::Vec;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
+
+use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
+use crate::declare::IdempotencyKey;
+use crate::gate::LaneState;
+use crate::stores::worker::Worker;
+
+/// Marks a SQLite file as a cairnloop store (`PRAGMA application_id`): "CLop".
+const APPLICATION_ID: i32 = 0x434c_6f70;
+
+/// The schema this library writes. A file with a higher `user_version` is refused.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Each migration takes the schema from its index to the next version.
+const MIGRATIONS: [&str; 1] = ["
+    CREATE TABLE lanes (
+        key TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        lane TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX lanes_by_state ON lanes (state, key);
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        record TEXT NOT NULL
+    );
+"];
+
+/// How a [`SqliteStore`] opens its file.
+///
+/// The default is `synchronous = NORMAL` in WAL mode: a commit survives the process
+/// crashing at any point (the WAL is in the operating system's hands), and a power loss
+/// can lose the last commits, never corrupt the file. [`SqliteOptions::durable`] is
+/// `synchronous = FULL`: every commit also survives a power loss, at the cost of an fsync
+/// per move.
+///
+/// ```
+/// use cairnloop::stores::SqliteOptions;
+///
+/// let options = SqliteOptions::new().durable();
+/// assert!(options.is_durable());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    read_only: bool,
+    durable: bool,
+    busy_timeout: Duration,
+}
+
+impl SqliteOptions {
+    /// Read-write, `synchronous = NORMAL`, waiting up to 5 s for another process's lock.
+    ///
+    /// ```
+    /// assert!(!cairnloop::stores::SqliteOptions::new().is_durable());
+    /// ```
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            read_only: false,
+            durable: false,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// `synchronous = FULL`: every commit survives a power loss.
+    ///
+    /// ```
+    /// assert!(cairnloop::stores::SqliteOptions::new().durable().is_durable());
+    /// ```
+    #[must_use]
+    pub const fn durable(self) -> Self {
+        Self {
+            durable: true,
+            ..self
+        }
+    }
+
+    /// Opens the file read-only: lanes and events can be read, every write is refused
+    /// with [`StoreError::ReadOnly`] (and a call that needs one is blocked).
+    ///
+    /// ```
+    /// let options = cairnloop::stores::SqliteOptions::new().read_only();
+    /// ```
+    #[must_use]
+    pub const fn read_only(self) -> Self {
+        Self {
+            read_only: true,
+            ..self
+        }
+    }
+
+    /// How long a move waits for another process's write lock before it fails.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let options = cairnloop::stores::SqliteOptions::new().busy_timeout(Duration::from_secs(1));
+    /// ```
+    #[must_use]
+    pub const fn busy_timeout(self, busy_timeout: Duration) -> Self {
+        Self {
+            busy_timeout,
+            ..self
+        }
+    }
+
+    /// Whether every commit is synced to disk.
+    ///
+    /// ```
+    /// assert!(!cairnloop::stores::SqliteOptions::default().is_durable());
+    /// ```
+    #[must_use]
+    pub const fn is_durable(&self) -> bool {
+        self.durable
+    }
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// An [`ApprovalStore`] on one SQLite file: the embedded default, shared by every process
+/// that opens the same file.
+///
+/// Each move is one `BEGIN IMMEDIATE` transaction that writes the lane (compare-and-set on
+/// its version) and appends its event, so of two processes racing for a lane one wins and
+/// the other changes nothing. The schema is versioned and migrated when the file is
+/// opened. A file whose schema is newer than this library's, a SQLite file that is not a
+/// cairnloop store, and a file that is not a SQLite database are refused, and nothing is
+/// written to them. The connection lives on a thread of its own, so an async caller never
+/// blocks its runtime.
+///
+/// ```
+/// use cairnloop::approvals::ApprovalStore;
+/// use cairnloop::stores::SqliteStore;
+///
+/// let dir = std::env::temp_dir().join(format!("cairnloop-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let store = SqliteStore::open(dir.join("approvals.db"))?;
+/// assert!(pollster::block_on(store.events_since(0, 10))?.is_empty());
+/// # drop(store);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), cairnloop::approvals::StoreError>(())
+/// ```
+pub struct SqliteStore {
+    worker: Worker<Connection>,
+    path: PathBuf,
+    options: SqliteOptions,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path` with the default options.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Foreign`], [`StoreError::NewerSchema`], [`StoreError::Corrupt`] for a
+    /// file it refuses (nothing is written to it); the backend's error.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, SqliteOptions::new())
+    }
+
+    /// Opens (or creates) the store at `path` with `options`.
+    ///
+    /// # Errors
+    ///
+    /// As [`SqliteStore::open`]; a read-only store whose file does not exist yet or
+    /// needs a migration is refused with [`StoreError::ReadOnly`].
+    pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let exists = std::fs::metadata(&path).is_ok_and(|meta| meta.len() > 0);
+        if exists {
+            // Look before writing anything: a file that is not ours stays untouched.
+            let inspect = Connection::open_with_flags(
+                &path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(classify)?;
+            check_file(&inspect)?;
+        } else if options.read_only {
+            return Err(StoreError::ReadOnly);
+        }
+        let flags = if options.read_only {
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        };
+        let mut connection = Connection::open_with_flags(&path, flags).map_err(classify)?;
+        connection
+            .busy_timeout(options.busy_timeout)
+            .map_err(classify)?;
+        if options.read_only {
+            let version = user_version(&connection)?;
+            if version != SCHEMA_VERSION {
+                return Err(StoreError::ReadOnly);
+            }
+        } else {
+            connection
+                .pragma_update(None, "journal_mode", "WAL")
+                .map_err(classify)?;
+            let synchronous = if options.durable { "FULL" } else { "NORMAL" };
+            connection
+                .pragma_update(None, "synchronous", synchronous)
+                .map_err(classify)?;
+            migrate(&mut connection)?;
+        }
+        let name = format!("cairnloop-sqlite-{}", path.display());
+        Ok(Self {
+            worker: Worker::spawn(&name, connection)?,
+            path,
+            options,
+        })
+    }
+
+    /// The file the store is on.
+    ///
+    /// ```
+    /// # fn f(store: &cairnloop::stores::SqliteStore) -> &std::path::Path {
+    /// store.path()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Refuses a file that is not a cairnloop store, or one from a newer library.
+fn check_file(connection: &Connection) -> Result<(), StoreError> {
+    let application_id: i32 = connection
+        .query_row("PRAGMA application_id", [], |row| row.get(0))
+        .map_err(classify)?;
+    let version = user_version(connection)?;
+    if application_id == 0 && version == 0 {
+        // A SQLite file: empty is ours to set up; anything in it belongs to someone else.
+        let tables: i64 = connection
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
+            .map_err(classify)?;
+        return if tables == 0 {
+            Ok(())
+        } else {
+            Err(StoreError::Foreign)
+        };
+    }
+    if application_id != APPLICATION_ID {
+        return Err(StoreError::Foreign);
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
+fn user_version(connection: &Connection) -> Result<i32, StoreError> {
+    connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(classify)
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`], one transaction per step, checking the
+/// version again inside the transaction (another process may be migrating too).
+fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
+    loop {
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(classify)?;
+        check_file(&transaction)?;
+        let version = user_version(&transaction)?;
+        let Some(step) = usize::try_from(version)
+            .ok()
+            .and_then(|v| MIGRATIONS.get(v))
+        else {
+            transaction.commit().map_err(classify)?;
+            return Ok(());
+        };
+        transaction.execute_batch(step).map_err(classify)?;
+        transaction
+            .pragma_update(None, "application_id", APPLICATION_ID)
+            .map_err(classify)?;
+        transaction
+            .pragma_update(None, "user_version", version + 1)
+            .map_err(classify)?;
+        transaction.commit().map_err(classify)?;
+    }
+}
+
+/// A typed error for what SQLite said.
+fn classify(error: rusqlite::Error) -> StoreError {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly,
+        Some(ErrorCode::NotADatabase) => StoreError::Corrupt("the file is not a database".into()),
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt(error.to_string()),
+        Some(ErrorCode::DiskFull) => StoreError::Backend("the disk is full".into()),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            StoreError::Backend(format!("the store is busy: {error}"))
+        }
+        _ => StoreError::Backend(error.to_string()),
+    }
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|error| StoreError::Backend(error.to_string()))
+}
+
+/// A stored row that does not decode is corruption: reported, never rewritten.
+fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text)
+        .map_err(|error| StoreError::Corrupt(format!("a stored record does not decode: {error}")))
+}
+
+fn write_transition(
+    connection: &mut Connection,
+    expected_version: u64,
+    lane: &ApprovalLane,
+    event: &TransitionEvent,
+) -> Result<(), StoreError> {
+    let key = lane.key().to_string();
+    let (text, record) = (
+        encode(lane)?,
+        encode(&AuditRecord::Transition(event.clone()))?,
+    );
+    let expected = i64::try_from(expected_version).map_err(|_| StoreError::Conflict)?;
+    let next = i64::try_from(lane.version()).map_err(|_| StoreError::Conflict)?;
+    let transaction = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(classify)?;
+    let changed = transaction
+        .execute(
+            "UPDATE lanes SET state = ?1, version = ?2, lane = ?3 WHERE key = ?4 AND version = ?5",
+            params![lane.state().as_str(), next, text, key, expected],
+        )
+        .map_err(classify)?;
+    if changed == 0 {
+        let exists = transaction
+            .query_row("SELECT 1 FROM lanes WHERE key = ?1", [&key], |_| Ok(()))
+            .optional()
+            .map_err(classify)?
+            .is_some();
+        return Err(if exists {
+            StoreError::Conflict
+        } else {
+            StoreError::Missing
+        });
+    }
+    transaction
+        .execute("INSERT INTO events (record) VALUES (?1)", [record])
+        .map_err(classify)?;
+    transaction.commit().map_err(classify)
+}
+
+impl ApprovalStore for SqliteStore {
+    fn insert(
+        &self,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
+        self.worker.run(move |connection| {
+            let key = lane.key().to_string();
+            let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
+            let version = i64::try_from(lane.version()).map_err(|_| StoreError::Conflict)?;
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(classify)?;
+            let existing: Option<String> = transaction
+                .query_row("SELECT lane FROM lanes WHERE key = ?1", [&key], |row| {
+                    row.get(0)
+                })
+                .optional()
+                .map_err(classify)?;
+            if let Some(existing) = existing {
+                return Ok((decode(&existing)?, false));
+            }
+            transaction
+                .execute(
+                    "INSERT INTO lanes (key, state, version, lane) VALUES (?1, ?2, ?3, ?4)",
+                    params![key, lane.state().as_str(), version, text],
+                )
+                .map_err(classify)?;
+            transaction
+                .execute("INSERT INTO events (record) VALUES (?1)", [record])
+                .map_err(classify)?;
+            transaction.commit().map_err(classify)?;
+            Ok((lane, true))
+        })
+    }
+
+    fn get(
+        &self,
+        key: &IdempotencyKey,
+    ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
+        let key = key.to_string();
+        self.worker.run(move |connection| {
+            let text: Option<String> = connection
+                .query_row("SELECT lane FROM lanes WHERE key = ?1", [&key], |row| {
+                    row.get(0)
+                })
+                .optional()
+                .map_err(classify)?;
+            text.as_deref().map(decode).transpose()
+        })
+    }
+
+    fn transition(
+        &self,
+        expected_version: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.worker
+            .run(move |connection| write_transition(connection, expected_version, &lane, &event))
+    }
+
+    fn transition_detached(
+        &self,
+        expected_version: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) {
+        self.worker.detach(move |connection| {
+            let _ = write_transition(connection, expected_version, &lane, &event);
+        });
+    }
+
+    fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.worker.run(move |connection| {
+            let text = encode(&record)?;
+            connection
+                .execute("INSERT INTO events (record) VALUES (?1)", [text])
+                .map_err(classify)?;
+            Ok(())
+        })
+    }
+
+    fn events_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
+        self.worker.run(move |connection| {
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT seq, record FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                )
+                .map_err(classify)?;
+            let rows = statement
+                .query_map(params![after, limit], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(classify)?;
+            let mut events = Vec::new();
+            for row in rows {
+                let (seq, text) = row.map_err(classify)?;
+                events.push((u64::try_from(seq).unwrap_or(0), decode(&text)?));
+            }
+            Ok(events)
+        })
+    }
+
+    fn list(
+        &self,
+        state: LaneState,
+        after: Option<&IdempotencyKey>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        // Keys are lowercase hex of one length, so text order is key order.
+        let after = after.map_or_else(String::new, ToString::to_string);
+        self.worker.run(move |connection| {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT lane FROM lanes WHERE state = ?1 AND key > ?2 ORDER BY key LIMIT ?3",
+                )
+                .map_err(classify)?;
+            let rows = statement
+                .query_map(params![state.as_str(), after, limit], |row| {
+                    row.get::<_, String>(0)
+                })
+                .map_err(classify)?;
+            let mut lanes = Vec::new();
+            for row in rows {
+                lanes.push(decode(&row.map_err(classify)?)?);
+            }
+            Ok(lanes)
+        })
+    }
+}

@@ -1,0 +1,366 @@
+//! The store contract, checked by the conformance kit against the memory store, the SQLite
+//! store and deliberately broken stores; the SQLite store's refusals, and approvals that
+//! survive a restart.
+#![cfg(all(feature = "sqlite", feature = "conformance"))]
+
+#[path = "fixtures/desk.rs"]
+mod desk;
+
+use std::collections::BTreeMap;
+use std::future::{Future, ready};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cairnloop::approvals::{
+    ApprovalStore, AuditRecord, ManualClock, MemoryStore, StoreError, TransitionEvent, conformance,
+};
+use cairnloop::gate::{LaneState, Timestamp};
+use cairnloop::stores::{SqliteOptions, SqliteStore};
+use cairnloop::{ApprovalError, ApprovalLane, Governor, IdempotencyKey, Outcome, ToolCall};
+use desk::{DESK, Desk, EVERY_SCOPE};
+
+/// A fresh directory under the system's temp dir, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("cairnloop-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn the_memory_store_keeps_the_contract() {
+    conformance::check(MemoryStore::new, 8).unwrap();
+}
+
+#[test]
+fn the_sqlite_store_keeps_the_contract() {
+    let scratch = Scratch::new("kit");
+    let next = AtomicU64::new(0);
+    conformance::check(
+        || {
+            let n = next.fetch_add(1, Ordering::SeqCst);
+            SqliteStore::open(scratch.file(&format!("kit-{n}.db"))).unwrap()
+        },
+        8,
+    )
+    .unwrap();
+}
+
+/// A store written plainly over a map, with one rule of the contract broken on purpose.
+#[derive(Default)]
+struct Broken {
+    flaw: Flaw,
+    lanes: Mutex<BTreeMap<IdempotencyKey, ApprovalLane>>,
+    events: Mutex<Vec<AuditRecord>>,
+}
+
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum Flaw {
+    #[default]
+    None,
+    /// The claim reads the version, then writes later: two racers can both win.
+    ClaimNotAtomic,
+    /// A move's event is not appended.
+    LosesEvents,
+    /// A move ignores the expected version.
+    NoCompareAndSet,
+    /// Inserting a known key overwrites the stored lane.
+    InsertOverwrites,
+}
+
+impl Broken {
+    fn with(flaw: Flaw) -> Self {
+        Self {
+            flaw,
+            ..Self::default()
+        }
+    }
+
+    fn move_now(
+        &self,
+        expected: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) -> Result<(), StoreError> {
+        let stored = self
+            .lanes
+            .lock()
+            .unwrap()
+            .get(&lane.key())
+            .map(ApprovalLane::version);
+        let Some(version) = stored else {
+            return Err(StoreError::Missing);
+        };
+        if version != expected && self.flaw != Flaw::NoCompareAndSet {
+            return Err(StoreError::Conflict);
+        }
+        if self.flaw == Flaw::ClaimNotAtomic {
+            // Checked, then written under another lock: the window a real bug leaves.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        self.lanes.lock().unwrap().insert(lane.key(), lane);
+        if self.flaw != Flaw::LosesEvents {
+            self.events
+                .lock()
+                .unwrap()
+                .push(AuditRecord::Transition(event));
+        }
+        Ok(())
+    }
+}
+
+impl ApprovalStore for Broken {
+    fn insert(
+        &self,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
+        let mut lanes = self.lanes.lock().unwrap();
+        let result = match lanes.get(&lane.key()) {
+            Some(existing) if self.flaw != Flaw::InsertOverwrites => (existing.clone(), false),
+            _ => {
+                lanes.insert(lane.key(), lane.clone());
+                self.events
+                    .lock()
+                    .unwrap()
+                    .push(AuditRecord::Transition(event));
+                (lane, true)
+            }
+        };
+        ready(Ok(result))
+    }
+
+    fn get(
+        &self,
+        key: &IdempotencyKey,
+    ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
+        ready(Ok(self.lanes.lock().unwrap().get(key).cloned()))
+    }
+
+    fn transition(
+        &self,
+        expected_version: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ready(self.move_now(expected_version, lane, event))
+    }
+
+    fn transition_detached(
+        &self,
+        expected_version: u64,
+        lane: ApprovalLane,
+        event: TransitionEvent,
+    ) {
+        let _ = self.move_now(expected_version, lane, event);
+    }
+
+    fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.events.lock().unwrap().push(record);
+        ready(Ok(()))
+    }
+
+    fn events_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
+        let events = self.events.lock().unwrap();
+        ready(Ok(events
+            .iter()
+            .enumerate()
+            .map(|(i, record)| (i as u64 + 1, record.clone()))
+            .filter(|(cursor, _)| *cursor > after)
+            .take(limit)
+            .collect()))
+    }
+
+    fn list(
+        &self,
+        state: LaneState,
+        after: Option<&IdempotencyKey>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        let lanes = self.lanes.lock().unwrap();
+        ready(Ok(lanes
+            .values()
+            .filter(|lane| lane.state() == state && after.is_none_or(|after| lane.key() > *after))
+            .take(limit)
+            .cloned()
+            .collect()))
+    }
+}
+
+#[test]
+fn every_broken_store_fails_the_kit_at_its_flaw() {
+    // The plain store without a flaw passes: the kit's failures below are the flaws'.
+    conformance::check(|| Broken::with(Flaw::None), 8).unwrap();
+    for (flaw, check) in [
+        (Flaw::ClaimNotAtomic, "one claim"),
+        (Flaw::LosesEvents, "compare-and-set"),
+        (Flaw::NoCompareAndSet, "compare-and-set"),
+        (Flaw::InsertOverwrites, "insert-if-absent"),
+    ] {
+        let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
+        assert_eq!(violation.check, check, "{violation}");
+    }
+}
+
+fn bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn a_file_that_is_not_ours_is_refused_and_left_as_it_was() {
+    let scratch = Scratch::new("refuse");
+    // Random bytes.
+    let noise = scratch.file("noise.db");
+    let junk: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&noise, &junk).unwrap();
+    assert!(matches!(
+        SqliteStore::open(&noise),
+        Err(StoreError::Corrupt(_))
+    ));
+    assert_eq!(bytes(&noise), junk);
+    // Another application's SQLite database.
+    let foreign = scratch.file("foreign.db");
+    let other = rusqlite::Connection::open(&foreign).unwrap();
+    other
+        .execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');")
+        .unwrap();
+    drop(other);
+    let before = bytes(&foreign);
+    assert_eq!(
+        SqliteStore::open(&foreign).unwrap_err(),
+        StoreError::Foreign
+    );
+    assert_eq!(bytes(&foreign), before);
+    // A store written by a newer library.
+    let newer = scratch.file("newer.db");
+    drop(SqliteStore::open(&newer).unwrap());
+    let bump = rusqlite::Connection::open(&newer).unwrap();
+    bump.pragma_update(None, "user_version", 99).unwrap();
+    drop(bump);
+    let before = bytes(&newer);
+    assert_eq!(
+        SqliteStore::open(&newer).unwrap_err(),
+        StoreError::NewerSchema {
+            found: 99,
+            supported: 1
+        }
+    );
+    assert_eq!(bytes(&newer), before);
+}
+
+const REFUND: &str = r#"{"order": 7, "cents": 1250, "reason": "damaged"}"#;
+
+fn admin() -> cairnloop::Actor<'static> {
+    cairnloop::Actor::new("admin-1", EVERY_SCOPE).with_account("acme")
+}
+
+fn governor(path: &Path, clock: &ManualClock) -> Governor<Desk, SqliteStore> {
+    Governor::new(&DESK)
+        .with_store(SqliteStore::open(path).unwrap())
+        .with_clock(clock.clone())
+}
+
+#[test]
+fn a_read_only_store_refuses_writes_with_a_typed_error_and_blocks_the_call() {
+    let scratch = Scratch::new("read-only");
+    let path = scratch.file("approvals.db");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    let writer = governor(&path, &clock);
+    let call = ToolCall::new("refund_order", REFUND);
+    let Ok(Outcome::AwaitingApproval(lane)) =
+        pollster::block_on(writer.call(&call, &admin(), &Desk::default()))
+    else {
+        panic!("expected a proposal")
+    };
+    drop(writer);
+    let before = bytes(&path);
+    let reader = Governor::new(&DESK)
+        .with_store(SqliteStore::open_with(&path, SqliteOptions::new().read_only()).unwrap())
+        .with_clock(clock.clone());
+    // What was written is still there to read.
+    assert_eq!(
+        pollster::block_on(reader.lane(&lane.key()))
+            .unwrap()
+            .state(),
+        LaneState::Pending
+    );
+    assert_eq!(
+        pollster::block_on(reader.approve(&lane.key(), "lead")),
+        Err(ApprovalError::Store(StoreError::ReadOnly))
+    );
+    let other = ToolCall::new(
+        "refund_order",
+        r#"{"order": 8, "cents": 1, "reason": "late"}"#,
+    );
+    assert_eq!(
+        pollster::block_on(reader.call(&other, &admin(), &Desk::default())),
+        Err(ApprovalError::Store(StoreError::ReadOnly))
+    );
+    drop(reader);
+    assert_eq!(bytes(&path), before);
+}
+
+#[test]
+fn approvals_survive_a_restart_and_an_executed_call_is_not_run_again() {
+    let scratch = Scratch::new("restart");
+    let path = scratch.file("approvals.db");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    let call = ToolCall::new("refund_order", REFUND);
+    let key = {
+        let before = governor(&path, &clock);
+        match pollster::block_on(before.call(&call, &admin(), &Desk::default())) {
+            Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // A new process opens the same file.
+    let after = governor(&path, &clock);
+    assert_eq!(
+        pollster::block_on(after.lane(&key)).unwrap().state(),
+        LaneState::Pending
+    );
+    pollster::block_on(after.approve(&key, "lead")).unwrap();
+    let ran = pollster::block_on(after.execute(&key, &admin(), &Desk::default()));
+    assert_eq!(ran, Ok(serde_json::json!("refunded")));
+    drop(after);
+    // And the next one gives the recorded outcome back for the same call, without a run.
+    let later = governor(&path, &clock);
+    assert_eq!(
+        pollster::block_on(later.call(&call, &admin(), &Desk::default())),
+        Ok(Outcome::Executed(serde_json::json!("refunded")))
+    );
+    let lane = pollster::block_on(later.lane(&key)).unwrap();
+    assert_eq!((lane.state(), lane.attempts()), (LaneState::Executed, 1));
+    let transitions = pollster::block_on(later.events())
+        .unwrap()
+        .into_iter()
+        .filter(|record| matches!(record, AuditRecord::Transition(_)))
+        .count();
+    assert_eq!(
+        transitions, 4,
+        "opened, approved, claimed, executed: once each"
+    );
+}
