@@ -2,9 +2,13 @@
 //! (good, malformed and hostile) and an operator working the approval queue.
 //!
 //! ```sh
-//! cargo run --features serde --example support_desk            # tables
-//! cargo run --features serde --example support_desk -- --json  # JSON lines
+//! cargo run --features sqlite --example support_desk                       # tables
+//! cargo run --features sqlite --example support_desk -- --json             # JSON lines
+//! cargo run --features sqlite --example support_desk -- --store desk.db    # keep the file
 //! ```
+//!
+//! Approvals live in a SQLite file: a fresh one in the temp directory, or the one given
+//! with `--store PATH`.
 //!
 //! Everything goes through one `Governor`: what each actor is shown, each call, each
 //! decision of the operator, each execution, and the audit trail it kept.
@@ -13,6 +17,7 @@ mod desk;
 
 use cairnloop::approvals::{ApprovalConfig, AuditRecord, ManualClock};
 use cairnloop::gate::{Timestamp, Ttl};
+use cairnloop::stores::SqliteStore;
 use cairnloop::{
     Actor, ApprovalError, ApprovalLane, Governor, IdempotencyKey, Outcome, Registry, ToolCall,
     ToolEntry,
@@ -85,10 +90,11 @@ pub enum Record {
 }
 
 /// Runs the whole script and returns what it printed, as records.
-pub fn run_demo() -> Vec<Record> {
+pub fn run_demo(store: SqliteStore) -> Vec<Record> {
     let desk = Desk::default();
     let clock = ManualClock::new(at(0, 0));
     let governor = Governor::new(&SUPPORT_DESK)
+        .with_store(store)
         .with_config(ApprovalConfig::new().with_ttl(Ttl::DEFAULT))
         .with_clock(clock.clone());
     let agent = Actor::new("agent-7", &["orders:read", "tickets:write"]).with_account("acme");
@@ -510,11 +516,46 @@ fn tables(records: &[Record]) -> String {
     out
 }
 
-fn main() {
-    let records = run_demo();
-    if std::env::args().skip(1).any(|arg| arg == "--json") {
+const USAGE: &str = "usage: support_desk [--json] [--store PATH]";
+
+fn main() -> std::process::ExitCode {
+    let (mut json, mut store) = (false, None);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--json" => json = true,
+            "--store" => match args.next() {
+                Some(path) => store = Some(std::path::PathBuf::from(path)),
+                None => {
+                    eprintln!("--store needs a path\n{USAGE}");
+                    return std::process::ExitCode::from(2);
+                }
+            },
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                return std::process::ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("unknown option {other}\n{USAGE}");
+                return std::process::ExitCode::from(2);
+            }
+        }
+    }
+    let path = store.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("cairnloop-support-desk-{}.db", std::process::id()))
+    });
+    let store = match SqliteStore::open(&path) {
+        Ok(store) => store,
+        Err(error) => {
+            eprintln!("support_desk: cannot open {}: {error}", path.display());
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let records = run_demo(store);
+    if json {
         print!("{}", json_lines(&records));
     } else {
         print!("{}", tables(&records));
     }
+    std::process::ExitCode::SUCCESS
 }

@@ -1,6 +1,6 @@
 //! Runs the support-desk demo and checks its JSON lines: every decision and every
 //! transition its script implies.
-#![cfg(all(feature = "serde", feature = "std"))]
+#![cfg(feature = "sqlite")]
 
 #[path = "../examples/support_desk.rs"]
 #[allow(dead_code, reason = "the demo's main is not called here")]
@@ -9,7 +9,18 @@ mod demo;
 use serde_json::Value;
 
 fn lines() -> Vec<Value> {
-    demo::json_lines(&demo::run_demo())
+    let path = std::env::temp_dir().join(format!(
+        "cairnloop-demo-test-{}-{:?}.db",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    let store = cairnloop::stores::SqliteStore::open(&path).expect("a fresh store");
+    let lines = demo::json_lines(&demo::run_demo(store));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    lines
         .lines()
         .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
         .collect()

@@ -7,6 +7,7 @@ is taken from $CAIRNLOOP_MCP_SERVER (default: target/debug/examples/mcp_server).
 import asyncio
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,10 +26,11 @@ ADMIN = [
 
 
 def session(args, steps):
-    """Starts the server with `args`, initializes, and runs `steps(session)`."""
+    """Starts the server with `args` on a fresh store, initializes, and runs `steps(session)`."""
 
     async def run():
-        params = StdioServerParameters(command=SERVER, args=args)
+        store = tempfile.mkdtemp(prefix="cairnloop-mcp-")
+        params = StdioServerParameters(command=SERVER, args=[*args, "--store", f"{store}/approvals.db"])
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as client:
                 init = await client.initialize()
