@@ -70,26 +70,25 @@ impl<S: ApprovalStore> Approvals<S> {
         let expires_at = now
             .checked_add(self.config.ttl())
             .ok_or(ApprovalError::TimeOverflow)?;
-        if let Some(existing) = self.store.get(&proposal.idempotency_key()).await? {
-            if existing.state() != LaneState::Closed {
-                return Ok(existing);
-            }
-            // A person closed this call's last run without an outcome: propose it afresh.
-            check_clock(&existing, now)?;
-            let reopened = existing
-                .moved(LaneAction::Reopen, now, None, None)?
-                .reopened(proposal, now, expires_at);
-            return self
-                .commit(&existing, reopened, LaneAction::Reopen, None)
-                .await;
-        }
-        let lane = ApprovalLane::open(proposal, now, expires_at);
+        // One step: the store adds the lane unless its key is known, and answers with the
+        // lane that is there.
+        let lane = ApprovalLane::open(proposal.clone(), now, expires_at);
         let event = TransitionEvent::of(None, &lane, None, None);
-        let (lane, inserted) = self.store.insert(lane, event.clone()).await?;
+        let (existing, inserted) = self.store.insert(lane, event.clone()).await?;
         if inserted {
             self.notify(event);
+            return Ok(existing);
         }
-        Ok(lane)
+        if existing.state() != LaneState::Closed {
+            return Ok(existing);
+        }
+        // A person closed this call's last run without an outcome: propose it afresh.
+        check_clock(&existing, now)?;
+        let reopened = existing
+            .moved(LaneAction::Reopen, now, None, None)?
+            .reopened(proposal, now, expires_at);
+        self.commit(&existing, reopened, LaneAction::Reopen, None)
+            .await
     }
 
     /// Approves a pending lane, by `approver` at `now`. The approver may not be the

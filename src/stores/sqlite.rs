@@ -348,10 +348,12 @@ fn write_transition(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(classify)?;
     let changed = transaction
-        .execute(
+        .prepare_cached(
             "UPDATE lanes SET state = ?1, version = ?2, lane = ?3 WHERE key = ?4 AND version = ?5",
-            params![lane.state().as_str(), next, text, key, expected],
         )
+        .and_then(|mut update| {
+            update.execute(params![lane.state().as_str(), next, text, key, expected])
+        })
         .map_err(classify)?;
     if changed == 0 {
         let exists = transaction
@@ -365,10 +367,16 @@ fn write_transition(
             StoreError::Missing
         });
     }
-    transaction
-        .execute("INSERT INTO events (record) VALUES (?1)", [record])
-        .map_err(classify)?;
+    append_event(&transaction, &record)?;
     transaction.commit().map_err(classify)
+}
+
+fn append_event(connection: &Connection, record: &str) -> Result<(), StoreError> {
+    connection
+        .prepare_cached("INSERT INTO events (record) VALUES (?1)")
+        .and_then(|mut insert| insert.execute([record]))
+        .map(|_| ())
+        .map_err(classify)
 }
 
 impl ApprovalStore for SqliteStore {
@@ -447,10 +455,7 @@ impl ApprovalStore for SqliteStore {
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.worker.run(move |connection| {
             let text = encode(&record)?;
-            connection
-                .execute("INSERT INTO events (record) VALUES (?1)", [text])
-                .map_err(classify)?;
-            Ok(())
+            append_event(connection, &text)
         })
     }
 

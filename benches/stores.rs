@@ -1,0 +1,161 @@
+//! The SQLite store in its default mode: full lifecycles (propose → approve → execute)
+//! per second, and one page of 50 pending lanes out of 100,000 stored.
+//!
+//! `cargo bench -p cairnloop-benches --bench stores`
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use cairnloop::approvals::{ApprovalStore, DiscardAudit};
+use cairnloop::gate::LaneState;
+use cairnloop::stores::SqliteStore;
+use cairnloop::{
+    Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
+    Tool, ToolCall, ToolEntry, ToolSpec,
+};
+use criterion::Criterion;
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, Serialize)]
+struct Refund {
+    order: u64,
+    cents: u64,
+}
+
+struct RefundOrder;
+
+impl Tool for RefundOrder {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "refund_order",
+        "Refund order",
+        "Refunds an order.",
+        RiskTier::HighWrite,
+    );
+    const SCOPES: &'static [Scope] = &[Scope::new("refunds:write")];
+    type Input = Refund;
+    type Output = u64;
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Refund) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
+        Ok(call.input().cents)
+    }
+}
+
+static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<RefundOrder>()]);
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cairnloop-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn lifecycle(c: &mut Criterion) {
+    let dir = scratch("lifecycle");
+    let governor = Governor::new(&TOOLS)
+        .with_store(SqliteStore::open(dir.join("approvals.db")).unwrap())
+        // The store's own log keeps the transitions; decisions are discarded here.
+        .with_audit_sink(DiscardAudit);
+    let agent = Actor::new("agent-7", &["refunds:write"]);
+    let next = AtomicU64::new(0);
+    let mut group = c.benchmark_group("sqlite");
+    group.sample_size(20);
+    group.bench_function("lifecycle", |b| {
+        b.iter(|| {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            let arguments = format!(r#"{{"order": {n}, "cents": 1250}}"#);
+            let call = ToolCall::new("refund_order", &arguments);
+            let Ok(Outcome::AwaitingApproval(lane)) =
+                pollster::block_on(governor.call(&call, &agent, &()))
+            else {
+                panic!("a proposal")
+            };
+            pollster::block_on(governor.approve(&lane.key(), "ops-lead")).unwrap();
+            black_box(pollster::block_on(governor.execute(&lane.key(), &agent, &())).unwrap());
+        })
+    });
+    group.finish();
+    // Lifecycles per second, measured plainly for BENCHMARKS.md.
+    let start = Instant::now();
+    let mut done = 0u64;
+    while start.elapsed() < Duration::from_secs(3) {
+        let n = next.fetch_add(1, Ordering::Relaxed);
+        let arguments = format!(r#"{{"order": {n}, "cents": 1250}}"#);
+        let call = ToolCall::new("refund_order", &arguments);
+        if let Ok(Outcome::AwaitingApproval(lane)) =
+            pollster::block_on(governor.call(&call, &agent, &()))
+        {
+            pollster::block_on(governor.approve(&lane.key(), "ops-lead")).unwrap();
+            pollster::block_on(governor.execute(&lane.key(), &agent, &())).unwrap();
+            done += 1;
+        }
+    }
+    let rate = done as f64 / start.elapsed().as_secs_f64();
+    println!("\nsqlite full lifecycles per second (default mode): {rate:.0}");
+    drop(governor);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn listing(c: &mut Criterion) {
+    let dir = scratch("listing");
+    let path = dir.join("approvals.db");
+    // 100,000 lanes, one in twenty pending, written through the store once...
+    let template = {
+        let governor = Governor::new(&TOOLS).with_store(SqliteStore::open(&path).unwrap());
+        let call = ToolCall::new("refund_order", r#"{"order": 0, "cents": 1}"#);
+        let agent = Actor::new("agent-7", &["refunds:write"]);
+        let Ok(Outcome::AwaitingApproval(lane)) =
+            pollster::block_on(governor.call(&call, &agent, &()))
+        else {
+            panic!("a proposal")
+        };
+        serde_json::to_value(&*lane).unwrap()
+    };
+    // ...then copied in bulk, with distinct keys, in one transaction.
+    {
+        let mut connection = rusqlite::Connection::open(&path).unwrap();
+        let transaction = connection.transaction().unwrap();
+        {
+            let mut insert = transaction
+                .prepare("INSERT OR REPLACE INTO lanes (key, state, version, lane) VALUES (?1, ?2, 0, ?3)")
+                .unwrap();
+            for n in 0..100_000u64 {
+                let key = format!("{:064x}", n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                let state = if n % 20 == 0 { "pending" } else { "executed" };
+                let mut lane = template.clone();
+                lane["proposal"]["idempotency_key"] = key.clone().into();
+                lane["state"] = state.into();
+                insert
+                    .execute(rusqlite::params![key, state, lane.to_string()])
+                    .unwrap();
+            }
+        }
+        transaction.commit().unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let mut group = c.benchmark_group("sqlite");
+    group.bench_function("list_50_pending_of_100k", |b| {
+        b.iter(|| {
+            let page = pollster::block_on(store.list(LaneState::Pending, None, 50)).unwrap();
+            assert_eq!(page.len(), 50);
+            black_box(page)
+        })
+    });
+    group.finish();
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    lifecycle(&mut criterion);
+    listing(&mut criterion);
+    criterion.final_summary();
+}
