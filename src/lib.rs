@@ -20,7 +20,7 @@ pub mod gate;
 pub mod json;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod stores;
 
 #[cfg(all(feature = "serde", feature = "std"))]

@@ -1,8 +1,15 @@
-//! Durable stores (feature `sqlite`): approval lanes and the audit trail in a file that
-//! survives restarts. It builds on [`approvals`](crate::approvals), whose store contract
-//! it keeps.
+//! Durable stores: approval lanes and the audit trail where they survive restarts, in a
+//! SQLite file (feature `sqlite`) or a PostgreSQL database shared by many processes
+//! (feature `postgres`). It builds on [`approvals`](crate::approvals), whose store
+//! contract each keeps.
 
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod worker;
 
+#[cfg(feature = "postgres")]
+pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresStore};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SCHEMA_VERSION, SqliteOptions, SqliteStore};

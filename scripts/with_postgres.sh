@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs COMMAND with a throwaway PostgreSQL server: a cluster made with initdb in a
+# temporary directory, listening only on a Unix socket there, stopped and removed when
+# COMMAND ends. COMMAND sees its connection string in CAIRNLOOP_POSTGRES.
+# initdb and postgres refuse to run as root: as root, they run as the `postgres` user.
+# Usage: scripts/with_postgres.sh COMMAND [ARG...]
+set -euo pipefail
+bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+if [ -z "$bindir" ]; then
+  echo "with_postgres.sh: no PostgreSQL server found (apt-get install postgresql)" >&2
+  exit 1
+fi
+dir=$(mktemp -d /tmp/cairnloop-pg.XXXXXX)
+as_owner=()
+if [ "$(id -u)" = 0 ]; then
+  chown postgres "$dir"
+  as_owner=(runuser -u postgres --)
+fi
+"${as_owner[@]}" "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
+stop() {
+  "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap stop EXIT
+"${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+  -o "-k $dir -c listen_addresses= -c fsync=off -c max_connections=100" start >/dev/null
+"${as_owner[@]}" "$bindir/createdb" -h "$dir" -U postgres cairnloop
+export CAIRNLOOP_POSTGRES="host=$dir user=postgres dbname=cairnloop"
+"$@"
