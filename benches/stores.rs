@@ -1,15 +1,16 @@
 //! The SQLite store in its default mode: full lifecycles (propose → approve → execute)
 //! per second, and one page of 50 pending lanes out of 100,000 stored.
 //!
-//! `cargo bench -p cairnloop-benches --bench stores`
+//! `scripts/with_postgres.sh cargo bench -p cairnloop-benches --bench stores` (without the
+//! script, PostgreSQL is left out)
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use cairnloop::approvals::{ApprovalStore, DiscardAudit};
+use cairnloop::approvals::{ApprovalStore, DiscardAudit, MemoryStore};
 use cairnloop::gate::LaneState;
-use cairnloop::stores::SqliteStore;
+use cairnloop::stores::{PostgresStore, SqliteStore};
 use cairnloop::{
     Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
     Tool, ToolCall, ToolEntry, ToolSpec,
@@ -57,50 +58,49 @@ fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
-fn lifecycle(c: &mut Criterion) {
-    let dir = scratch("lifecycle");
+/// Full lifecycles through a governor over `store`: criterion's figure, then a plain
+/// per-second count over three seconds.
+fn lifecycle<S: ApprovalStore>(c: &mut Criterion, name: &str, store: S) {
     let governor = Governor::new(&TOOLS)
-        .with_store(SqliteStore::open(dir.join("approvals.db")).unwrap())
+        .with_store(store)
         // The store's own log keeps the transitions; decisions are discarded here.
         .with_audit_sink(DiscardAudit);
     let agent = Actor::new("agent-7", &["refunds:write"]);
     let next = AtomicU64::new(0);
-    let mut group = c.benchmark_group("sqlite");
-    group.sample_size(20);
-    group.bench_function("lifecycle", |b| {
-        b.iter(|| {
-            let n = next.fetch_add(1, Ordering::Relaxed);
-            let arguments = format!(r#"{{"order": {n}, "cents": 1250}}"#);
-            let call = ToolCall::new("refund_order", &arguments);
-            let Ok(Outcome::AwaitingApproval(lane)) =
-                pollster::block_on(governor.call(&call, &agent, &()))
-            else {
-                panic!("a proposal")
-            };
-            pollster::block_on(governor.approve(&lane.key(), "ops-lead")).unwrap();
-            black_box(pollster::block_on(governor.execute(&lane.key(), &agent, &())).unwrap());
-        })
-    });
-    group.finish();
-    // Lifecycles per second, measured plainly for BENCHMARKS.md.
-    let start = Instant::now();
-    let mut done = 0u64;
-    while start.elapsed() < Duration::from_secs(3) {
+    let once = || {
         let n = next.fetch_add(1, Ordering::Relaxed);
         let arguments = format!(r#"{{"order": {n}, "cents": 1250}}"#);
         let call = ToolCall::new("refund_order", &arguments);
-        if let Ok(Outcome::AwaitingApproval(lane)) =
-            pollster::block_on(governor.call(&call, &agent, &()))
-        {
-            pollster::block_on(governor.approve(&lane.key(), "ops-lead")).unwrap();
-            pollster::block_on(governor.execute(&lane.key(), &agent, &())).unwrap();
-            done += 1;
-        }
+        let Ok(Outcome::AwaitingApproval(lane)) = pollster::block_on(governor.call(&call, &agent, &())) else {
+            panic!("a proposal")
+        };
+        pollster::block_on(governor.approve(&lane.key(), "ops-lead")).unwrap();
+        black_box(pollster::block_on(governor.execute(&lane.key(), &agent, &())).unwrap());
+    };
+    let mut group = c.benchmark_group(name);
+    group.sample_size(20);
+    group.bench_function("lifecycle", |b| b.iter(once));
+    group.finish();
+    let start = Instant::now();
+    let mut done = 0u64;
+    while start.elapsed() < Duration::from_secs(3) {
+        once();
+        done += 1;
     }
     let rate = done as f64 / start.elapsed().as_secs_f64();
-    println!("\nsqlite full lifecycles per second (default mode): {rate:.0}");
-    drop(governor);
+    println!("\n{name}: full lifecycles per second: {rate:.0}");
+}
+
+fn lifecycles(c: &mut Criterion) {
+    lifecycle(c, "memory", MemoryStore::with_capacity(10_000_000));
+    let dir = scratch("lifecycle");
+    lifecycle(c, "sqlite", SqliteStore::open(dir.join("approvals.db")).unwrap());
     let _ = std::fs::remove_dir_all(&dir);
+    // PostgreSQL when a server is at hand (scripts/with_postgres.sh starts one).
+    match std::env::var("CAIRNLOOP_POSTGRES") {
+        Ok(config) => lifecycle(c, "postgres", PostgresStore::connect(&config).unwrap()),
+        Err(_) => println!("\npostgres: no CAIRNLOOP_POSTGRES, not measured"),
+    }
 }
 
 fn listing(c: &mut Criterion) {
@@ -155,7 +155,7 @@ fn listing(c: &mut Criterion) {
 
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
-    lifecycle(&mut criterion);
+    lifecycles(&mut criterion);
     listing(&mut criterion);
     criterion.final_summary();
 }

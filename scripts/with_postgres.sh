@@ -22,8 +22,11 @@ stop() {
   rm -rf "$dir"
 }
 trap stop EXIT
-"${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-  -o "-k $dir -c listen_addresses= -c fsync=off -c max_connections=100" start >/dev/null
+options="-k $dir -c listen_addresses= -c fsync=off -c max_connections=100"
+"${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "$options" start >/dev/null
 "${as_owner[@]}" "$bindir/createdb" -h "$dir" -U postgres cairnloop
 export CAIRNLOOP_POSTGRES="host=$dir user=postgres dbname=cairnloop"
+# For a test that stops the server mid-run and starts it again.
+export CAIRNLOOP_POSTGRES_STOP="${as_owner[*]} $bindir/pg_ctl -D $dir/data -m fast -w stop"
+export CAIRNLOOP_POSTGRES_START="${as_owner[*]} $bindir/pg_ctl -D $dir/data -l $dir/server.log -w -o '$options' start"
 "$@"

@@ -364,3 +364,48 @@ fn approvals_survive_a_restart_and_an_executed_call_is_not_run_again() {
         "opened, approved, claimed, executed: once each"
     );
 }
+
+#[test]
+fn a_store_locked_by_another_process_gives_a_typed_error_and_loses_nothing() {
+    let scratch = Scratch::new("locked");
+    let path = scratch.file("approvals.db");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    let call = ToolCall::new("refund_order", REFUND);
+    let key = {
+        let before = governor(&path, &clock);
+        match pollster::block_on(before.call(&call, &admin(), &Desk::default())) {
+            Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // Another process holds the write lock.
+    let mut other = rusqlite::Connection::open(&path).unwrap();
+    let holding = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let store = SqliteStore::open_with(
+        &path,
+        SqliteOptions::new().busy_timeout(std::time::Duration::from_millis(100)),
+    );
+    // Opening migrates inside a write transaction: refused while the lock is held.
+    assert!(matches!(store, Err(StoreError::Backend(ref why)) if why.contains("busy")), "{store:?}");
+    drop(holding);
+    let governor = Governor::new(&DESK)
+        .with_store(
+            SqliteStore::open_with(&path, SqliteOptions::new().busy_timeout(std::time::Duration::from_millis(100)))
+                .unwrap(),
+        )
+        .with_clock(clock.clone());
+    let holding = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let refused = pollster::block_on(governor.approve(&key, "lead"));
+    assert!(
+        matches!(refused, Err(ApprovalError::Store(StoreError::Backend(ref why))) if why.contains("busy")),
+        "{refused:?}"
+    );
+    drop(holding);
+    // Nothing was lost or half-written: the lane is still pending, and approvable.
+    assert_eq!(pollster::block_on(governor.lane(&key)).unwrap().state(), LaneState::Pending);
+    assert!(pollster::block_on(governor.approve(&key, "lead")).is_ok());
+}
