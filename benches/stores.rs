@@ -71,7 +71,9 @@ fn lifecycle<S: ApprovalStore>(c: &mut Criterion, name: &str, store: S) {
         let n = next.fetch_add(1, Ordering::Relaxed);
         let arguments = format!(r#"{{"order": {n}, "cents": 1250}}"#);
         let call = ToolCall::new("refund_order", &arguments);
-        let Ok(Outcome::AwaitingApproval(lane)) = pollster::block_on(governor.call(&call, &agent, &())) else {
+        let Ok(Outcome::AwaitingApproval(lane)) =
+            pollster::block_on(governor.call(&call, &agent, &()))
+        else {
             panic!("a proposal")
         };
         pollster::block_on(governor.approve(&lane.key(), "ops-lead")).unwrap();
@@ -94,7 +96,11 @@ fn lifecycle<S: ApprovalStore>(c: &mut Criterion, name: &str, store: S) {
 fn lifecycles(c: &mut Criterion) {
     lifecycle(c, "memory", MemoryStore::with_capacity(10_000_000));
     let dir = scratch("lifecycle");
-    lifecycle(c, "sqlite", SqliteStore::open(dir.join("approvals.db")).unwrap());
+    lifecycle(
+        c,
+        "sqlite",
+        SqliteStore::open(dir.join("approvals.db")).unwrap(),
+    );
     let _ = std::fs::remove_dir_all(&dir);
     // PostgreSQL when a server is at hand (scripts/with_postgres.sh starts one).
     match std::env::var("CAIRNLOOP_POSTGRES") {

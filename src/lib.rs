@@ -34,6 +34,6 @@ pub use gate::{Blocked, Decision, ModePolicy, decide, execute};
 pub use json::{Governance, ToolCall};
 
 /// The guide's code blocks, compiled and run as doctests.
-#[cfg(all(doctest, feature = "rmcp"))]
+#[cfg(all(doctest, feature = "rmcp", feature = "sqlite"))]
 #[doc = include_str!("../docs/guide.md")]
 pub struct GuideDoctests;

@@ -40,7 +40,10 @@ impl Tool for Ship {
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
 
 fn shell(command: &str) {
-    let status = std::process::Command::new("sh").args(["-c", command]).status().unwrap();
+    let status = std::process::Command::new("sh")
+        .args(["-c", command])
+        .status()
+        .unwrap();
     assert!(status.success(), "{command}");
 }
 
@@ -51,14 +54,18 @@ fn a_server_stopped_mid_run_gives_typed_errors_and_loses_nothing_committed() {
         std::env::var("CAIRNLOOP_POSTGRES_STOP"),
         std::env::var("CAIRNLOOP_POSTGRES_START"),
     ) else {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this test under scripts/with_postgres.sh");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test under scripts/with_postgres.sh"
+        );
         eprintln!("no server to stop: run under scripts/with_postgres.sh");
         return;
     };
     let agent = Actor::new("agent-7", &[]);
     let governor = Governor::new(&TOOLS).with_store(PostgresStore::connect(&config).unwrap());
     let call = ToolCall::new("ship", r#"{"id": 1}"#);
-    let Ok(Outcome::AwaitingApproval(lane)) = pollster::block_on(governor.call(&call, &agent, &())) else {
+    let Ok(Outcome::AwaitingApproval(lane)) = pollster::block_on(governor.call(&call, &agent, &()))
+    else {
         panic!("a proposal")
     };
     let key = lane.key();
@@ -66,16 +73,28 @@ fn a_server_stopped_mid_run_gives_typed_errors_and_loses_nothing_committed() {
     shell(&stop);
     // Down: every operation is a typed store error, and the call is not decided.
     let approve = pollster::block_on(governor.approve(&key, "ops-lead"));
-    assert!(matches!(approve, Err(ApprovalError::Store(StoreError::Backend(_)))), "{approve:?}");
+    assert!(
+        matches!(approve, Err(ApprovalError::Store(StoreError::Backend(_)))),
+        "{approve:?}"
+    );
     let other = ToolCall::new("ship", r#"{"id": 2}"#);
     let refused = pollster::block_on(governor.call(&other, &agent, &()));
-    assert!(matches!(refused, Err(ApprovalError::Store(StoreError::Backend(_)))), "{refused:?}");
-    assert!(matches!(PostgresStore::connect(&config), Err(StoreError::Backend(_))));
+    assert!(
+        matches!(refused, Err(ApprovalError::Store(StoreError::Backend(_)))),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        PostgresStore::connect(&config),
+        Err(StoreError::Backend(_))
+    ));
     shell(&start);
 
     // Up again: a new connection finds what was committed, as it was, and goes on.
     let after = Governor::new(&TOOLS).with_store(PostgresStore::connect(&config).unwrap());
-    assert_eq!(pollster::block_on(after.lane(&key)).unwrap().state(), LaneState::Pending);
+    assert_eq!(
+        pollster::block_on(after.lane(&key)).unwrap().state(),
+        LaneState::Pending
+    );
     pollster::block_on(after.approve(&key, "ops-lead")).unwrap();
     assert_eq!(
         pollster::block_on(after.execute(&key, &agent, &())),

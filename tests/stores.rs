@@ -323,19 +323,21 @@ fn a_read_only_store_refuses_writes_with_a_typed_error_and_blocks_the_call() {
     assert_eq!(bytes(&path), before);
 }
 
+/// Proposes `call` through `governor`: the lane's key.
+fn propose_refund(governor: &Governor<Desk, SqliteStore>, call: &ToolCall<'_>) -> IdempotencyKey {
+    match pollster::block_on(governor.call(call, &admin(), &Desk::default())) {
+        Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+        other => panic!("expected a proposal, got {other:?}"),
+    }
+}
+
 #[test]
 fn approvals_survive_a_restart_and_an_executed_call_is_not_run_again() {
     let scratch = Scratch::new("restart");
     let path = scratch.file("approvals.db");
     let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
     let call = ToolCall::new("refund_order", REFUND);
-    let key = {
-        let before = governor(&path, &clock);
-        match pollster::block_on(before.call(&call, &admin(), &Desk::default())) {
-            Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
-            other => panic!("{other:?}"),
-        }
-    };
+    let key = propose_refund(&governor(&path, &clock), &call);
     // A new process opens the same file.
     let after = governor(&path, &clock);
     assert_eq!(
@@ -371,13 +373,7 @@ fn a_store_locked_by_another_process_gives_a_typed_error_and_loses_nothing() {
     let path = scratch.file("approvals.db");
     let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
     let call = ToolCall::new("refund_order", REFUND);
-    let key = {
-        let before = governor(&path, &clock);
-        match pollster::block_on(before.call(&call, &admin(), &Desk::default())) {
-            Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
-            other => panic!("{other:?}"),
-        }
-    };
+    let key = propose_refund(&governor(&path, &clock), &call);
     // Another process holds the write lock.
     let mut other = rusqlite::Connection::open(&path).unwrap();
     let holding = other
@@ -388,12 +384,18 @@ fn a_store_locked_by_another_process_gives_a_typed_error_and_loses_nothing() {
         SqliteOptions::new().busy_timeout(std::time::Duration::from_millis(100)),
     );
     // Opening migrates inside a write transaction: refused while the lock is held.
-    assert!(matches!(store, Err(StoreError::Backend(ref why)) if why.contains("busy")), "{store:?}");
+    assert!(
+        matches!(store, Err(StoreError::Backend(ref why)) if why.contains("busy")),
+        "{store:?}"
+    );
     drop(holding);
     let governor = Governor::new(&DESK)
         .with_store(
-            SqliteStore::open_with(&path, SqliteOptions::new().busy_timeout(std::time::Duration::from_millis(100)))
-                .unwrap(),
+            SqliteStore::open_with(
+                &path,
+                SqliteOptions::new().busy_timeout(std::time::Duration::from_millis(100)),
+            )
+            .unwrap(),
         )
         .with_clock(clock.clone());
     let holding = other
@@ -406,6 +408,9 @@ fn a_store_locked_by_another_process_gives_a_typed_error_and_loses_nothing() {
     );
     drop(holding);
     // Nothing was lost or half-written: the lane is still pending, and approvable.
-    assert_eq!(pollster::block_on(governor.lane(&key)).unwrap().state(), LaneState::Pending);
+    assert_eq!(
+        pollster::block_on(governor.lane(&key)).unwrap().state(),
+        LaneState::Pending
+    );
     assert!(pollster::block_on(governor.approve(&key, "lead")).is_ok());
 }

@@ -5,6 +5,7 @@
 
 #[cfg(feature = "postgres")]
 mod postgres;
+mod record;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod worker;

@@ -1,7 +1,6 @@
 //! The PostgreSQL store: many agent processes sharing approvals, with row-level
 //! compare-and-set.
 
-use std::format;
 use std::future::Future;
 use std::string::{String, ToString};
 use std::vec::Vec;
@@ -11,6 +10,7 @@ use postgres::{Client, NoTls};
 use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
+use crate::stores::record::{decode, encode};
 use crate::stores::worker::Worker;
 
 /// The schema this library writes. A database whose schema is newer is refused.
@@ -135,15 +135,6 @@ fn classify(error: postgres::Error) -> StoreError {
         Some(code) if code.code() == "25006" => StoreError::ReadOnly,
         _ => StoreError::Backend(error.to_string()),
     }
-}
-
-fn encode<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|error| StoreError::Backend(error.to_string()))
-}
-
-fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|error| StoreError::Corrupt(format!("a stored record does not decode: {error}")))
 }
 
 fn version_of(version: u64) -> Result<i64, StoreError> {

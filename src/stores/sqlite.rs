@@ -12,6 +12,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
+use crate::stores::record::{decode, encode};
 use crate::stores::worker::Worker;
 
 /// Marks a SQLite file as a cairnloop store (`PRAGMA application_id`): "CLop".
@@ -319,16 +320,6 @@ fn classify(error: rusqlite::Error) -> StoreError {
         }
         _ => StoreError::Backend(error.to_string()),
     }
-}
-
-fn encode<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|error| StoreError::Backend(error.to_string()))
-}
-
-/// A stored row that does not decode is corruption: reported, never rewritten.
-fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text)
-        .map_err(|error| StoreError::Corrupt(format!("a stored record does not decode: {error}")))
 }
 
 fn write_transition(
