@@ -99,23 +99,21 @@ impl Broken {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> Result<(), StoreError> {
-        let stored = self
-            .lanes
-            .lock()
-            .unwrap()
-            .get(&lane.key())
-            .map(ApprovalLane::version);
-        let Some(version) = stored else {
+        let mut lanes = self.lanes.lock().unwrap();
+        let Some(version) = lanes.get(&lane.key()).map(ApprovalLane::version) else {
             return Err(StoreError::Missing);
         };
         if version != expected && self.flaw != Flaw::NoCompareAndSet {
             return Err(StoreError::Conflict);
         }
         if self.flaw == Flaw::ClaimNotAtomic {
-            // Checked, then written under another lock: the window a real bug leaves.
+            // Checked, then written after letting go of the lock: the window a real bug
+            // leaves.
+            drop(lanes);
             std::thread::sleep(std::time::Duration::from_millis(20));
+            lanes = self.lanes.lock().unwrap();
         }
-        self.lanes.lock().unwrap().insert(lane.key(), lane);
+        lanes.insert(lane.key(), lane);
         if self.flaw != Flaw::LosesEvents {
             self.events
                 .lock()
