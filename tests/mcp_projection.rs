@@ -203,6 +203,40 @@ fn every_object_in_the_schema_is_closed_and_lists_what_it_requires() {
 }
 
 #[test]
+fn integer_bounds_in_the_schema_are_what_the_decoder_accepts() {
+    let schema = entry("read_tool")["inputSchema"].clone();
+    let bounds = |path: &Value| (path["minimum"].clone(), path["maximum"].clone());
+    // `order: u32` holds 0 to 4294967295; `cents: u64` is cut to 2^53 - 1, past which the
+    // decoder refuses a number as not exact; a map's integer values are bounded too.
+    assert_eq!(
+        bounds(&schema["properties"]["order"]),
+        (json!(0), json!(4_294_967_295_u64))
+    );
+    assert_eq!(
+        bounds(&schema["properties"]["cents"]),
+        (json!(0), json!(9_007_199_254_740_991_u64))
+    );
+    assert_eq!(
+        bounds(&schema["properties"]["tags"]["additionalProperties"]),
+        (json!(0), json!(4_294_967_295_u64))
+    );
+    // And the decoder agrees at each edge.
+    let actor = Actor::new("a", &["desk:use"]);
+    let governor = Governor::new(&TOOLS);
+    let code = |order: &str, cents: &str| {
+        let args =
+            format!(r#"{{"order": {order}, "cents": {cents}, "reason": "late", "lines": []}}"#);
+        let outcome =
+            pollster::block_on(governor.call(&ToolCall::new("read_tool", &args), &actor, &()));
+        outcome.expect("recorded").code()
+    };
+    assert_eq!(code("4294967295", "9007199254740991"), "executed");
+    assert_eq!(code("4294967296", "1"), "needs_input");
+    assert_eq!(code("1", "9007199254740992"), "needs_input");
+    assert_eq!(code("-1", "1"), "needs_input");
+}
+
+#[test]
 fn the_schema_agrees_with_the_input_gate() {
     let actor = Actor::new("a", &["desk:use"]);
     let valid = r#"{"order": 1, "cents": 5, "reason": "late", "lines": [{"sku": "A", "qty": 1}]}"#;

@@ -83,3 +83,67 @@ fn results_say_what_the_governor_decided() {
     let unknown = pollster::block_on(server.call_tool_text("Lookup_Order", "{}")).unwrap_err();
     assert_eq!(unknown.code.0, -32602);
 }
+
+/// Counts how often its JSON Schema is generated.
+static SCHEMAS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[derive(serde::Deserialize, serde::Serialize)]
+struct Counted {
+    n: u32,
+}
+
+impl schemars::JsonSchema for Counted {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Counted".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        SCHEMAS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        schemars::json_schema!({
+            "type": "object",
+            "properties": { "n": { "type": "integer", "format": "uint32", "minimum": 0 } },
+            "required": ["n"]
+        })
+    }
+}
+
+struct CountedTool;
+
+impl cairnloop::Tool for CountedTool {
+    const SPEC: cairnloop::ToolSpec = cairnloop::ToolSpec::new(
+        "counted",
+        "Counted",
+        "Counts.",
+        cairnloop::RiskTier::ReadOnly,
+    );
+    const SCOPES: &'static [cairnloop::Scope] = &[];
+    type Input = Counted;
+    type Output = u32;
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Counted) -> Result<(), cairnloop::InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &cairnloop::Actor<'_>, _: &()) -> Result<(), cairnloop::PolicyDenial> {
+        Ok(())
+    }
+    async fn run(call: cairnloop::Invocation<'_, Self>) -> Result<u32, String> {
+        Ok(call.input().n)
+    }
+}
+
+#[test]
+fn input_schemas_are_computed_once_and_reused() {
+    static COUNTED: cairnloop::Registry<()> =
+        cairnloop::Registry::new(&[cairnloop::ToolEntry::mcp::<CountedTool>()]);
+    let server = McpServer::new(Arc::new(Governor::new(&COUNTED)), (), "agent-7");
+    for _ in 0..5 {
+        let tools = server.list_tools_for_actor().unwrap();
+        assert_eq!(tools.len(), 1);
+        assert_eq!(
+            tools[0].input_schema["properties"]["n"]["maximum"],
+            4_294_967_295_u64
+        );
+    }
+    assert_eq!(SCHEMAS.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

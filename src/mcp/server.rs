@@ -57,6 +57,9 @@ pub struct McpServer<
     actor_id: String,
     account: Option<String>,
     scopes: Vec<String>,
+    /// Every tool's `tools/list` entry, projected once (its schema included); a listing
+    /// picks the ones the actor may call.
+    projected: std::sync::OnceLock<Vec<Option<Result<Tool, String>>>>,
 }
 
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServer<C, S> {
@@ -75,6 +78,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             actor_id: actor_id.into(),
             account: None,
             scopes: Vec::new(),
+            projected: std::sync::OnceLock::new(),
         }
     }
 
@@ -118,6 +122,65 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// ```
     pub fn governor(&self) -> &Arc<Governor<C, S>> {
         &self.governor
+    }
+
+    /// The `tools/list` entries of the tools this actor may call, as the handler answers
+    /// them: each tool's entry (its input schema included) is projected once, on the
+    /// first listing, and reused.
+    ///
+    /// # Errors
+    ///
+    /// An internal error for a tool that cannot be listed (no input schema, or an input
+    /// that is not a JSON object).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry, mcp::McpServer};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7");
+    /// assert!(server.list_tools_for_actor().unwrap().is_empty());
+    /// ```
+    pub fn list_tools_for_actor(&self) -> Result<Vec<Tool>, ErrorData> {
+        let scopes = self.scopes();
+        let actor = self.actor(&scopes);
+        let registry = self.governor.registry();
+        let projected = self.projected.get_or_init(|| {
+            registry
+                .tools()
+                .iter()
+                .map(|entry| {
+                    entry.is_callable_by_name().then(|| {
+                        entry
+                            .mcp_tool()
+                            .map_err(|error| error.to_string())
+                            .and_then(|value| {
+                                serde_json::from_value::<Tool>(value)
+                                    .map_err(|error| error.to_string())
+                            })
+                    })
+                })
+                .collect()
+        });
+        let mut tools = Vec::new();
+        for (entry, projection) in registry.tools().iter().zip(projected) {
+            let Some(projection) = projection else {
+                continue;
+            };
+            let verdict = crate::gate::verdict_for(
+                entry,
+                &actor,
+                &self.context,
+                self.governor.governance().mode_policy(),
+            );
+            if matches!(verdict, crate::gate::Verdict::Blocked(_)) {
+                continue;
+            }
+            match projection {
+                Ok(tool) => tools.push(tool.clone()),
+                Err(error) => return Err(ErrorData::internal_error(error.clone(), None)),
+            }
+        }
+        Ok(tools)
     }
 
     fn actor<'a>(&'a self, scopes: &'a [&'a str]) -> Actor<'a> {
@@ -236,16 +299,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let scopes = self.scopes();
-        let entries = self
-            .governor
-            .mcp_tools_for(&self.actor(&scopes), &self.context)
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-        let tools = entries
-            .into_iter()
-            .map(serde_json::from_value::<Tool>)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let tools = self.list_tools_for_actor()?;
         Ok(ListToolsResult::with_all_items(tools))
     }
 
