@@ -8,6 +8,19 @@
 //! Proposals live in the SQLite file given with `--store` (default
 //! `cairnloop-approvals.db` in the working directory), so they survive a restart.
 //!
+//! An operator decides them out of band, on the same file:
+//!
+//! ```sh
+//! mcp_server operator --store approvals.db list
+//! mcp_server operator --store approvals.db approve KEY --as ops-lead
+//! mcp_server operator --store approvals.db reject KEY --as ops-lead --reason "not today"
+//! mcp_server operator --store approvals.db defer KEY --as ops-lead --reason "ask first"
+//! mcp_server operator --store approvals.db show KEY
+//! ```
+//!
+//! When the model makes the approved call again, the server runs it, once; made again
+//! after that, the call gets the recorded outcome back.
+//!
 //! An MCP host starts it as a subprocess and speaks JSON-RPC on its stdin and stdout;
 //! `tools/list` shows exactly the tools this actor may call.
 
@@ -63,9 +76,113 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, Stri
     }))
 }
 
+const OPERATOR_USAGE: &str = "usage: mcp_server operator [--store PATH] \
+                              (list | show KEY | approve KEY --as ID | \
+                              reject KEY --as ID --reason TEXT | defer KEY --as ID --reason TEXT)";
+
+/// The operator's side: decides pending proposals in the store, out of band.
+async fn operator(mut args: impl Iterator<Item = String>) -> Result<(), String> {
+    let (mut store, mut words, mut by, mut reason) = (
+        std::path::PathBuf::from("cairnloop-approvals.db"),
+        Vec::new(),
+        None,
+        None,
+    );
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--store" => store = args.next().ok_or("--store needs a path")?.into(),
+            "--as" => by = Some(args.next().ok_or("--as needs an id")?),
+            "--reason" => reason = Some(args.next().ok_or("--reason needs a text")?),
+            _ => words.push(arg),
+        }
+    }
+    let store = SqliteStore::open(&store)
+        .map_err(|error| format!("cannot open {}: {error}", store.display()))?;
+    let governor = Governor::new(&DESK).with_store(store);
+    let key = |word: Option<&String>| -> Result<cairnloop::IdempotencyKey, String> {
+        word.ok_or("a proposal id is needed")?
+            .parse()
+            .map_err(|error| format!("{error}"))
+    };
+    let words: Vec<&String> = words.iter().collect();
+    match words.first().map(|word| word.as_str()) {
+        Some("list") => {
+            let pending = governor
+                .lanes(cairnloop::gate::LaneState::Pending, None, 100)
+                .await
+                .map_err(|error| error.to_string())?;
+            for lane in pending {
+                let preview = lane
+                    .proposal()
+                    .preview()
+                    .text()
+                    .lines()
+                    .next()
+                    .unwrap_or("");
+                println!(
+                    "{} {} {} {}",
+                    lane.key(),
+                    lane.proposal().tool(),
+                    lane.proposal().actor_id(),
+                    preview
+                );
+            }
+            Ok(())
+        }
+        Some("show") => {
+            let lane = governor
+                .lane(&key(words.get(1).copied())?)
+                .await
+                .map_err(|error| error.to_string())?;
+            let shown = serde_json::json!({
+                "id": lane.key().to_string(),
+                "tool": lane.proposal().tool(),
+                "state": lane.state().as_str(),
+                "attempts": lane.attempts(),
+                "decided_by": lane.decided_by(),
+                "reason": lane.reason(),
+            });
+            println!("{shown}");
+            Ok(())
+        }
+        Some(verb @ ("approve" | "reject" | "defer")) => {
+            let key = key(words.get(1).copied())?;
+            let by = by.ok_or("--as is required: who decides")?;
+            let decided = match verb {
+                "approve" => governor.approve(&key, &by).await,
+                "reject" => {
+                    governor
+                        .reject(&key, &by, reason.as_deref().unwrap_or(""))
+                        .await
+                }
+                _ => {
+                    governor
+                        .defer(&key, &by, reason.as_deref().unwrap_or(""))
+                        .await
+                }
+            };
+            let lane = decided.map_err(|error| error.to_string())?;
+            println!("{} {}", lane.key(), lane.state());
+            Ok(())
+        }
+        _ => Err("say what to do".into()),
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let options = match parse(std::env::args().skip(1)) {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|first| first == "operator") {
+        args.next();
+        return match operator(args).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("mcp_server operator: {message}\n{OPERATOR_USAGE}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let options = match parse(args) {
         Ok(Some(options)) => options,
         Ok(None) => {
             println!("{USAGE}");

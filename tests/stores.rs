@@ -412,3 +412,30 @@ fn a_store_locked_by_another_process_gives_a_typed_error_and_loses_nothing() {
     );
     assert!(pollster::block_on(governor.approve(&key, "lead")).is_ok());
 }
+
+#[test]
+fn a_recorded_output_of_null_survives_the_file_and_is_given_back() {
+    let scratch = Scratch::new("null-output");
+    let path = scratch.file("approvals.db");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    // internal_note returns `()`: its output is JSON `null`, which must not read back as
+    // "no output" (and so as a lane that cannot give its outcome back).
+    let note = ToolCall::new("internal_note", r#"{"ticket": 4, "body": "Called."}"#);
+    let governor = governor(&path, &clock);
+    let key = propose_refund(&governor, &note);
+    pollster::block_on(governor.approve(&key, "lead")).unwrap();
+    assert_eq!(
+        pollster::block_on(governor.call(&note, &admin(), &Desk::default())),
+        Ok(Outcome::Executed(serde_json::Value::Null))
+    );
+    drop(governor);
+    let later = self::governor(&path, &clock);
+    assert_eq!(
+        pollster::block_on(later.lane(&key)).unwrap().output(),
+        Some(&serde_json::Value::Null)
+    );
+    assert_eq!(
+        pollster::block_on(later.call(&note, &admin(), &Desk::default())),
+        Ok(Outcome::Executed(serde_json::Value::Null))
+    );
+}

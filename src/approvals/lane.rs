@@ -32,8 +32,15 @@ pub struct ApprovalLane {
     claim: Option<Claim>,
     /// What the run returned, once it is recorded as executed.
     #[serde(default)]
-    output: Option<Value>,
+    output: Option<Recorded>,
     version: u64,
+}
+
+/// A run's output as stored: wrapped, so that an output of `null` stays an output (a
+/// bare `Option<Value>` would read `null` back as no output at all).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Recorded {
+    value: Value,
 }
 
 /// Who claimed a lane to run it, and until when the claim holds. A claim whose lease ran
@@ -126,7 +133,7 @@ impl ApprovalLane {
 
     /// The same lane, with the run's output recorded.
     pub(crate) fn with_output(mut self, output: Value) -> Self {
-        self.output = Some(output);
+        self.output = Some(Recorded { value: output });
         self
     }
 
@@ -151,8 +158,8 @@ impl ApprovalLane {
     /// # }
     /// ```
     #[must_use]
-    pub const fn output(&self) -> Option<&Value> {
-        self.output.as_ref()
+    pub fn output(&self) -> Option<&Value> {
+        self.output.as_ref().map(|recorded| &recorded.value)
     }
 
     /// The lane after `action` at `now`, by `by`, with `reason`; the version moves on.

@@ -246,16 +246,32 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             }))),
             Outcome::AwaitingApproval(lane) => {
                 let preview = lane.proposal().preview().text().to_string();
+                let state = lane.state();
+                let pending = state == crate::gate::LaneState::Pending;
                 let body = json!({
-                    "status": "awaiting_approval",
+                    "status": if pending { "awaiting_approval" } else { state.as_str() },
                     "proposal_id": lane.key().to_string(),
-                    "state": lane.state().as_str(),
+                    "state": state.as_str(),
                     "preview": preview,
+                    "expires_at": lane.expires_at().unix_millis(),
+                    "reason": lane.reason(),
                 });
-                let text = format!(
-                    "Awaiting a human's approval (proposal {}). Nothing has run yet.\n{preview}",
-                    lane.key()
-                );
+                let text = if pending {
+                    format!(
+                        "Awaiting a human's approval (proposal {}). Nothing has run yet. Make \
+                         the same call again once it is approved.\n{preview}",
+                        lane.key()
+                    )
+                } else {
+                    format!(
+                        "This call is {state} (proposal {}){}. Tell the user; do not retry it \
+                         as it is.",
+                        lane.key(),
+                        lane.reason()
+                            .map(|reason| format!(": {reason}"))
+                            .unwrap_or_default()
+                    )
+                };
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
                 result.structured_content = Some(body);
                 Ok(result)
@@ -267,6 +283,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             Outcome::Blocked(blocked) => {
                 let mut body = json!({
                     "status": "blocked",
+                    "blocked": blocked.code(),
                     "code": blocked.code(),
                     "reason": blocked.to_string(),
                 });

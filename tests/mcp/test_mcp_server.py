@@ -5,8 +5,10 @@ is taken from $CAIRNLOOP_MCP_SERVER (default: target/debug/examples/mcp_server).
 """
 
 import asyncio
+import json
 import os
 import re
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -25,12 +27,13 @@ ADMIN = [
 ]
 
 
-def session(args, steps):
-    """Starts the server with `args` on a fresh store, initializes, and runs `steps(session)`."""
+def session(args, steps, store=None):
+    """Starts the server with `args` on `store` (default: a fresh one), initializes, and
+    runs `steps(session)`."""
 
     async def run():
-        store = tempfile.mkdtemp(prefix="cairnloop-mcp-")
-        params = StdioServerParameters(command=SERVER, args=[*args, "--store", f"{store}/approvals.db"])
+        path = store or f"{tempfile.mkdtemp(prefix='cairnloop-mcp-')}/approvals.db"
+        params = StdioServerParameters(command=SERVER, args=[*args, "--store", path])
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as client:
                 init = await client.initialize()
@@ -75,7 +78,7 @@ def test_annotations_are_explicit_and_honest():
     assert sorted(tools["refund_order"].input_schema["required"]) == ["cents", "order", "reason"]
 
 
-def calls(args, *requests):
+def calls(args, *requests, store=None):
     async def steps(client):
         results = []
         for name, arguments in requests:
@@ -85,7 +88,15 @@ def calls(args, *requests):
                 results.append(error)
         return results
 
-    return session(args, steps)
+    return session(args, steps, store)
+
+
+def operator(store, *words):
+    """Runs the example's operator command on `store`; its standard output."""
+    done = subprocess.run(
+        [SERVER, "operator", "--store", store, *words], capture_output=True, text=True, check=True
+    )
+    return done.stdout
 
 
 def test_calls_execute_await_approval_or_block():
@@ -142,6 +153,43 @@ def test_the_same_call_twice_is_one_proposal():
         ("refund_order", {"reason": "late", "cents": 100, "order": 7}),
     )
     assert first.structured_content["proposal_id"] == second.structured_content["proposal_id"]
+
+
+def test_out_of_band_approval_runs_the_reissued_call_once_then_gives_back_the_outcome():
+    store = f"{tempfile.mkdtemp(prefix='cairnloop-mcp-')}/approvals.db"
+    note = ("internal_note", {"ticket": 42, "body": "Called twice."})
+    # No elicitation: the call stays pending in the store, and the model is told so.
+    (first,) = calls(AGENT, note, store=store)
+    assert first.is_error is False
+    assert first.structured_content["status"] == "awaiting_approval"
+    proposal = first.structured_content["proposal_id"]
+    assert proposal in operator(store, "list")
+    # An operator approves it elsewhere, on the same store; the proposer cannot.
+    refused = subprocess.run(
+        [SERVER, "operator", "--store", store, "approve", proposal, "--as", "Agent-7"],
+        capture_output=True, text=True,
+    )
+    assert refused.returncode != 0 and "cannot approve their own call" in refused.stderr
+    assert operator(store, "approve", proposal, "--as", "ops-lead").split() == [proposal, "approved"]
+    # The model makes the same call again, in a new session: it runs, once; and again:
+    # the recorded outcome comes back, nothing runs.
+    ran, again = calls(AGENT, note, note, store=store)
+    assert ran.is_error is False and ran.content[0].text == "null"
+    assert again.is_error is False and again.content[0].text == "null"
+    shown = json.loads(operator(store, "show", proposal))
+    assert (shown["state"], shown["attempts"], shown["decided_by"]) == ("executed", 1, "ops-lead")
+
+
+def test_a_rejected_call_says_so_and_does_not_run():
+    store = f"{tempfile.mkdtemp(prefix='cairnloop-mcp-')}/approvals.db"
+    refund = ("refund_order", {"order": 9, "cents": 500, "reason": "late"})
+    (first,) = calls(ADMIN, refund, store=store)
+    proposal = first.structured_content["proposal_id"]
+    operator(store, "reject", proposal, "--as", "ops-lead", "--reason", "above the limit")
+    (again,) = calls(ADMIN, refund, store=store)
+    assert again.structured_content["status"] == "rejected"
+    assert again.structured_content["reason"] == "above the limit"
+    assert "rejected" in again.content[0].text
 
 
 if __name__ == "__main__":
