@@ -59,19 +59,25 @@ impl Tool for SendMoney {
     }
 
     async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
-        let lab = call.context();
-        let run = lab.runs.fetch_add(1, Ordering::SeqCst);
-        lab.run_keys.lock().unwrap().push(call.run_key());
-        std::thread::sleep(std::time::Duration::from_millis(5)); // widen the race window
-        if run < lab.fail_first.load(Ordering::SeqCst) {
-            return Err("bank timeout".into());
-        }
-        Ok(format!(
-            "sent {} to {}",
-            call.input().cents,
-            call.input().to
-        ))
+        // Widen the race window.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let transfer = call.input();
+        bank_run(
+            call.context(),
+            call.run_key(),
+            format!("sent {} to {}", transfer.cents, transfer.to),
+        )
     }
+}
+
+/// A run at the lab's bank: counted, its run key kept, failing the first `fail_first`.
+fn bank_run(lab: &Lab, run_key: Option<IdempotencyKey>, done: String) -> Result<String, String> {
+    let run = lab.runs.fetch_add(1, Ordering::SeqCst);
+    lab.run_keys.lock().unwrap().push(run_key);
+    if run < lab.fail_first.load(Ordering::SeqCst) {
+        return Err("bank timeout".into());
+    }
+    Ok(done)
 }
 
 struct TagTicket;
@@ -129,17 +135,12 @@ impl Tool for SetLimit {
     }
 
     async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
-        let lab = call.context();
-        let run = lab.runs.fetch_add(1, Ordering::SeqCst);
-        lab.run_keys.lock().unwrap().push(call.run_key());
-        if run < lab.fail_first.load(Ordering::SeqCst) {
-            return Err("bank timeout".into());
-        }
-        Ok(format!(
-            "limit {} for {}",
-            call.input().cents,
-            call.input().to
-        ))
+        let limit = call.input();
+        bank_run(
+            call.context(),
+            call.run_key(),
+            format!("limit {} for {}", limit.cents, limit.to),
+        )
     }
 }
 

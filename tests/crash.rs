@@ -2,6 +2,10 @@
 //! the child processes (the `child` test, ignored unless asked for by the parent).
 #![cfg(all(feature = "sqlite", unix))]
 
+#[path = "fixtures/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -138,23 +142,6 @@ fn wait_for(what: &str, deadline: Duration, done: impl Fn() -> bool) {
     }
 }
 
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("cairnloop-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The child processes' side; does nothing unless the parent set `CAIRNLOOP_CHILD`.
 #[test]
 #[ignore = "run by the other tests of this file, as a child process"]
@@ -218,7 +205,7 @@ fn child() {
 #[test]
 fn a_process_killed_inside_run_leaves_an_unknown_outcome_that_is_never_rerun() {
     let scratch = Scratch::new("crash");
-    let (db, marks_file) = (scratch.0.join("approvals.db"), scratch.0.join("marks.txt"));
+    let (db, marks_file) = (scratch.file("approvals.db"), scratch.file("marks.txt"));
     let marks = Marks {
         file: marks_file.clone(),
     };
@@ -229,7 +216,7 @@ fn a_process_killed_inside_run_leaves_an_unknown_outcome_that_is_never_rerun() {
     drop(before);
 
     // The child claims the lane, enters the tool (which marks), and is killed there.
-    let mut child = spawn_child("crash", &db, &marks_file, &doomed, &scratch.0);
+    let mut child = spawn_child("crash", &db, &marks_file, &doomed, scratch.path());
     wait_for("the tool's mark", Duration::from_secs(30), || {
         marks.count() == 1
     });
@@ -307,7 +294,7 @@ fn a_process_killed_inside_run_leaves_an_unknown_outcome_that_is_never_rerun() {
 #[test]
 fn two_processes_of_eight_threads_racing_for_one_approval_run_it_once() {
     let scratch = Scratch::new("race");
-    let (db, marks_file) = (scratch.0.join("approvals.db"), scratch.0.join("marks.txt"));
+    let (db, marks_file) = (scratch.file("approvals.db"), scratch.file("marks.txt"));
     let marks = Marks {
         file: marks_file.clone(),
     };
@@ -315,20 +302,20 @@ fn two_processes_of_eight_threads_racing_for_one_approval_run_it_once() {
     let key = propose(&parent, &marks, "mark", 7);
     pollster::block_on(parent.approve(&key, "ops-lead")).unwrap();
     let children: Vec<Child> = (0..2)
-        .map(|_| spawn_child("race", &db, &marks_file, &key, &scratch.0))
+        .map(|_| spawn_child("race", &db, &marks_file, &key, scratch.path()))
         .collect();
     // Release all sixteen contenders together, once both processes are ready.
     wait_for("both children", Duration::from_secs(60), || {
         children
             .iter()
-            .all(|child| scratch.0.join(format!("ready-{}", child.id())).exists())
+            .all(|child| scratch.file(&format!("ready-{}", child.id())).exists())
     });
-    std::fs::write(scratch.0.join("go"), b"").unwrap();
+    std::fs::write(scratch.file("go"), b"").unwrap();
     let mut wins = 0;
     for mut child in children {
         let id = child.id();
         assert!(child.wait().unwrap().success(), "child {id} failed");
-        wins += std::fs::read_to_string(scratch.0.join(format!("wins-{id}")))
+        wins += std::fs::read_to_string(scratch.file(&format!("wins-{id}")))
             .unwrap()
             .parse::<usize>()
             .unwrap();

@@ -78,7 +78,10 @@ fn results_say_what_the_governor_decided() {
     // A proposal made now lives 48 hours by default.
     let expires = body["expires_at"].as_u64().unwrap();
     let now = cairnloop::gate::Timestamp::now().unwrap().unix_millis();
-    assert!(expires > now + 47 * 3_600_000 && expires <= now + 48 * 3_600_000, "{body}");
+    assert!(
+        expires > now + 47 * 3_600_000 && expires <= now + 48 * 3_600_000,
+        "{body}"
+    );
     let blocked =
         pollster::block_on(server.call_tool_text("lookup_order", r#"{"order": 1, "order": 2}"#))
             .unwrap();

@@ -3,12 +3,16 @@
 //! survive a restart.
 #![cfg(all(feature = "sqlite", feature = "conformance"))]
 
+#[path = "fixtures/scratch.rs"]
+mod scratch;
+
 #[path = "fixtures/desk.rs"]
 mod desk;
 
+use scratch::Scratch;
 use std::collections::BTreeMap;
 use std::future::{Future, ready};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,30 +23,6 @@ use cairnloop::gate::{LaneState, Timestamp};
 use cairnloop::stores::{SqliteOptions, SqliteStore};
 use cairnloop::{ApprovalError, ApprovalLane, Governor, IdempotencyKey, Outcome, ToolCall};
 use desk::{DESK, Desk, EVERY_SCOPE};
-
-/// A fresh directory under the system's temp dir, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("cairnloop-{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 #[test]
 fn the_memory_store_keeps_the_contract() {

@@ -14,8 +14,8 @@ use crate::approvals::{
 use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, ToolEntry};
 use crate::gate::{Blocked, Decision, LaneAction, LaneState, Timestamp, Verdict, decide, execute};
 use crate::json::{
-    AuditEvent, Draft, Governance, Proposal, ToolCall, derive_key, gate_call, propose_call,
-    run_ready,
+    Admitted, AuditEvent, Draft, Governance, Proposal, ToolCall, derive_key, gate_call,
+    propose_call, run_ready,
 };
 
 /// The one front door: a host builds one governor and every call, listing, decision and
@@ -389,12 +389,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 self.record(record).await?;
                 Ok(Outcome::Blocked(blocked))
             }
-            Verdict::Execute { input, .. } => {
+            Verdict::Execute {
+                input: Admitted { codec, input, .. },
+                ..
+            } => {
                 self.record(record).await?;
-                // The verdict says the tool resolved and decoded: both are present.
-                let Some(codec) = entry.and_then(ToolEntry::codec) else {
-                    return Ok(Outcome::Blocked(Blocked::NotCallableByName));
-                };
                 let dedupe_token = call.dedupe_token();
                 let run = run_ready(
                     codec,
@@ -408,10 +407,15 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     Err(error) => Outcome::Failed(error),
                 })
             }
-            Verdict::AwaitApproval { input, mode } => {
-                let (Some(entry), Some(codec)) = (entry, entry.and_then(ToolEntry::codec)) else {
-                    return Ok(Outcome::Blocked(Blocked::NotCallableByName));
-                };
+            Verdict::AwaitApproval {
+                input:
+                    Admitted {
+                        entry,
+                        codec,
+                        input,
+                    },
+                mode,
+            } => {
                 let proposal = propose_call(
                     entry,
                     codec,

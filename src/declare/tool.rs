@@ -118,12 +118,12 @@ pub struct Invocation<'a, T: Tool + ?Sized> {
     input: T::Input,
     actor: &'a Actor<'a>,
     context: &'a T::Context,
-    run_key: RunKey<'a, T>,
+    key_source: KeySource<'a, T>,
 }
 
 /// Where an invocation's run key comes from. A call that runs at once computes no key
 /// unless the tool asks for one.
-enum RunKey<'a, T: Tool + ?Sized> {
+enum KeySource<'a, T: Tool + ?Sized> {
     None,
     #[cfg(feature = "serde")]
     Known(IdempotencyKey),
@@ -153,14 +153,14 @@ impl<'a, T: Tool + ?Sized> Invocation<'a, T> {
             input,
             actor,
             context,
-            run_key: RunKey::None,
+            key_source: KeySource::None,
         }
     }
 
     /// The same call, run with the key of the approval it executes.
     #[cfg(feature = "serde")]
     pub(crate) fn with_run_key(mut self, key: IdempotencyKey) -> Self {
-        self.run_key = RunKey::Known(key);
+        self.key_source = KeySource::Known(key);
         self
     }
 
@@ -171,7 +171,7 @@ impl<'a, T: Tool + ?Sized> Invocation<'a, T> {
         dedupe_token: Option<&'a str>,
         derive: KeyDeriver<T>,
     ) -> Self {
-        self.run_key = RunKey::OnDemand {
+        self.key_source = KeySource::OnDemand {
             dedupe_token,
             derive,
         };
@@ -190,17 +190,17 @@ impl<'a, T: Tool + ?Sized> Invocation<'a, T> {
     /// fn key<T: Tool>(call: &Invocation<'_, T>) -> Option<IdempotencyKey> { call.run_key() }
     /// ```
     pub fn run_key(&self) -> Option<IdempotencyKey> {
-        match &self.run_key {
-            RunKey::None => None,
+        match &self.key_source {
+            KeySource::None => None,
             #[cfg(feature = "serde")]
-            RunKey::Known(key) => Some(*key),
+            KeySource::Known(key) => Some(*key),
             #[cfg(feature = "serde")]
-            RunKey::OnDemand {
+            KeySource::OnDemand {
                 dedupe_token,
                 derive,
             } => derive(&self.input, self.actor, *dedupe_token),
             #[cfg(not(feature = "serde"))]
-            RunKey::Unused(_) => None,
+            KeySource::Unused(_) => None,
         }
     }
 

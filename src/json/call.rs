@@ -187,24 +187,36 @@ impl<'a> ToolCall<'a> {
     }
 }
 
-/// The gates' verdict on a call by name, with the tool it resolved to. The input that
-/// passed gate 1 is decoded once and kept, type-erased, for the run or the proposal.
+/// A call by name that passed gate 1: the tool it resolved to, the functions that call it
+/// by name, and its input, decoded once and kept type-erased for the run or the proposal.
+pub(crate) struct Admitted<C: ?Sized + 'static> {
+    pub(crate) entry: &'static ToolEntry<C>,
+    pub(crate) codec: &'static Codec<C>,
+    pub(crate) input: ErasedInput,
+}
+
+/// The gates' verdict on a call by name, with the tool it resolved to (`None` for an
+/// unknown name). A verdict that is not blocked carries everything needed to go on.
 pub(crate) fn gate_call<C: ?Sized + 'static>(
     registry: &Registry<C>,
     call: &ToolCall<'_>,
     actor: &Actor<'_>,
     context: &C,
     governance: &Governance<C>,
-) -> (Option<&'static ToolEntry<C>>, Verdict<ErasedInput>) {
+) -> (Option<&'static ToolEntry<C>>, Verdict<Admitted<C>>) {
     let entry = registry.get(call.name());
     let verdict = run_gates(
         entry.map(Subject::of),
         |_| {
-            let codec = entry
-                .and_then(ToolEntry::codec)
-                .ok_or(Blocked::NotCallableByName)?;
-            (codec.decode)(call.arguments(), governance.limits())
-                .map_err(|errors| Blocked::NeedsInput { errors })
+            let entry = entry.ok_or(Blocked::UnknownTool)?;
+            let codec = entry.codec().ok_or(Blocked::NotCallableByName)?;
+            let input = (codec.decode)(call.arguments(), governance.limits())
+                .map_err(|errors| Blocked::NeedsInput { errors })?;
+            Ok(Admitted {
+                entry,
+                codec,
+                input,
+            })
         },
         actor,
         context,

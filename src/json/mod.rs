@@ -17,8 +17,8 @@ pub(crate) mod schema;
 pub(crate) mod strict;
 
 pub use audit::AuditEvent;
+pub(crate) use call::{Admitted, decode_stored, gate_call, propose_call, run_ready};
 pub use call::{Governance, ToolCall};
-pub(crate) use call::{decode_stored, gate_call, propose_call, run_ready};
 pub use canonical::canonical_json;
 pub(crate) use entry::derive_key;
 pub use preview::{Preview, PreviewSource};
