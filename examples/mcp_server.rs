@@ -2,8 +2,14 @@
 //!
 //! ```sh
 //! cargo run --features rmcp,sqlite --example mcp_server -- --actor agent-7 --account acme \
-//!     --scopes orders:read,tickets:write --store approvals.db
+//!     --scopes orders:read,tickets:write --store approvals.db \
+//!     --client-approver user:alice --client-approves low_write
 //! ```
+//!
+//! With `--client-approver`, the person at the MCP client may approve calls of the tiers
+//! named by `--client-approves` through the client's approval prompt (elicitation);
+//! every other call that needs approval waits for an operator. Each decision and each
+//! move of a proposal is logged on stderr, one JSON line each.
 //!
 //! Proposals live in the SQLite file given with `--store` (default
 //! `cairnloop-approvals.db` in the working directory), so they survive a restart.
@@ -29,51 +35,90 @@ mod desk;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use cairnloop::Governor;
-use cairnloop::mcp::McpServer;
+use cairnloop::approvals::{AuditRecord, AuditSink};
+use cairnloop::mcp::{ClientApprover, LineTransport, McpServer};
 use cairnloop::stores::SqliteStore;
+use cairnloop::{Governor, RiskTier};
 use desk::{DESK, Desk};
 use rmcp::ServiceExt;
 
 const USAGE: &str = "usage: mcp_server --actor ID [--account ID] [--scopes SCOPE,SCOPE,...] \
-                     [--store PATH]";
+                     [--store PATH] [--client-approver ID [--client-approves TIER,TIER]]
+       mcp_server operator --help";
 
 struct Options {
     actor: String,
     account: Option<String>,
     scopes: Vec<String>,
     store: std::path::PathBuf,
+    approver: Option<ClientApprover>,
 }
 
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
     let (mut actor, mut account, mut scopes) = (None, None, Vec::new());
+    let (mut approver, mut tiers) = (None, Vec::new());
     let mut store = std::path::PathBuf::from("cairnloop-approvals.db");
     while let Some(flag) = args.next() {
         if flag == "--help" || flag == "-h" {
             return Ok(None);
+        }
+        if !flag.starts_with("--") {
+            return Err(format!("unexpected argument {flag}"));
         }
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--actor" => actor = Some(value),
             "--account" => account = Some(value),
             "--store" => store = value.into(),
-            "--scopes" => {
-                scopes = value
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect()
+            "--scopes" => scopes = list(&value),
+            "--client-approver" => approver = Some(value),
+            "--client-approves" => {
+                tiers = list(&value)
+                    .iter()
+                    .map(|tier| {
+                        tier.parse::<RiskTier>()
+                            .map_err(|error| format!("--client-approves: {error}"))
+                    })
+                    .collect::<Result<_, _>>()?
             }
             other => return Err(format!("unknown option {other}")),
         }
     }
     let actor = actor.ok_or("--actor is required")?;
+    if approver.is_none() && !tiers.is_empty() {
+        return Err("--client-approves needs --client-approver".into());
+    }
+    let approver = approver.map(|id| {
+        tiers
+            .into_iter()
+            .fold(ClientApprover::new(id), ClientApprover::may_approve)
+    });
     Ok(Some(Options {
         actor,
         account,
         scopes,
         store,
+        approver,
     }))
+}
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// Logs each audit record on stderr, one JSON line (stdout carries the protocol).
+struct StderrLog;
+
+impl AuditSink for StderrLog {
+    fn record(&self, record: &AuditRecord) {
+        if let Ok(line) = serde_json::to_string(record) {
+            eprintln!("{line}");
+        }
+    }
 }
 
 const OPERATOR_USAGE: &str = "usage: mcp_server operator [--store PATH] \
@@ -90,9 +135,14 @@ async fn operator(mut args: impl Iterator<Item = String>) -> Result<(), String> 
     );
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--help" | "-h" => {
+                println!("{OPERATOR_USAGE}");
+                return Ok(());
+            }
             "--store" => store = args.next().ok_or("--store needs a path")?.into(),
             "--as" => by = Some(args.next().ok_or("--as needs an id")?),
             "--reason" => reason = Some(args.next().ok_or("--reason needs a text")?),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             _ => words.push(arg),
         }
     }
@@ -165,7 +215,8 @@ async fn operator(mut args: impl Iterator<Item = String>) -> Result<(), String> 
             println!("{} {}", lane.key(), lane.state());
             Ok(())
         }
-        _ => Err("say what to do".into()),
+        Some(other) => Err(format!("unknown command {other}")),
+        None => Err("say what to do".into()),
     }
 }
 
@@ -203,7 +254,11 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let governor = Arc::new(Governor::new(&DESK).with_store(store));
+    let governor = Arc::new(
+        Governor::new(&DESK)
+            .with_store(store)
+            .with_audit_sink(StderrLog),
+    );
     // A run that a previous process left unfinished is marked for a person to resolve.
     if let Err(error) = governor.sweep().await {
         eprintln!("mcp_server: cannot sweep the store: {error}");
@@ -214,7 +269,10 @@ async fn main() -> ExitCode {
     if let Some(account) = options.account {
         server = server.with_account(account);
     }
-    let running = match server.serve(rmcp::transport::stdio()).await {
+    if let Some(approver) = options.approver {
+        server = server.with_client_approver(approver);
+    }
+    let running = match server.serve(LineTransport::stdio()).await {
         Ok(running) => running,
         Err(error) => {
             eprintln!("mcp_server: could not start: {error}");

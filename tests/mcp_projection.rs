@@ -171,6 +171,7 @@ fn name_title_and_description_come_from_the_spec() {
             "description",
             "inputSchema",
             "name",
+            "outputSchema",
             "title"
         ]
     );

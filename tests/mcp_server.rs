@@ -62,7 +62,11 @@ fn every_mcp_call_reaches_the_audit_sink() {
 
 #[test]
 fn results_say_what_the_governor_decided() {
-    let governor = Arc::new(Governor::new(&DESK));
+    // 2023-11-14T22:13:20Z.
+    let clock = cairnloop::approvals::ManualClock::new(
+        cairnloop::gate::Timestamp::from_unix_millis(1_700_000_000_000),
+    );
+    let governor = Arc::new(Governor::new(&DESK).with_clock(clock));
     let server = McpServer::new(governor, Desk::default(), "agent-7")
         .with_account("acme")
         .with_scopes(["orders:read", "tickets:write"]);
@@ -75,13 +79,14 @@ fn results_say_what_the_governor_decided() {
     .unwrap();
     let body = waits.structured_content.unwrap();
     assert_eq!(body["status"], "awaiting_approval");
-    // A proposal made now lives 48 hours by default.
-    let expires = body["expires_at"].as_u64().unwrap();
-    let now = cairnloop::gate::Timestamp::now().unwrap().unix_millis();
-    assert!(
-        expires > now + 47 * 3_600_000 && expires <= now + 48 * 3_600_000,
-        "{body}"
+    // A proposal lives 48 hours by default.
+    assert_eq!(body["expires_at"], "2023-11-16T22:13:20Z", "{body}");
+    assert_eq!(body["risk_tier"], "low_write");
+    assert_eq!(
+        body["required_scopes"],
+        serde_json::json!(["tickets:write"])
     );
+    assert_eq!(ran.structured_content.unwrap()["status"], "executed");
     let blocked =
         pollster::block_on(server.call_tool_text("lookup_order", r#"{"order": 1, "order": 2}"#))
             .unwrap();

@@ -434,6 +434,41 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         }
     }
 
+    /// The key a call would be proposed under, without recording or running anything:
+    /// `None` for a call that would not await approval. For checking what a client
+    /// echoes back against the call it comes with.
+    pub(crate) fn proposal_key(
+        &self,
+        call: &ToolCall<'_>,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Option<IdempotencyKey> {
+        let (_, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
+        let Verdict::AwaitApproval {
+            input:
+                Admitted {
+                    entry,
+                    codec,
+                    input,
+                },
+            mode,
+        } = verdict
+        else {
+            return None;
+        };
+        propose_call(
+            entry,
+            codec,
+            &input,
+            actor,
+            call.dedupe_token(),
+            mode,
+            self.governance.mode_policy(),
+        )
+        .ok()
+        .map(|proposal| proposal.idempotency_key())
+    }
+
     /// What a call that awaits approval gives back, by the state of its lane: an approved
     /// call runs now (once: the claim decides between racing repeats); an executed one
     /// gives back its recorded output without running; any other state is the lane.

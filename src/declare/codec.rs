@@ -44,6 +44,9 @@ pub(crate) struct Codec<C: ?Sized + 'static> {
     /// The input's JSON Schema, when registered with `ToolEntry::mcp`.
     #[cfg(feature = "schemars")]
     pub(crate) schema: Option<fn() -> Value>,
+    /// The output's JSON Schema, when registered with `ToolEntry::mcp`.
+    #[cfg(feature = "schemars")]
+    pub(crate) output_schema: Option<fn() -> Value>,
 }
 
 impl<C: ?Sized + 'static> Clone for Codec<C> {

@@ -14,5 +14,5 @@ pub use decision::{Blocked, Decision, Pending, Verdict, decide, execute, verdict
 pub(crate) use decision::{Subject, run_gates};
 pub use lane::{LaneAction, LaneState, TransitionError};
 pub use mode_policy::{ModeHook, ModePolicy, ModeResolution, ModeSource};
-pub use time::{Timestamp, Ttl};
+pub use time::{Timestamp, Ttl, Utc};
 pub use visibility::{verdicts, visible};

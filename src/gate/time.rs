@@ -73,6 +73,60 @@ impl fmt::Display for Timestamp {
     }
 }
 
+impl Timestamp {
+    /// The time as an RFC 3339 UTC date and time to the second, for people and wire
+    /// formats (`2026-12-03T01:30:00Z`).
+    ///
+    /// ```
+    /// use cairnloop::gate::Timestamp;
+    /// assert_eq!(Timestamp::from_unix_millis(0).utc().to_string(), "1970-01-01T00:00:00Z");
+    /// assert_eq!(Timestamp::from_unix_millis(951_825_600_999).utc().to_string(), "2000-02-29T12:00:00Z");
+    /// ```
+    #[must_use]
+    pub const fn utc(self) -> Utc {
+        Utc(self)
+    }
+}
+
+/// A [`Timestamp`] shown as an RFC 3339 UTC date and time (see [`Timestamp::utc`]).
+///
+/// ```
+/// let shown = cairnloop::gate::Timestamp::from_unix_millis(86_400_000).utc();
+/// assert_eq!(shown.to_string(), "1970-01-02T00:00:00Z");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Utc(Timestamp);
+
+impl fmt::Display for Utc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seconds = self.0.0 / 1000;
+        let (days, of_day) = (seconds / 86_400, seconds % 86_400);
+        // Days since 1970-01-01 to a proleptic Gregorian date, by 400-year eras
+        // (each 146,097 days long), counted from 0000-03-01 so that leap days end a year.
+        let shifted = days + 719_468;
+        let era = shifted / 146_097;
+        let day_of_era = shifted % 146_097;
+        let year_of_era =
+            (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+        let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+        let month_index = (5 * day_of_year + 2) / 153;
+        let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+        let month = if month_index < 10 {
+            month_index + 3
+        } else {
+            month_index - 9
+        };
+        let year = year_of_era + era * 400 + u64::from(month <= 2);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+            of_day / 3600,
+            of_day % 3600 / 60,
+            of_day % 60
+        )
+    }
+}
+
 /// How long an approval stays valid after it was proposed: 48 hours unless the host says
 /// otherwise.
 ///
@@ -125,5 +179,26 @@ impl Ttl {
 impl Default for Ttl {
     fn default() -> Self {
         Self::DEFAULT
+    }
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::Timestamp;
+
+    #[test]
+    fn utc_dates_match_known_calendar_dates() {
+        // Each pair from the Unix `date -u -d @SECONDS` of a reference system.
+        for (seconds, expected) in [
+            (1_700_000_000_u64, "2023-11-14T22:13:20Z"),
+            (4_102_444_800, "2100-01-01T00:00:00Z"),
+            (4_107_542_399, "2100-02-28T23:59:59Z"),
+            (4_107_542_400, "2100-03-01T00:00:00Z"),
+            (253_402_300_799, "9999-12-31T23:59:59Z"),
+            (1_709_164_800, "2024-02-29T00:00:00Z"),
+        ] {
+            let shown = alloc::format!("{}", Timestamp::from_unix_millis(seconds * 1000).utc());
+            assert_eq!(shown, expected, "{seconds}");
+        }
     }
 }

@@ -54,8 +54,8 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
         Self::of::<T>().with_codec(codec::<T, C>())
     }
 
-    /// [`ToolEntry::json`], and also the JSON Schema of the tool's input, for listing the
-    /// tool over MCP.
+    /// [`ToolEntry::json`], and also the JSON Schemas of the tool's input and output, for
+    /// listing the tool over MCP.
     ///
     /// ```
     /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
@@ -78,12 +78,13 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     where
         T: Tool<Context = C>,
         T::Input: DeserializeOwned + Serialize + schemars::JsonSchema + Send + 'static,
-        T::Output: Serialize,
+        T::Output: Serialize + schemars::JsonSchema,
         T::Error: fmt::Display,
         C: Sync,
     {
         let mut codec = codec::<T, C>();
         codec.schema = Some(crate::json::schema::input_schema::<T::Input>);
+        codec.output_schema = Some(crate::json::schema::output_schema::<T::Output>);
         Self::of::<T>().with_codec(codec)
     }
 
@@ -129,6 +130,32 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             .and_then(|codec| codec.schema)
             .map(|schema| schema())
     }
+
+    /// The JSON Schema of the tool's output, or `None` when it was not registered with
+    /// [`ToolEntry::mcp`].
+    ///
+    /// ```
+    /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    /// # struct Ping { count: u8 }
+    /// # struct PingTool;
+    /// # impl Tool for PingTool {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("ping", "Ping", "Answers pong.", RiskTier::ReadOnly);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = Ping; type Output = u32; type Error = String; type Context = ();
+    /// #     fn validate(_: &Ping) -> Result<(), InputErrors> { Ok(()) }
+    /// #     async fn run(_: Invocation<'_, Self>) -> Result<u32, String> { Ok(1) }
+    /// # }
+    /// static PING: ToolEntry<()> = ToolEntry::mcp::<PingTool>();
+    /// assert_eq!(PING.output_schema().unwrap()["type"], "integer");
+    /// ```
+    #[cfg(feature = "schemars")]
+    #[must_use]
+    pub fn output_schema(&self) -> Option<Value> {
+        self.codec()
+            .and_then(|codec| codec.output_schema)
+            .map(|schema| schema())
+    }
 }
 
 const fn codec<T, C>() -> Codec<C>
@@ -146,6 +173,8 @@ where
         run: run_input::<T>,
         #[cfg(feature = "schemars")]
         schema: None,
+        #[cfg(feature = "schemars")]
+        output_schema: None,
     }
 }
 

@@ -14,6 +14,17 @@ pub(crate) fn input_schema<T: schemars::JsonSchema>() -> Value {
     schema
 }
 
+/// The schema of an output type `T`, as its values are serialised: no `$schema` line
+/// (it is embedded in an envelope), its `$defs` at its root.
+pub(crate) fn output_schema<T: schemars::JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(object) = &mut schema {
+        object.remove("$schema");
+    }
+    schema
+}
+
 /// The largest integer the decoder accepts: beyond it a JSON number is not exact.
 const MAX_SAFE: i64 = (1 << 53) - 1;
 

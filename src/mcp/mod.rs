@@ -1,10 +1,25 @@
 //! MCP (feature `mcp`): tools as `tools/list` entries; with feature `rmcp`, a server
-//! handler over a [`Governor`](crate::Governor). The top layer: it builds on every other.
+//! handler over a [`Governor`](crate::Governor) and the stdio transport it is served on.
+//! The top layer: it builds on every other.
 
+#[cfg(feature = "rmcp")]
+mod approver;
+#[cfg(feature = "rmcp")]
+mod frame;
 mod projection;
 #[cfg(feature = "rmcp")]
+mod result;
+#[cfg(feature = "rmcp")]
 mod server;
+#[cfg(feature = "rmcp")]
+mod transport;
 
+#[cfg(feature = "rmcp")]
+pub use approver::ClientApprover;
+#[cfg(feature = "rmcp")]
+pub use frame::FrameLimits;
 pub use projection::{META_APPROVAL_MODE, META_RISK_TIER, ProjectionError};
 #[cfg(feature = "rmcp")]
 pub use server::McpServer;
+#[cfg(feature = "rmcp")]
+pub use transport::LineTransport;

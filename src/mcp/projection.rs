@@ -41,8 +41,15 @@ pub enum ProjectionError {
 }
 
 impl<C: ?Sized + 'static> ToolEntry<C> {
-    /// The tool's `tools/list` entry: `name`, `title`, `description`, `inputSchema`, every
-    /// annotation explicit, and the risk tier and approval mode in `_meta`.
+    /// The tool's `tools/list` entry: `name`, `title`, `description`, `inputSchema`,
+    /// `outputSchema`, every annotation explicit, and the risk tier and approval mode in
+    /// `_meta`.
+    ///
+    /// The `outputSchema` describes every result a call can return without `isError`,
+    /// one object with a `status`: `executed` with the tool's `output` (the output
+    /// type's schema), or `awaiting_approval` with the proposal (`proposal_id`,
+    /// `preview`, `expires_at`, …). A client that checks results against it never
+    /// rejects one.
     ///
     /// `readOnlyHint` is true only for read-only tools, `destructiveHint` for high-write
     /// and destructive ones; `idempotentHint` and `openWorldHint` come from the spec.
@@ -73,6 +80,8 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     /// assert_eq!(tool["inputSchema"]["required"], serde_json::json!(["order"]));
     /// assert_eq!(tool["inputSchema"]["additionalProperties"], false);
     /// assert_eq!(tool["_meta"]["io.cairnloop/risk_tier"], "read_only");
+    /// assert_eq!(tool["outputSchema"]["properties"]["output"]["type"], "string");
+    /// assert_eq!(tool["outputSchema"]["required"], serde_json::json!(["status"]));
     /// # Ok::<(), cairnloop::mcp::ProjectionError>(())
     /// ```
     pub fn mcp_tool(&self) -> Result<Value, ProjectionError> {
@@ -100,11 +109,13 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             META_APPROVAL_MODE.into(),
             spec.approval_mode().as_str().into(),
         );
+        let output_schema = result_schema(self.output_schema().unwrap_or_else(|| json!({})));
         Ok(json!({
             "name": spec.name(),
             "title": spec.title(),
             "description": spec.description(),
             "inputSchema": input_schema,
+            "outputSchema": output_schema,
             "annotations": {
                 "title": spec.title(),
                 "readOnlyHint": tier == RiskTier::ReadOnly,
@@ -115,6 +126,44 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             "_meta": meta,
         }))
     }
+}
+
+/// The schema of every non-error result of a call, around the schema of the tool's
+/// output: one object whose `status` says which it is. The output's `$defs` move to the
+/// root, where its `$ref`s point.
+fn result_schema(mut output: Value) -> Value {
+    let mut definitions = Map::new();
+    if let Value::Object(object) = &mut output {
+        object.remove("title");
+        if let Some(Value::Object(defs)) = object.remove("$defs") {
+            definitions = defs;
+        }
+    }
+    let text = json!({ "type": "string" });
+    let mut schema = json!({
+        "type": "object",
+        "properties": {
+            "status": {
+                "type": "string",
+                "enum": ["executed", "awaiting_approval"],
+                "description": "executed: `output` holds the tool's output. awaiting_approval: nothing ran; a person decides the proposal, then the same call runs it.",
+            },
+            "output": output,
+            "proposal_id": text,
+            "state": text,
+            "tool": text,
+            "risk_tier": text,
+            "preview": text,
+            "required_scopes": { "type": "array", "items": text },
+            "expires_at": text,
+            "reason": text,
+        },
+        "required": ["status"],
+    });
+    if !definitions.is_empty() {
+        schema["$defs"] = Value::Object(definitions);
+    }
+    schema
 }
 
 impl<C: ?Sized + 'static> Registry<C> {

@@ -1,23 +1,31 @@
 //! An MCP server handler for rmcp over a governor: `tools/list` shows what the actor may
 //! call, `tools/call` goes through the governor, which records every decision.
 
+use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, Implementation,
+    InputRequest, InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, ServerRequest, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::approvals::{ApprovalStore, Governor, MemoryStore, Outcome};
-use crate::declare::Actor;
-use crate::gate::Blocked;
+use super::approver::{
+    APPROVAL_INPUT, Answer, ClientApprover, approval_prompt, read_answer, read_echoed_answer,
+};
+use super::frame::RawArguments;
+use super::result::{not_recorded, outcome_result};
+use crate::approvals::{
+    ApprovalError, ApprovalLane, ApprovalStore, Governor, MemoryStore, Outcome,
+};
+use crate::declare::{Actor, IdempotencyKey};
+use crate::gate::{Blocked, LaneState};
 use crate::json::ToolCall;
 
 /// Serves a [`Governor`](crate::Governor)'s tools over MCP with rmcp, for one actor:
@@ -57,6 +65,7 @@ pub struct McpServer<
     actor_id: String,
     account: Option<String>,
     scopes: Vec<String>,
+    approver: Option<ClientApprover>,
     /// Every tool's `tools/list` entry, projected once (its schema included); a listing
     /// picks the ones the actor may call.
     projected: std::sync::OnceLock<Vec<Option<Result<Tool, String>>>>,
@@ -78,6 +87,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             actor_id: actor_id.into(),
             account: None,
             scopes: Vec::new(),
+            approver: None,
             projected: std::sync::OnceLock::new(),
         }
     }
@@ -108,6 +118,23 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     #[must_use]
     pub fn with_scopes<I: IntoIterator<Item = T>, T: Into<String>>(mut self, scopes: I) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Trusts the client's person to approve calls by answering a prompt
+    /// (`elicitation/create`), for the tiers `approver` names. Without it (the default),
+    /// every call that needs approval waits for an operator out of band.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry, RiskTier, mcp::{ClientApprover, McpServer}};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7")
+    ///     .with_client_approver(ClientApprover::new("user:alice").may_approve(RiskTier::LowWrite));
+    /// ```
+    #[must_use]
+    pub fn with_client_approver(mut self, approver: ClientApprover) -> Self {
+        self.approver = Some(approver);
         self
     }
 
@@ -196,8 +223,9 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     }
 
     /// Answers a `tools/call` of `name` whose arguments are the JSON text `arguments`, as
-    /// the handler does for a transport's request: through the governor, which records
-    /// the decision in its audit trail before this returns.
+    /// the handler does for a client without approval prompts: through the governor,
+    /// which records the decision in its audit trail before this returns. A call that
+    /// awaits approval answers `status: awaiting_approval` and stays in the store.
     ///
     /// # Errors
     ///
@@ -217,90 +245,84 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         name: &str,
         arguments: &str,
     ) -> Result<CallToolResult, ErrorData> {
+        let outcome = self.govern(name, arguments).await;
+        respond(name, outcome, None)
+    }
+
+    async fn govern(&self, name: &str, arguments: &str) -> Result<Outcome, ApprovalError> {
         let scopes = self.scopes();
         let actor = self.actor(&scopes);
-        let call = ToolCall::new(name, arguments);
-        let outcome = match self.governor.call(&call, &actor, &self.context).await {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                return Ok(tool_error(json!({
-                    "status": "blocked",
-                    "code": "not_recorded",
-                    "reason": error.to_string(),
-                })));
+        self.governor
+            .call(&ToolCall::new(name, arguments), &actor, &self.context)
+            .await
+    }
+
+    /// The call's proposal key, when it would await approval.
+    fn proposal_key(&self, name: &str, arguments: &str) -> Option<IdempotencyKey> {
+        let scopes = self.scopes();
+        let actor = self.actor(&scopes);
+        self.governor
+            .proposal_key(&ToolCall::new(name, arguments), &actor, &self.context)
+    }
+
+    /// The client's person, when their answer may approve this lane now.
+    fn approver_for(&self, lane: &ApprovalLane) -> Option<&ClientApprover> {
+        self.approver.as_ref().filter(|approver| {
+            lane.state() == LaneState::Pending && approver.approves(lane.proposal().risk_tier())
+        })
+    }
+
+    /// Applies the person's answer to a pending lane, then answers the call: approved, it
+    /// runs now through the governor (once); rejected, it says so; undecided, it stays
+    /// pending.
+    async fn decide(
+        &self,
+        name: &str,
+        arguments: &str,
+        lane: &ApprovalLane,
+        approver: &ClientApprover,
+        answer: Answer,
+    ) -> Result<CallToolResult, ErrorData> {
+        let key = lane.key();
+        let refused = match answer {
+            Answer::Approve => match self.governor.approve(&key, approver.id()).await {
+                Ok(_) => return respond(name, self.govern(name, arguments).await, None),
+                Err(error) => format!("the approval was not applied: {error}"),
+            },
+            Answer::Reject(reason) => {
+                match self.governor.reject(&key, approver.id(), &reason).await {
+                    Ok(lane) => {
+                        return respond(name, Ok(Outcome::AwaitingApproval(Box::new(lane))), None);
+                    }
+                    Err(error) => format!("the rejection was not applied: {error}"),
+                }
             }
+            Answer::Undecided(why) => why,
         };
-        match outcome {
-            Outcome::Executed(output) => {
-                let mut result =
-                    CallToolResult::success(vec![ContentBlock::text(output.to_string())]);
-                if output.is_object() {
-                    result.structured_content = Some(output);
-                }
-                Ok(result)
-            }
-            Outcome::Failed(error) => Ok(tool_error(json!({
-                "status": "failed",
-                "code": "run_failed",
-                "reason": error.to_string(),
-            }))),
-            Outcome::AwaitingApproval(lane) => {
-                let preview = lane.proposal().preview().text().to_string();
-                let state = lane.state();
-                let pending = state == crate::gate::LaneState::Pending;
-                let body = json!({
-                    "status": if pending { "awaiting_approval" } else { state.as_str() },
-                    "proposal_id": lane.key().to_string(),
-                    "state": state.as_str(),
-                    "preview": preview,
-                    "expires_at": lane.expires_at().unix_millis(),
-                    "reason": lane.reason(),
-                });
-                let text = if pending {
-                    format!(
-                        "Awaiting a human's approval (proposal {}). Nothing has run yet. Make \
-                         the same call again once it is approved.\n{preview}",
-                        lane.key()
-                    )
-                } else {
-                    format!(
-                        "This call is {state} (proposal {}){}. Tell the user; do not retry it \
-                         as it is.",
-                        lane.key(),
-                        lane.reason()
-                            .map(|reason| format!(": {reason}"))
-                            .unwrap_or_default()
-                    )
-                };
-                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                result.structured_content = Some(body);
-                Ok(result)
-            }
-            Outcome::Blocked(Blocked::UnknownTool) => Err(ErrorData::invalid_params(
-                format!("Unknown tool: {}", name.escape_debug()),
-                None,
-            )),
-            Outcome::Blocked(blocked) => {
-                let mut body = json!({
-                    "status": "blocked",
-                    "blocked": blocked.code(),
-                    "code": blocked.code(),
-                    "reason": blocked.to_string(),
-                });
-                if let Blocked::NeedsInput { errors } = &blocked {
-                    body["errors"] = serde_json::to_value(errors).unwrap_or(Value::Null);
-                }
-                Ok(tool_error(body))
-            }
-        }
+        let now = self
+            .governor
+            .lane(&key)
+            .await
+            .map(|lane| Outcome::AwaitingApproval(Box::new(lane)));
+        respond(name, now, Some(&refused))
     }
 }
 
-fn tool_error(body: Value) -> CallToolResult {
-    let text = body["reason"].as_str().unwrap_or("blocked").to_string();
-    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(body);
-    result
+/// The answer to a call: an unknown tool is the protocol error the specification names
+/// (`-32602`); everything else is a result.
+fn respond(
+    name: &str,
+    outcome: Result<Outcome, ApprovalError>,
+    note: Option<&str>,
+) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Ok(Outcome::Blocked(Blocked::UnknownTool)) => Err(ErrorData::invalid_params(
+            format!("Unknown tool: {}", name.escape_debug()),
+            None,
+        )),
+        Ok(outcome) => Ok(outcome_result(outcome, note)),
+        Err(error) => Ok(not_recorded(&error)),
+    }
 }
 
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerHandler
@@ -323,11 +345,86 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
-        self.call_tool_text(&request.name, &arguments)
+        // The text as the client sent it when served on `LineTransport`; over another
+        // transport, the parsed map (duplicate keys are already lost there).
+        let arguments = match context.extensions.get::<RawArguments>() {
+            Some(RawArguments(text)) => text.clone(),
+            None => Value::Object(request.arguments.clone().unwrap_or_default()).to_string(),
+        };
+        let name = request.name.as_ref();
+        // A retry of the multi-round-trip form: what it echoes must be this call's key.
+        if let Some(state) = &request.request_state {
+            let key = self.proposal_key(name, &arguments);
+            if key.is_none_or(|key| key.to_string() != *state) {
+                return Err(ErrorData::invalid_params(
+                    "requestState does not belong to this call; nothing was done",
+                    None,
+                ));
+            }
+        }
+        let lane = match self.govern(name, &arguments).await {
+            Ok(Outcome::AwaitingApproval(lane)) => lane,
+            other => return respond(name, other, None).map(Into::into),
+        };
+        let approver = match self.approver_for(&lane) {
+            Some(approver) if can_elicit(&context) => approver,
+            _ => return respond(name, Ok(Outcome::AwaitingApproval(lane)), None).map(Into::into),
+        };
+        if request.request_state.is_some() {
+            let echoed = request
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get(APPROVAL_INPUT));
+            let answer = read_echoed_answer(echoed, approver.id());
+            return self
+                .decide(name, &arguments, &lane, approver, answer)
+                .await
+                .map(Into::into);
+        }
+        if is_stateless(&context) {
+            // No request may be sent mid-call: the prompt goes back in the result, and
+            // the key (an opaque handle to the stored proposal) comes back with the answer.
+            let prompt = InputRequest::Elicitation(approval_prompt(&lane));
+            let mut requests = InputRequests::new();
+            requests.insert(APPROVAL_INPUT.to_string(), prompt);
+            return Ok(
+                InputRequiredResult::new(Some(requests), Some(lane.key().to_string())).into(),
+            );
+        }
+        let options = PeerRequestOptions::with_timeout(approver.timeout());
+        let asked = context
+            .peer
+            .send_request_with_option(
+                ServerRequest::ElicitRequest(approval_prompt(&lane)),
+                options,
+            )
+            .await;
+        let answer = match asked {
+            Ok(handle) => match handle.await_response().await {
+                Ok(ClientResult::ElicitResult(result)) => read_answer(&result, approver.id()),
+                Ok(_) => Answer::Undecided("the client answered something else".to_string()),
+                Err(error) => Answer::Undecided(format!("no answer from the client: {error}")),
+            },
+            Err(error) => Answer::Undecided(format!("the prompt could not be sent: {error}")),
+        };
+        self.decide(name, &arguments, &lane, approver, answer)
             .await
             .map(Into::into)
     }
+}
+
+/// Whether the client says it shows approval prompts (form elicitation).
+fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.elicitation.is_some())
+}
+
+/// Whether the peer speaks a protocol version without server-to-client requests.
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }

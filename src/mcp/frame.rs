@@ -1,0 +1,374 @@
+//! One line of the stdio transport, judged before rmcp sees it: a message to dispatch,
+//! a JSON-RPC error to answer with, or nothing (a blank line, a malformed notification).
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::String;
+
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, GetExtensions, RequestId,
+    ServerJsonRpcMessage,
+};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// The size and nesting a line may have; past them the line is answered with an error
+/// (and, where the line's `id` can still be read, with that id).
+///
+/// | limit | default |
+/// |---|---|
+/// | bytes per line | 16 MiB |
+/// | nesting of arrays and objects | 128 levels, the envelope included |
+///
+/// ```
+/// use cairnloop::mcp::FrameLimits;
+/// let limits = FrameLimits::new().with_max_line_bytes(1 << 20);
+/// assert_eq!(limits.max_line_bytes(), 1 << 20);
+/// assert_eq!(limits.max_depth(), 128);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameLimits {
+    max_line_bytes: usize,
+    max_depth: usize,
+}
+
+impl FrameLimits {
+    /// 16 MiB per line and 128 levels of nesting.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::mcp::FrameLimits::new().max_line_bytes(), 16 * 1024 * 1024);
+    /// ```
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            max_line_bytes: 16 * 1024 * 1024,
+            max_depth: 128,
+        }
+    }
+
+    /// Sets the largest line, in bytes (the newline not counted).
+    ///
+    /// ```
+    /// let limits = cairnloop::mcp::FrameLimits::new().with_max_line_bytes(4096);
+    /// assert_eq!(limits.max_line_bytes(), 4096);
+    /// ```
+    #[must_use]
+    pub const fn with_max_line_bytes(self, max_line_bytes: usize) -> Self {
+        Self {
+            max_line_bytes,
+            ..self
+        }
+    }
+
+    /// Sets the deepest nesting, capped at 128: the JSON parser refuses deeper input.
+    ///
+    /// ```
+    /// let limits = cairnloop::mcp::FrameLimits::new().with_max_depth(1000);
+    /// assert_eq!(limits.max_depth(), 128);
+    /// ```
+    #[must_use]
+    pub const fn with_max_depth(self, max_depth: usize) -> Self {
+        let max_depth = if max_depth > 128 { 128 } else { max_depth };
+        Self { max_depth, ..self }
+    }
+
+    /// The largest line, in bytes.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::mcp::FrameLimits::default().max_line_bytes(), 16 << 20);
+    /// ```
+    #[must_use]
+    pub const fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+
+    /// The deepest nesting.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::mcp::FrameLimits::default().max_depth(), 128);
+    /// ```
+    #[must_use]
+    pub const fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+}
+
+impl Default for FrameLimits {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The text of a `tools/call`'s `arguments`, exactly as the client sent it, attached to
+/// the request for the handler: the strict decoder sees duplicate keys and numbers that
+/// a parsed map has already lost.
+#[derive(Clone, Debug)]
+pub(crate) struct RawArguments(pub(crate) String);
+
+/// What to do with one line.
+pub(crate) enum Frame {
+    /// Hand it to rmcp.
+    Message(ClientJsonRpcMessage),
+    /// Answer it with this error and hand nothing on.
+    Reply(ServerJsonRpcMessage),
+    /// Nothing to hand on, nothing to answer (a blank line, a bad notification).
+    Skip(Option<String>),
+}
+
+/// The error for a line over the size limit, with the id when its first bytes show it.
+pub(crate) fn oversized(prefix: &[u8], limits: &FrameLimits) -> Frame {
+    Frame::Reply(ServerJsonRpcMessage::error(
+        ErrorData::invalid_request(
+            format!(
+                "message larger than {} bytes; nothing was done",
+                limits.max_line_bytes
+            ),
+            None,
+        ),
+        scan(prefix).id,
+    ))
+}
+
+/// Judges one complete line (without its newline).
+pub(crate) fn judge(line: &[u8], limits: &FrameLimits) -> Frame {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Frame::Skip(None);
+    }
+    let Ok(text) = core::str::from_utf8(line) else {
+        return parse_error("the message is not UTF-8");
+    };
+    let shape = scan(line);
+    if shape.depth > limits.max_depth {
+        return Frame::Reply(ServerJsonRpcMessage::error(
+            ErrorData::invalid_request(
+                format!(
+                    "message nested deeper than {} levels; nothing was done",
+                    limits.max_depth
+                ),
+                None,
+            ),
+            shape.id,
+        ));
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(error) => return parse_error(&format!("the message is not JSON: {error}")),
+    };
+    let Value::Object(object) = &value else {
+        return invalid_request("a message must be a JSON object", None);
+    };
+    let id = match object.get("id") {
+        None => None,
+        Some(id) => match serde_json::from_value::<RequestId>(id.clone()) {
+            Ok(id) => Some(id),
+            Err(_) => return invalid_request("`id` must be a string or an integer", None),
+        },
+    };
+    if let Some(method) = object.get("method") {
+        let Some(method) = method.as_str() else {
+            return answer_or_skip(
+                id,
+                ErrorData::invalid_request("`method` must be a string", None),
+            );
+        };
+        if let Some(params) = object.get("params")
+            && !params.is_object()
+        {
+            return answer_or_skip(
+                id,
+                ErrorData::invalid_params(format!("`params` of {method} must be an object"), None),
+            );
+        }
+        if method == "tools/call" {
+            return call(text, value, id);
+        }
+    }
+    into_message(value, id)
+}
+
+/// A `tools/call`: its arguments must be an object, and their text goes along.
+fn call(text: &str, value: Value, id: Option<RequestId>) -> Frame {
+    #[derive(Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow, default)]
+        params: Option<Params<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+    }
+    let raw = match serde_json::from_str::<Envelope<'_>>(text) {
+        Ok(envelope) => envelope
+            .params
+            .and_then(|params| params.arguments)
+            .map(RawValue::get),
+        Err(error) => {
+            return answer_or_skip(
+                id,
+                ErrorData::invalid_params(format!("malformed tools/call: {error}"), None),
+            );
+        }
+    };
+    if let Some(raw) = raw
+        && !raw.trim_start().starts_with('{')
+    {
+        return answer_or_skip(
+            id,
+            ErrorData::invalid_params("`arguments` of tools/call must be an object", None),
+        );
+    }
+    let raw = raw.unwrap_or("{}").to_owned();
+    match into_message(value, id) {
+        Frame::Message(mut message) => {
+            if let ClientJsonRpcMessage::Request(request) = &mut message
+                && let ClientRequest::CallToolRequest(call) = &mut request.request
+            {
+                call.extensions_mut().insert(RawArguments(raw));
+            }
+            Frame::Message(message)
+        }
+        other => other,
+    }
+}
+
+fn into_message(value: Value, id: Option<RequestId>) -> Frame {
+    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+        Ok(message) => Frame::Message(message),
+        Err(error) => answer_or_skip(
+            id,
+            ErrorData::invalid_request(format!("not a valid MCP message: {error}"), None),
+        ),
+    }
+}
+
+/// A request gets the error; a notification cannot be answered, so it is skipped with
+/// the reason (for the log).
+fn answer_or_skip(id: Option<RequestId>, error: ErrorData) -> Frame {
+    match id {
+        Some(id) => Frame::Reply(ServerJsonRpcMessage::error(error, Some(id))),
+        None => Frame::Skip(Some(error.message.into_owned())),
+    }
+}
+
+fn invalid_request(message: &str, id: Option<RequestId>) -> Frame {
+    Frame::Reply(ServerJsonRpcMessage::error(
+        ErrorData::invalid_request(message.to_owned(), None),
+        id,
+    ))
+}
+
+fn parse_error(message: &str) -> Frame {
+    Frame::Reply(ServerJsonRpcMessage::error(
+        ErrorData::new(ErrorCode::PARSE_ERROR, message.to_owned(), None),
+        None,
+    ))
+}
+
+/// What a scan of a line shows without parsing it: how deep it nests, and the `id` of
+/// its top-level object when that is a plain string or integer.
+struct Shape {
+    depth: usize,
+    id: Option<RequestId>,
+}
+
+/// One pass over the bytes: depth is counted outside strings, and the top-level `id`
+/// is read where it stands. A truncated line (the prefix of an oversized one) is fine.
+fn scan(line: &[u8]) -> Shape {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    let mut string_start = 0;
+    let mut expecting_key = false;
+    let mut last_key: Option<(usize, usize)> = None;
+    let mut id_value: Option<usize> = None;
+    let mut id = None;
+    for (at, &byte) in line.iter().enumerate() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+                if depth == 1 && expecting_key {
+                    last_key = Some((string_start, at));
+                    expecting_key = false;
+                }
+            }
+            continue;
+        }
+        match byte {
+            b'"' => {
+                in_string = true;
+                string_start = at + 1;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+                if depth == 1 {
+                    expecting_key = byte == b'{';
+                }
+            }
+            b'}' | b']' | b',' => {
+                if depth == 1
+                    && let Some(start) = id_value.take()
+                    && id.is_none()
+                {
+                    id = serde_json::from_slice::<RequestId>(line[start..at].trim_ascii()).ok();
+                }
+                if byte == b',' {
+                    expecting_key = depth == 1;
+                } else {
+                    depth = depth.saturating_sub(1);
+                }
+            }
+            b':' if depth == 1 => {
+                if last_key
+                    .take()
+                    .is_some_and(|(from, to)| &line[from..to] == b"id")
+                {
+                    id_value = Some(at + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    Shape { depth: deepest, id }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id_of(line: &str) -> Option<RequestId> {
+        scan(line.as_bytes()).id
+    }
+
+    #[test]
+    fn the_scan_finds_the_top_level_id_only() {
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#),
+            Some(RequestId::Number(7))
+        );
+        assert_eq!(
+            id_of(r#"{"params":{"id":1},"id" : "a\"b" }"#),
+            Some(RequestId::String("a\"b".into()))
+        );
+        assert_eq!(id_of(r#"{"params":{"id":1}}"#), None);
+        assert_eq!(id_of(r#"{"x":"\"id\":3","y":1}"#), None);
+        // The prefix of an oversized line: the id came before the cut.
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","id":12,"params":{"a":"xxxx"#),
+            Some(RequestId::Number(12))
+        );
+    }
+
+    #[test]
+    fn the_scan_counts_depth_outside_strings() {
+        assert_eq!(scan(b"{\"a\":[[{}]]}").depth, 4);
+        assert_eq!(scan(b"{\"a\":\"[[[[\"}").depth, 1);
+    }
+}

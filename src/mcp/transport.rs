@@ -1,0 +1,274 @@
+//! MCP over stdio, one JSON-RPC message per line, for rmcp: every line is judged before
+//! rmcp sees it, so no line goes unanswered and a call's argument text reaches the
+//! strict decoder as the client wrote it.
+
+use alloc::vec::Vec;
+use std::borrow::Cow;
+use std::io;
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+use super::frame::{Frame, FrameLimits, judge, oversized};
+
+/// How many bytes of an oversized line are kept to find its `id` in.
+const ID_PREFIX: usize = 4096;
+
+/// The stdio transport of [`McpServer`](crate::mcp::McpServer): newline-delimited
+/// JSON-RPC over any reader and writer (`stdin`/`stdout` with [`LineTransport::stdio`]).
+///
+/// Unlike a transport that hands rmcp whatever parses, it answers every line it cannot
+/// pass on, as JSON-RPC says:
+///
+/// | the line | the answer |
+/// |---|---|
+/// | not JSON, or not UTF-8 | `-32700` (parse error), `id: null` |
+/// | larger or deeper than its [`FrameLimits`] | `-32600`, with the line's `id` when it can be read |
+/// | `params`, or a `tools/call`'s `arguments`, not an object | `-32602` with the request's `id` |
+/// | JSON that is no MCP message | `-32600` with the request's `id` |
+///
+/// A notification cannot be answered; a malformed one is reported on stderr. The text of
+/// each `tools/call`'s `arguments` is attached to the request, so the server decodes
+/// exactly what the client sent: duplicate keys and out-of-range numbers are caught.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use cairnloop::{Governor, Registry, mcp::{LineTransport, McpServer}};
+/// # static TOOLS: Registry<()> = Registry::new(&[]);
+/// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+/// use rmcp::ServiceExt;
+/// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7");
+/// server.serve(LineTransport::stdio()).await?.waiting().await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct LineTransport<R, W> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+    /// Dropping the rest of a line that is already too long.
+    discarding: bool,
+    limits: FrameLimits,
+    writer: Option<W>,
+    outbox: Option<mpsc::UnboundedSender<Outgoing>>,
+    written: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// A line for the writer task, and who wants to know it was written.
+struct Outgoing {
+    line: Vec<u8>,
+    done: Option<oneshot::Sender<io::Result<()>>>,
+}
+
+impl LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
+    /// The transport over this process's stdin and stdout.
+    ///
+    /// ```no_run
+    /// let transport = cairnloop::mcp::LineTransport::stdio();
+    /// ```
+    #[must_use]
+    pub fn stdio() -> Self {
+        Self::new(tokio::io::stdin(), tokio::io::stdout())
+    }
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: tokio::io::AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// The transport over `reader` and `writer`, with the default [`FrameLimits`].
+    ///
+    /// ```
+    /// let (client, server) = tokio::io::duplex(1 << 16);
+    /// let (read, write) = tokio::io::split(server);
+    /// let transport = cairnloop::mcp::LineTransport::new(read, write);
+    /// # drop(client);
+    /// ```
+    pub fn new(reader: R, writer: W) -> Self {
+        Self {
+            reader: BufReader::new(reader),
+            line: Vec::new(),
+            discarding: false,
+            limits: FrameLimits::new(),
+            writer: Some(writer),
+            outbox: None,
+            written: None,
+        }
+    }
+
+    /// Sets the size and depth limits of a line.
+    ///
+    /// ```
+    /// use cairnloop::mcp::{FrameLimits, LineTransport};
+    /// let (client, server) = tokio::io::duplex(1 << 16);
+    /// let (read, write) = tokio::io::split(server);
+    /// let transport = LineTransport::new(read, write)
+    ///     .with_limits(FrameLimits::new().with_max_line_bytes(1 << 20));
+    /// # drop(client);
+    /// ```
+    #[must_use]
+    pub fn with_limits(mut self, limits: FrameLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The channel to the writer task, started on first use (inside the runtime).
+    fn outbox(&mut self) -> Option<&mpsc::UnboundedSender<Outgoing>> {
+        if self.outbox.is_none() {
+            let mut writer = self.writer.take()?;
+            let (sender, mut receiver) = mpsc::unbounded_channel::<Outgoing>();
+            self.written = Some(tokio::spawn(async move {
+                while let Some(Outgoing { line, done }) = receiver.recv().await {
+                    let result = async {
+                        writer.write_all(&line).await?;
+                        writer.flush().await
+                    }
+                    .await;
+                    let failed = result.is_err();
+                    if let Some(done) = done {
+                        let _ = done.send(result);
+                    }
+                    if failed {
+                        break;
+                    }
+                }
+            }));
+            self.outbox = Some(sender);
+        }
+        self.outbox.as_ref()
+    }
+
+    /// Queues an answer the transport gives itself (no one waits for it).
+    fn answer(&mut self, reply: &ServerJsonRpcMessage) {
+        let Ok(mut line) = serde_json::to_vec(reply) else {
+            return;
+        };
+        line.push(b'\n');
+        if let Some(outbox) = self.outbox() {
+            let _ = outbox.send(Outgoing { line, done: None });
+        }
+    }
+
+    /// The next whole line in `self.line`, or why there is none. Safe to cancel: a
+    /// partial line stays in `self.line` for the next call.
+    async fn next_line(&mut self) -> Read {
+        loop {
+            let available = match self.reader.fill_buf().await {
+                Ok([]) => return Read::End,
+                Ok(available) => available,
+                Err(error) => return Read::Failed(error),
+            };
+            let newline = available.iter().position(|&byte| byte == b'\n');
+            let take = newline.map_or(available.len(), |at| at + 1);
+            let body = newline.unwrap_or(available.len());
+            let mut read = None;
+            if self.discarding {
+                if newline.is_some() {
+                    self.discarding = false;
+                }
+            } else if self.line.len() + body > self.limits.max_line_bytes() {
+                let room = ID_PREFIX.saturating_sub(self.line.len());
+                let prefix_end = body.min(room);
+                self.line.extend_from_slice(&available[..prefix_end]);
+                self.line.truncate(ID_PREFIX);
+                self.discarding = newline.is_none();
+                read = Some(Read::Oversized);
+            } else {
+                self.line.extend_from_slice(&available[..body]);
+                if newline.is_some() {
+                    read = Some(Read::Line);
+                }
+            }
+            self.reader.consume(take);
+            if let Some(read) = read {
+                return read;
+            }
+        }
+    }
+}
+
+enum Read {
+    Line,
+    Oversized,
+    End,
+    Failed(io::Error),
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: tokio::io::AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = io::Error;
+
+    fn name() -> Cow<'static, str> {
+        "cairnloop-stdio".into()
+    }
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let encoded = serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        let (done, written) = oneshot::channel();
+        let queued = match (encoded, self.outbox()) {
+            (Ok(line), Some(outbox)) => outbox
+                .send(Outgoing {
+                    line,
+                    done: Some(done),
+                })
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the writer has stopped")),
+            (Err(error), _) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
+            (_, None) => Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "transport closed",
+            )),
+        };
+        async move {
+            queued?;
+            written.await.unwrap_or_else(|_| {
+                Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "the writer has stopped",
+                ))
+            })
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let frame = match self.next_line().await {
+                Read::Line => judge(&self.line, &self.limits),
+                Read::Oversized => oversized(&self.line, &self.limits),
+                Read::End => return None,
+                Read::Failed(error) => {
+                    std::eprintln!("cairnloop mcp: cannot read the input: {error}");
+                    return None;
+                }
+            };
+            self.line.clear();
+            match frame {
+                Frame::Message(message) => return Some(message),
+                Frame::Reply(reply) => self.answer(&reply),
+                Frame::Skip(Some(reason)) => {
+                    std::eprintln!("cairnloop mcp: a notification was ignored: {reason}");
+                }
+                Frame::Skip(None) => {}
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.outbox = None;
+        if let Some(written) = self.written.take() {
+            let _ = written.await;
+        }
+        Ok(())
+    }
+}
