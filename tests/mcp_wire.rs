@@ -1,0 +1,544 @@
+//! The MCP server on its stdio transport, byte for byte: what a strict client sends, and
+//! what comes back (or what would once have been dropped without a word).
+#![cfg(feature = "rmcp")]
+
+#[path = "fixtures/desk.rs"]
+mod desk;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnloop::approvals::MemoryStore;
+use cairnloop::gate::LaneState;
+use cairnloop::mcp::{ClientApprover, FrameLimits, LineTransport, McpServer};
+use cairnloop::{Governor, IdempotencyKey, RiskTier};
+use desk::{DESK, Desk};
+use rmcp::ServiceExt;
+use serde_json::{Value, json};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
+
+type Shared = Arc<Governor<Desk, MemoryStore>>;
+
+/// The client's end of a server running on a duplex pipe.
+struct Wire {
+    write: WriteHalf<DuplexStream>,
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+}
+
+impl Wire {
+    async fn send(&mut self, line: &str) {
+        self.write.write_all(line.as_bytes()).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+    }
+
+    async fn send_json(&mut self, value: Value) {
+        self.send(&value.to_string()).await;
+    }
+
+    /// The next line from the server, within five seconds.
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
+            .await
+            .expect("the server answered within 5 s")
+            .unwrap()
+            .expect("the server is still there");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn initialize(&mut self, version: &str, capabilities: Value) -> Value {
+        self.send_json(json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": capabilities,
+                "clientInfo": { "name": "wire", "version": "1" },
+            },
+        }))
+        .await;
+        let answer = self.next().await;
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        answer
+    }
+
+    async fn call(&mut self, id: u32, name: &str, arguments: &str) -> Value {
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
+        ))
+        .await;
+        self.next().await
+    }
+}
+
+fn governor() -> Shared {
+    Arc::new(Governor::new(&DESK))
+}
+
+/// Serves `server` on a fresh pipe; the client's end.
+fn serve(server: McpServer<Desk, MemoryStore>, limits: FrameLimits) -> Wire {
+    let (client, ours) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(ours);
+    tokio::spawn(async move {
+        let running = server
+            .serve(LineTransport::new(read, write).with_limits(limits))
+            .await;
+        if let Ok(running) = running {
+            let _ = running.waiting().await;
+        }
+    });
+    let (read, write) = tokio::io::split(client);
+    Wire {
+        write,
+        lines: BufReader::new(read).lines(),
+    }
+}
+
+fn agent(governor: &Shared) -> McpServer<Desk, MemoryStore> {
+    McpServer::new(Arc::clone(governor), Desk::default(), "agent-7")
+        .with_account("acme")
+        .with_scopes(["orders:read", "tickets:write", "refunds:write"])
+}
+
+const NOTE: &str = r#"{"ticket": 42, "body": "Called twice."}"#;
+
+#[tokio::test]
+async fn every_bad_line_gets_a_json_rpc_error_never_silence() {
+    let mut wire = serve(
+        agent(&governor()),
+        FrameLimits::new().with_max_line_bytes(4096),
+    );
+    wire.initialize("2025-11-25", json!({})).await;
+
+    wire.send("this is not json").await;
+    let answer = wire.next().await;
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), &answer["id"]),
+        (Some(-32700), &Value::Null)
+    );
+
+    wire.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":[1]}"#)
+        .await;
+    let answer = wire.next().await;
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), &answer["id"]),
+        (Some(-32602), &json!(5))
+    );
+
+    let answer = wire.call(6, "lookup_order", "[1001]").await;
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), &answer["id"]),
+        (Some(-32602), &json!(6))
+    );
+    let answer = wire.call(7, "lookup_order", r#""{\"order\":1}""#).await;
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), &answer["id"]),
+        (Some(-32602), &json!(7))
+    );
+
+    // Past the size limit: the id came before the cut, so the answer carries it.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"x","arguments":{{"a":"{}"}}}}}}"#,
+        "y".repeat(8000)
+    );
+    wire.send(&big).await;
+    let answer = wire.next().await;
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), &answer["id"]),
+        (Some(-32600), &json!(8))
+    );
+
+    // Past the depth limit.
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"x","arguments":{{"a":{}1{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let mut limits_wire = serve(agent(&governor()), FrameLimits::new());
+    limits_wire.initialize("2025-11-25", json!({})).await;
+    limits_wire.send(&deep).await;
+    let answer = limits_wire.next().await;
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), &answer["id"]),
+        (Some(-32600), &json!(9))
+    );
+
+    // A JSON value that is no message, and a request of no known shape.
+    wire.send("[]").await;
+    assert_eq!(wire.next().await["error"]["code"], -32600);
+    wire.send(r#"{"jsonrpc":"2.0","id":10,"method":7}"#).await;
+    let answer = wire.next().await;
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), &answer["id"]),
+        (Some(-32600), &json!(10))
+    );
+
+    // After all that, the session still works.
+    let answer = wire.call(11, "lookup_order", r#"{"order": 1001}"#).await;
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({"status": "executed", "output": "shipped"})
+    );
+}
+
+#[tokio::test]
+async fn the_raw_argument_text_reaches_the_strict_decoder() {
+    let governor = governor();
+    let mut wire = serve(agent(&governor), FrameLimits::new());
+    wire.initialize("2025-11-25", json!({})).await;
+
+    // Duplicate keys: a field error, not the last value silently.
+    let answer = wire
+        .call(
+            1,
+            "refund_order",
+            r#"{"order": 1, "cents": 1, "cents": 5000, "reason": "late"}"#,
+        )
+        .await;
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["structuredContent"]["blocked"], "needs_input");
+    assert_eq!(
+        result["structuredContent"]["errors"][0]["code"], "duplicate_key",
+        "{result}"
+    );
+
+    // Three bad fields: three errors, each named in the text too.
+    let answer = wire
+        .call(
+            2,
+            "refund_order",
+            r#"{"order": "x", "cents": -5, "reason": "whenever"}"#,
+        )
+        .await;
+    let result = &answer["result"];
+    let paths: Vec<&str> = result["structuredContent"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|error| error["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/cents", "/order", "/reason"], "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    for path in ["/cents", "/order", "/reason"] {
+        assert!(text.contains(path), "{text}");
+    }
+    // Nothing was proposed.
+    assert!(
+        governor
+            .lanes(LaneState::Pending, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn the_protocol_versions_rmcp_serves_are_negotiated() {
+    for version in ["2025-06-18", "2025-11-25"] {
+        let mut wire = serve(agent(&governor()), FrameLimits::new());
+        let answer = wire.initialize(version, json!({})).await;
+        assert_eq!(answer["result"]["protocolVersion"], version);
+        let listed = {
+            wire.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+                .await;
+            wire.next().await
+        };
+        let names: Vec<&str> = listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "lookup_order",
+                "internal_note",
+                "refund_order",
+                "tag_ticket"
+            ]
+        );
+    }
+}
+
+/// A server whose client's person may approve low-write calls.
+fn trusting(governor: &Shared, timeout: Duration) -> McpServer<Desk, MemoryStore> {
+    agent(governor).with_client_approver(
+        ClientApprover::new("user:alice")
+            .may_approve(RiskTier::LowWrite)
+            .with_timeout(timeout),
+    )
+}
+
+const ELICITING: &str = r#"{"elicitation": {"form": {}}}"#;
+
+/// Calls the note tool and answers the approval prompt with `answer`; the final answer.
+async fn note_answered(wire: &mut Wire, answer: Value) -> Value {
+    wire.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"internal_note","arguments":{NOTE}}}}}"#
+    ))
+    .await;
+    let prompt = wire.next().await;
+    assert_eq!(prompt["method"], "elicitation/create", "{prompt}");
+    let message = prompt["params"]["message"].as_str().unwrap();
+    for shown in [
+        "Add internal note",
+        "low_write",
+        "tickets:write",
+        "Approval open until: ",
+    ] {
+        assert!(message.contains(shown), "{shown} in {message}");
+    }
+    wire.send_json(json!({"jsonrpc": "2.0", "id": prompt["id"], "result": answer}))
+        .await;
+    wire.next().await
+}
+
+#[tokio::test]
+async fn an_accepted_prompt_approves_as_the_clients_person_and_the_call_runs_once() {
+    let governor = governor();
+    let mut wire = serve(
+        trusting(&governor, Duration::from_secs(5)),
+        FrameLimits::new(),
+    );
+    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
+        .await;
+    let answer = note_answered(
+        &mut wire,
+        json!({"action": "accept", "content": {"decision": "approve"}}),
+    )
+    .await;
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({"status": "executed", "output": null})
+    );
+    let lanes = governor.lanes(LaneState::Executed, None, 10).await.unwrap();
+    assert_eq!(lanes.len(), 1);
+    assert_eq!(
+        (lanes[0].decided_by(), lanes[0].attempts()),
+        (Some("user:alice"), 1)
+    );
+}
+
+#[tokio::test]
+async fn a_declined_prompt_rejects_and_a_cancelled_one_leaves_the_call_pending() {
+    let governor = governor();
+    let mut wire = serve(
+        trusting(&governor, Duration::from_secs(5)),
+        FrameLimits::new(),
+    );
+    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
+        .await;
+    let answer = note_answered(&mut wire, json!({"action": "cancel"})).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"],
+        "awaiting_approval"
+    );
+    assert_eq!(answer["result"]["isError"], false);
+    let answer = note_answered(
+        &mut wire,
+        json!({"action": "accept", "content": {"decision": "maybe"}}),
+    )
+    .await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"],
+        "awaiting_approval"
+    );
+    let answer = note_answered(&mut wire, json!({"action": "decline"})).await;
+    let result = &answer["result"];
+    assert_eq!(
+        (
+            result["isError"].as_bool(),
+            &result["structuredContent"]["status"]
+        ),
+        (Some(true), &json!("rejected"))
+    );
+    assert_eq!(
+        result["structuredContent"]["reason"],
+        "declined by user:alice in the MCP client"
+    );
+    let lanes = governor.lanes(LaneState::Rejected, None, 10).await.unwrap();
+    assert_eq!((lanes.len(), lanes[0].attempts()), (1, 0));
+}
+
+#[tokio::test]
+async fn an_unanswered_prompt_times_out_and_the_call_stays_pending() {
+    let governor = governor();
+    let mut wire = serve(
+        trusting(&governor, Duration::from_millis(200)),
+        FrameLimits::new(),
+    );
+    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
+        .await;
+    let answer = wire.call(1, "internal_note", NOTE).await;
+    assert_eq!(answer["method"], "elicitation/create");
+    // No answer: the prompt is withdrawn, and the call answered as pending.
+    let withdrawn = wire.next().await;
+    assert_eq!(
+        withdrawn["method"], "notifications/cancelled",
+        "{withdrawn}"
+    );
+    let answer = wire.next().await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"], "awaiting_approval",
+        "{answer}"
+    );
+    assert_eq!(
+        governor
+            .lanes(LaneState::Pending, None, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn tiers_the_host_does_not_trust_the_person_for_are_never_prompted() {
+    let governor = governor();
+    let mut wire = serve(
+        trusting(&governor, Duration::from_secs(5)),
+        FrameLimits::new(),
+    );
+    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
+        .await;
+    // High-write: another operator decides; no prompt is sent.
+    let answer = wire
+        .call(
+            1,
+            "refund_order",
+            r#"{"order": 1, "cents": 5, "reason": "late"}"#,
+        )
+        .await;
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"],
+        "awaiting_approval"
+    );
+    // The strict default: a server with no trusted person never prompts, even a client
+    // that can show prompts.
+    let mut strict = serve(agent(&governor), FrameLimits::new());
+    strict
+        .initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
+        .await;
+    let answer = strict.call(2, "internal_note", NOTE).await;
+    assert_eq!(answer["id"], 2);
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"],
+        "awaiting_approval"
+    );
+    // A person with the agent's own id cannot approve its calls.
+    let same = agent(&governor)
+        .with_client_approver(ClientApprover::new("AGENT-7").may_approve(RiskTier::LowWrite));
+    let mut same = serve(same, FrameLimits::new());
+    same.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
+        .await;
+    let answer = note_answered(
+        &mut same,
+        json!({"action": "accept", "content": {"decision": "approve"}}),
+    )
+    .await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"],
+        "awaiting_approval"
+    );
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not applied")
+    );
+}
+
+fn stateless_call(id: u32, extra: Value) -> Value {
+    let mut params = json!({
+        "name": "internal_note",
+        "arguments": serde_json::from_str::<Value>(NOTE).unwrap(),
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "wire", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": serde_json::from_str::<Value>(ELICITING).unwrap(),
+        },
+    });
+    params
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })
+}
+
+#[tokio::test]
+async fn a_stateless_peer_gets_the_prompt_in_the_result_and_retries_with_the_answer() {
+    let governor = governor();
+    let mut wire = serve(
+        trusting(&governor, Duration::from_secs(5)),
+        FrameLimits::new(),
+    );
+    wire.send_json(stateless_call(1, json!({}))).await;
+    let first = wire.next().await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    let prompt = &result["inputRequests"]["approval"];
+    assert_eq!(prompt["method"], "elicitation/create");
+    assert!(
+        prompt["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Add internal note")
+    );
+
+    // A tampered handle is refused, and nothing is decided.
+    let mut tampered = state.clone().into_bytes();
+    tampered[0] = if tampered[0] == b'a' { b'b' } else { b'a' };
+    let approve =
+        json!({ "approval": { "action": "accept", "content": { "decision": "approve" } } });
+    wire.send_json(stateless_call(
+        2,
+        json!({
+            "requestState": String::from_utf8(tampered).unwrap(),
+            "inputResponses": approve,
+        }),
+    ))
+    .await;
+    let refused = wire.next().await;
+    assert_eq!(
+        (refused["error"]["code"].as_i64(), &refused["id"]),
+        (Some(-32602), &json!(2))
+    );
+    let key: IdempotencyKey = state.parse().unwrap();
+    assert_eq!(
+        governor.lane(&key).await.unwrap().state(),
+        LaneState::Pending
+    );
+
+    // The real handle with the approval: the call runs, once.
+    wire.send_json(stateless_call(
+        3,
+        json!({ "requestState": state, "inputResponses": approve }),
+    ))
+    .await;
+    let done = wire.next().await;
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"status": "executed", "output": null}),
+        "{done}"
+    );
+    let lane = governor.lane(&key).await.unwrap();
+    assert_eq!(
+        (lane.state(), lane.attempts(), lane.decided_by()),
+        (LaneState::Executed, 1, Some("user:alice"))
+    );
+    // Echoing it again does not run it again: the recorded outcome comes back.
+    wire.send_json(stateless_call(
+        4,
+        json!({ "requestState": key.to_string(), "inputResponses": approve }),
+    ))
+    .await;
+    let again = wire.next().await;
+    assert_eq!(again["result"]["structuredContent"]["status"], "executed");
+    assert_eq!(governor.lane(&key).await.unwrap().attempts(), 1);
+}
