@@ -143,7 +143,14 @@ where
 
     /// Queues an answer the transport gives itself (no one waits for it).
     fn answer(&mut self, reply: &ServerJsonRpcMessage) {
-        let Ok(mut line) = serde_json::to_vec(reply) else {
+        let Ok(mut value) = serde_json::to_value(reply) else {
+            return;
+        };
+        // JSON-RPC: an error whose request's id cannot be known says `"id": null`.
+        if let Some(object) = value.as_object_mut() {
+            object.entry("id").or_insert(serde_json::Value::Null);
+        }
+        let Ok(mut line) = serde_json::to_vec(&value) else {
             return;
         };
         line.push(b'\n');

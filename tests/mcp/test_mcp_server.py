@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from mcp import ClientSession
+from mcp import Client, ClientSession, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
@@ -27,15 +27,23 @@ ADMIN = [
 ]
 
 
-def session(args, steps, store=None):
-    """Starts the server with `args` on `store` (default: a fresh one), initializes, and
-    runs `steps(session)`."""
+# The person at the client may approve low-write calls through the client's prompt.
+TRUSTING = [*AGENT, "--client-approver", "user:alice", "--client-approves", "low_write"]
+
+
+def fresh_store():
+    return f"{tempfile.mkdtemp(prefix='cairnloop-mcp-')}/approvals.db"
+
+
+def session(args, steps, store=None, elicitation=None):
+    """Starts the server with `args` on `store` (default: a fresh one), initializes (with
+    an approval prompt answered by `elicitation`, when given), and runs `steps(session)`."""
 
     async def run():
-        path = store or f"{tempfile.mkdtemp(prefix='cairnloop-mcp-')}/approvals.db"
+        path = store or fresh_store()
         params = StdioServerParameters(command=SERVER, args=[*args, "--store", path])
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as client:
+            async with ClientSession(read, write, elicitation_callback=elicitation) as client:
                 init = await client.initialize()
                 assert init.server_info.name == "cairnloop"
                 return await steps(client)
@@ -78,7 +86,7 @@ def test_annotations_are_explicit_and_honest():
     assert sorted(tools["refund_order"].input_schema["required"]) == ["cents", "order", "reason"]
 
 
-def calls(args, *requests, store=None):
+def calls(args, *requests, store=None, elicitation=None):
     async def steps(client):
         results = []
         for name, arguments in requests:
@@ -88,7 +96,39 @@ def calls(args, *requests, store=None):
                 results.append(error)
         return results
 
-    return session(args, steps, store)
+    return session(args, steps, store, elicitation)
+
+
+def answering(action, content=None, seen=None):
+    """An approval prompt handler that answers `action` (and records each prompt)."""
+
+    async def answer(context, params):
+        if seen is not None:
+            seen.append(params.message)
+        return types.ElicitResult(action=action, content=content)
+
+    return answer
+
+
+def raw(args, *lines, store=None):
+    """Sends raw lines to the server after an initialize handshake, and reads one answer
+    per line (stdin stays open until then: closing it ends the session)."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}
+    server = subprocess.Popen(
+        [SERVER, *args, "--store", store or fresh_store()],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        server.stdin.write("\n".join([json.dumps(init), *lines]) + "\n")
+        server.stdin.flush()
+        answers = [json.loads(server.stdout.readline()) for _ in range(len(lines) + 1)]
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+    assert answers[0]["id"] == 0, answers
+    return answers[1:]
 
 
 def operator(store, *words):
@@ -131,6 +171,9 @@ def test_calls_execute_await_approval_or_block():
     assert isinstance(unknown, MCPError)
     assert unknown.error.code == -32602
     assert "Unknown tool" in unknown.error.message
+
+    # The result is the envelope the tool's outputSchema describes.
+    assert auto.structured_content == {"status": "executed", "output": "shipped"}
 
     # Bad arguments: every field error, with paths.
     assert bad.is_error is True
@@ -187,9 +230,99 @@ def test_a_rejected_call_says_so_and_does_not_run():
     proposal = first.structured_content["proposal_id"]
     operator(store, "reject", proposal, "--as", "ops-lead", "--reason", "above the limit")
     (again,) = calls(ADMIN, refund, store=store)
+    assert again.is_error is True
     assert again.structured_content["status"] == "rejected"
     assert again.structured_content["reason"] == "above the limit"
     assert "rejected" in again.content[0].text
+
+
+NOTE = ("internal_note", {"ticket": 42, "body": "Called twice."})
+
+
+def test_an_accepted_prompt_approves_and_the_call_runs_in_the_same_call():
+    store, seen = fresh_store(), []
+    approve = answering("accept", {"decision": "approve"}, seen)
+    (ran,) = calls(TRUSTING, NOTE, store=store, elicitation=approve)
+    assert ran.is_error is False
+    assert ran.structured_content == {"status": "executed", "output": None}
+    # The prompt showed the preview, the tier, the scopes and the expiry.
+    for shown in ("Add internal note", "low_write", "tickets:write", "Approval open until"):
+        assert shown in seen[0]
+    proposal = json.loads(operator(store, "show", re.search(r"Proposal: ([0-9a-f]{64})", seen[0])[1]))
+    assert (proposal["state"], proposal["attempts"], proposal["decided_by"]) == ("executed", 1, "user:alice")
+
+
+def test_a_declined_prompt_rejects_the_call():
+    (rejected,) = calls(TRUSTING, NOTE, elicitation=answering("decline"))
+    assert rejected.is_error is True
+    assert rejected.structured_content["status"] == "rejected"
+    assert rejected.structured_content["reason"] == "declined by user:alice in the MCP client"
+
+
+def test_a_tier_the_person_is_not_trusted_for_is_never_prompted():
+    seen = []
+    refund = ("refund_order", {"order": 1, "cents": 5, "reason": "late"})
+    admin_trusting = [*ADMIN, "--client-approver", "user:alice", "--client-approves", "low_write"]
+    (waiting,) = calls(admin_trusting, refund, elicitation=answering("accept", {"decision": "approve"}, seen))
+    assert waiting.structured_content["status"] == "awaiting_approval"
+    assert seen == []
+
+
+def test_the_multi_round_trip_form_carries_the_prompt_and_the_answer():
+    """A client on protocol 2026-07-28: no request mid-call; the prompt comes back in the
+    result, and the SDK retries with the answer and the server's opaque handle."""
+    store, seen = fresh_store(), []
+
+    async def run():
+        params = StdioServerParameters(command=SERVER, args=[*TRUSTING, "--store", store])
+        approve = answering("accept", {"decision": "approve"}, seen)
+        async with Client(params, mode="2026-07-28", elicitation_callback=approve) as client:
+            return await client.call_tool(*NOTE)
+
+    ran = asyncio.run(run())
+    assert ran.structured_content == {"status": "executed", "output": None}
+    key = re.search(r"Proposal: ([0-9a-f]{64})", seen[0])[1]
+    shown = json.loads(operator(store, "show", key))
+    assert (shown["state"], shown["attempts"], shown["decided_by"]) == ("executed", 1, "user:alice")
+
+
+def test_three_bad_fields_three_errors():
+    (bad,) = calls(ADMIN, ("refund_order", {"order": "x", "cents": -5, "reason": "whenever"}))
+    assert bad.is_error is True
+    assert [e["path"] for e in bad.structured_content["errors"]] == ["/cents", "/order", "/reason"]
+    for path in ("/cents", "/order", "/reason"):
+        assert path in bad.content[0].text
+
+
+def test_raw_frames_duplicate_keys_non_object_arguments_and_junk_are_answered():
+    call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"refund_order","arguments":%s}}'
+    answers = raw(
+        ADMIN,
+        call % (1, '{"order": 1, "cents": 1, "cents": 5000, "reason": "late"}'),
+        call % (2, "[1, 2]"),
+        "not json at all",
+        '{"jsonrpc":"2.0","id":3,"method":"tools/list","params":"all"}',
+    )
+    # Answers come as they are ready, not in order: match them by id.
+    by_id = {answer["id"]: answer for answer in answers}
+    assert len(answers) == len(by_id) == 4
+    duplicate, listed, junk, scalar = (by_id[key] for key in (1, 2, None, 3))
+    assert duplicate["id"] == 1 and duplicate["result"]["isError"] is True
+    assert duplicate["result"]["structuredContent"]["errors"][0]["code"] == "duplicate_key"
+    assert (listed["id"], listed["error"]["code"]) == (2, -32602)
+    assert (junk["id"], junk["error"]["code"]) == (None, -32700)
+    assert (scalar["id"], scalar["error"]["code"]) == (3, -32602)
+
+
+def test_help_and_bad_flags():
+    done = subprocess.run([SERVER, "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "--client-approver" in done.stdout
+    done = subprocess.run([SERVER, "--actor", "a", "--bogus", "x"], capture_output=True, text=True)
+    assert done.returncode == 2 and "unknown option --bogus" in done.stderr
+    done = subprocess.run([SERVER, "--actor", "a", "--client-approves", "low_write"], capture_output=True, text=True)
+    assert done.returncode == 2 and "needs --client-approver" in done.stderr
+    done = subprocess.run([SERVER, "operator", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "approve" in done.stdout
 
 
 if __name__ == "__main__":
