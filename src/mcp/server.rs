@@ -354,12 +354,19 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
             None => Value::Object(request.arguments.clone().unwrap_or_default()).to_string(),
         };
         let name = request.name.as_ref();
-        // A retry of the multi-round-trip form: what it echoes must be this call's key.
+        // A retry of the multi-round-trip form: what it echoes must be the key of this
+        // very call, proposed and stored in the first round.
         if let Some(state) = &request.request_state {
-            let key = self.proposal_key(name, &arguments);
-            if key.is_none_or(|key| key.to_string() != *state) {
+            let key = self
+                .proposal_key(name, &arguments)
+                .filter(|key| key.to_string() == *state);
+            let stored = match key {
+                Some(key) => self.governor.lane(&key).await.is_ok(),
+                None => false,
+            };
+            if !stored {
                 return Err(ErrorData::invalid_params(
-                    "requestState does not belong to this call; nothing was done",
+                    "requestState does not name a stored proposal of this call; nothing was done",
                     None,
                 ));
             }
