@@ -325,13 +325,13 @@ fn scan(line: &[u8]) -> Shape {
                     depth = depth.saturating_sub(1);
                 }
             }
-            b':' if depth == 1 => {
-                if last_key
+            // Every key is taken at its colon; only `id` marks where its value starts.
+            b':' if depth == 1
+                && last_key
                     .take()
-                    .is_some_and(|(from, to)| &line[from..to] == b"id")
-                {
-                    id_value = Some(at + 1);
-                }
+                    .is_some_and(|(from, to)| &line[from..to] == b"id") =>
+            {
+                id_value = Some(at + 1);
             }
             _ => {}
         }
