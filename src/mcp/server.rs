@@ -31,28 +31,41 @@ use crate::json::ToolCall;
 /// Serves a [`Governor`](crate::Governor)'s tools over MCP with rmcp, for one actor:
 /// `tools/list` answers with the tools the actor may call (the same gates as a call), and
 /// `tools/call` goes through the governor, which records every decision in its audit
-/// trail.
+/// trail. Every result carries `structuredContent` with a `status`:
 ///
 /// | the governor says | `tools/call` answers |
 /// |---|---|
-/// | *executed* | the tool's output as text (and as `structuredContent` when it is an object) |
-/// | *awaiting approval* | a result with `status: awaiting_approval`, the proposal's id and the preview; the proposal is in the governor's store |
-/// | *blocked* | a tool error (`isError: true`) with the code and reason; for invalid input, every field error |
-/// | unknown tool | the protocol error the spec prescribes: `-32602` (invalid params) |
+/// | *executed* (now, or earlier: a repeat gives back the recorded output) | `status: executed` and the tool's `output` |
+/// | *awaiting approval* | `status: awaiting_approval`, the proposal's id, preview, tier, scopes and `expires_at`; the proposal is in the governor's store |
+/// | rejected, expired, invalidated, … | a tool error (`isError: true`) with the lane's state and reason |
+/// | *blocked* | a tool error with `blocked` (its code) and the reason; for invalid input, every field error, and the missing scopes for `scope_missing` |
+/// | unknown tool | the protocol error the specification names: `-32602` (invalid params) |
 ///
-/// Arguments reach the server already parsed by the MCP transport, so duplicate keys
-/// cannot be seen here; every other rule of the input gate applies.
+/// **The approval loop.** A call that needs approval is proposed and stays in the store
+/// until someone decides it; made again (the same arguments, so the same key) after an
+/// approval, it runs once, and made again after that, it gives back the recorded output.
+/// With a [`ClientApprover`] the person at the client is asked in the same call
+/// (`elicitation/create`, or, with a peer on protocol 2026-07-28, an `input_required`
+/// result whose `requestState` is the proposal's key): *accept* with `decision:
+/// approve` approves and runs the call, *decline* rejects it, anything else leaves it
+/// pending. The host names the tiers for which that person's answer counts; by default
+/// none, and every approval comes from an operator out of band.
+///
+/// Served on [`LineTransport`](crate::mcp::LineTransport), each call's argument text is
+/// decoded exactly as sent (duplicate keys, numbers past their type: field errors). On
+/// another transport the arguments arrive as a parsed map, where a duplicate key is
+/// already lost.
 ///
 /// ```no_run
 /// # use std::sync::Arc;
-/// # use cairnloop::{Governor, Registry, mcp::McpServer};
+/// # use cairnloop::{Governor, Registry, mcp::{LineTransport, McpServer}};
 /// # static TOOLS: Registry<()> = Registry::new(&[]);
 /// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
 /// use rmcp::ServiceExt;
 ///
 /// let governor = Arc::new(Governor::new(&TOOLS));
 /// let server = McpServer::new(governor, (), "agent-7").with_scopes(["orders:read"]);
-/// server.serve(rmcp::transport::stdio()).await?.waiting().await?;
+/// server.serve(LineTransport::stdio()).await?.waiting().await?;
 /// # Ok(())
 /// # }
 /// ```
