@@ -366,6 +366,35 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any bytes at all: an answer or a message, never a panic.
+        #[test]
+        fn any_line_is_judged_without_panicking(
+            line in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        ) {
+            let _ = judge(&line, &FrameLimits::new().with_max_depth(8));
+            let _ = oversized(&line, &FrameLimits::new());
+        }
+
+        /// The id the scan reads is the id a JSON parser reads, wherever it stands among
+        /// other keys, whatever the strings around it hold.
+        #[test]
+        fn the_scan_reads_the_id_a_parser_reads(
+            before in r#"[a-z\\"{}\[\],:]{0,12}"#,
+            after in r#"[a-z\\"{}\[\],:]{0,12}"#,
+            number in 0u32..1000,
+            text in r#"[a-z\\"]{0,8}"#,
+            as_text in proptest::prelude::any::<bool>(),
+        ) {
+            use alloc::string::ToString;
+            let id = if as_text { Value::from(text) } else { Value::from(number) };
+            let line = serde_json::json!({ "a": { "id": 5, "s": before }, "id": id, "z": after })
+                .to_string();
+            let expected = serde_json::from_value::<RequestId>(id).ok();
+            proptest::prop_assert_eq!(scan(line.as_bytes()).id, expected, "{}", line);
+        }
+    }
+
     #[test]
     fn the_scan_counts_depth_outside_strings() {
         assert_eq!(scan(b"{\"a\":[[{}]]}").depth, 4);
