@@ -10,6 +10,7 @@ mod call;
 mod canonical;
 mod entry;
 mod key;
+mod prescan;
 mod preview;
 mod proposal;
 #[cfg(feature = "schemars")]
