@@ -1,1 +1,141 @@
-//! Nothing here: the crate exists for its benchmark, `governance.rs`.
+//! What the benchmarks share: a call by name with a five-field JSON object, to a tool of
+//! each kind the budgets name (one that runs, one that awaits approval, one whose policy
+//! refuses), and the floor each is measured against.
+//!
+//! `governance.rs` times them with criterion, `allocations.rs` counts their allocations,
+//! and `profile.rs` runs one path in a loop for callgrind.
+
+use cairnloop::approvals::{AuditSink, DiscardAudit, MemoryStore};
+use cairnloop::{
+    Actor, Governor, InputErrors, Invocation, PolicyDenial, Registry, RiskTier, Scope, Tool,
+    ToolCall, ToolEntry, ToolSpec,
+};
+use serde::{Deserialize, Serialize};
+
+/// The input: five fields, as a model would send them.
+#[derive(Debug, Deserialize, Serialize)]
+#[allow(dead_code, reason = "decoded, not read")]
+pub struct Shipment {
+    pub order: u32,
+    pub carrier: String,
+    pub weight_grams: u32,
+    pub express: bool,
+    pub note: String,
+}
+
+/// The argument text of every call.
+pub const SHIPMENT: &str = r#"{"order": 1001, "carrier": "DHL", "weight_grams": 1250, "express": true, "note": "leave at the door"}"#;
+
+macro_rules! shipping_tool {
+    ($ty:ident, $name:literal, $tier:expr, $allowed:expr) => {
+        /// A shipping tool (see the module).
+        pub struct $ty;
+
+        impl Tool for $ty {
+            const SPEC: ToolSpec = ToolSpec::new($name, "Ship", "Ships an order.", $tier);
+            const SCOPES: &'static [Scope] = &[Scope::new("orders:write")];
+            type Input = Shipment;
+            type Output = ();
+            type Error = String;
+            type Context = ();
+            fn validate(_: &Shipment) -> Result<(), InputErrors> {
+                Ok(())
+            }
+            fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+                if $allowed {
+                    Ok(())
+                } else {
+                    Err(PolicyDenial::Denied("shipping is paused"))
+                }
+            }
+            async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
+                Ok(())
+            }
+        }
+    };
+}
+
+shipping_tool!(Ship, "ship", RiskTier::ReadOnly, true);
+shipping_tool!(ShipLater, "ship_later", RiskTier::HighWrite, true);
+shipping_tool!(ShipPaused, "ship_paused", RiskTier::ReadOnly, false);
+
+/// The three tools, callable by name.
+pub static SHIPPING: Registry<()> = Registry::new(&[
+    ToolEntry::json::<Ship>(),
+    ToolEntry::json::<ShipLater>(),
+    ToolEntry::json::<ShipPaused>(),
+]);
+
+/// The paths the budgets name, each a call by name of [`SHIPMENT`].
+#[derive(Clone, Copy, Debug)]
+pub enum Path {
+    /// Decode, gates, run, output as JSON.
+    Executes,
+    /// Gate 0: no such tool.
+    UnknownTool,
+    /// Gate 2: the actor lacks the scope.
+    ScopeMissing,
+    /// Gate 3: the policy refuses.
+    PolicyDenied,
+    /// Decode, gates, canonical JSON, key, preview, snapshots: a proposal.
+    Proposal,
+}
+
+impl Path {
+    /// Every path, with its name in reports.
+    pub const ALL: [(Path, &'static str); 5] = [
+        (Path::Executes, "executes"),
+        (Path::UnknownTool, "blocked_gate0_unknown_tool"),
+        (Path::ScopeMissing, "blocked_gate2_scope"),
+        (Path::PolicyDenied, "blocked_gate3_policy"),
+        (Path::Proposal, "proposal"),
+    ];
+
+    /// The tool the path calls and whether the actor holds the scope.
+    fn call(self) -> (&'static str, bool) {
+        match self {
+            Path::Executes => ("ship", true),
+            Path::UnknownTool => ("shop", true),
+            Path::ScopeMissing => ("ship", false),
+            Path::PolicyDenied => ("ship_paused", true),
+            Path::Proposal => ("ship_later", true),
+        }
+    }
+}
+
+/// A governor over [`SHIPPING`] whose audit records go to `sink`.
+pub fn governor(sink: impl AuditSink + 'static) -> Governor<(), MemoryStore> {
+    Governor::new(&SHIPPING).with_audit_sink(sink)
+}
+
+/// A governor over [`SHIPPING`] whose audit records go to its memory store (the default).
+pub fn governor_with_store_log() -> Governor<(), MemoryStore> {
+    Governor::new(&SHIPPING)
+}
+
+/// A governor whose sink discards: the figures are the pipeline's.
+pub fn discarding() -> Governor<(), MemoryStore> {
+    governor(DiscardAudit)
+}
+
+/// One call of `path` through `governor`; its outcome's code. A proposal is made on a
+/// fresh key each time only if the store is fresh: callers that repeat it measure the
+/// repeat (the same proposal found again) unless they pass `fresh`.
+pub fn call(governor: &Governor<(), MemoryStore>, path: Path, arguments: &str) -> &'static str {
+    let (name, scoped) = path.call();
+    let scopes: &[&str] = if scoped { &["orders:write"] } else { &[] };
+    let actor = Actor::new("agent", scopes);
+    let call = ToolCall::new(name, arguments);
+    match pollster::block_on(governor.call(&call, &actor, &())) {
+        Ok(outcome) => outcome.code(),
+        Err(_) => "error",
+    }
+}
+
+/// The floor: decode the same text with serde_json, call the tool's function directly,
+/// and encode its output as JSON.
+pub fn floor(arguments: &str) -> bool {
+    let shipment = serde_json::from_str::<Shipment>(arguments).ok();
+    std::hint::black_box(&shipment);
+    serde_json::to_value(()).is_ok()
+}

@@ -10,12 +10,12 @@ mod call;
 mod canonical;
 mod entry;
 mod key;
-mod prescan;
 mod preview;
 mod proposal;
 #[cfg(feature = "schemars")]
 pub(crate) mod schema;
 pub(crate) mod strict;
+mod watch;
 
 pub use audit::AuditEvent;
 pub(crate) use call::{Admitted, decode_stored, gate_call, propose_call, run_ready};

@@ -14,7 +14,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde_json::{Map, Number, Value};
 
 use crate::declare::{FieldError, InputErrors, InputLimits};
-use crate::json::prescan::plainly_valid;
+use crate::json::watch::decode_watched;
 
 /// The largest integer every JSON peer and RFC 8785 keep exact: 2^53 − 1.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -309,30 +309,18 @@ pub(crate) fn decode<T: DeserializeOwned>(mut arguments: Value) -> Result<T, Inp
 /// The whole of gate 1's decoding for a call by name: the argument text parsed strictly
 /// within `limits`, then decoded into `T` with every field error.
 ///
-/// Text that plainly passes the strict parse (one scan, no tree built) is decoded straight
-/// from the text; if that succeeds with no unknown field, that is the input. Anything else
-/// takes the slow way, which names every error.
+/// First the fast way: the input decoded straight from the text, the strict parse's rules
+/// watched in the same pass. Only what the watch cannot vouch for takes the slow way
+/// (a tree, then decoding pass after pass), which names every error.
 pub(crate) fn decode_text<T: DeserializeOwned>(
     text: &str,
     limits: &InputLimits,
 ) -> Result<T, InputErrors> {
-    if plainly_valid(text, limits)
-        && let Some(input) = decode_plain(text)
-    {
+    if let Some(input) = decode_watched(text, limits) {
         return Ok(input);
     }
     let arguments = parse_arguments(text, limits)?;
     decode(Value::Object(arguments))
-}
-
-/// The input decoded straight from text already scanned, when it has no error and no
-/// field the type does not know.
-fn decode_plain<T: DeserializeOwned>(text: &str) -> Option<T> {
-    let mut unknown = false;
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let input = serde_ignored::deserialize(&mut deserializer, |_| unknown = true).ok()?;
-    deserializer.end().ok()?;
-    (!unknown).then_some(input)
 }
 
 /// Bounds the passes of [`decode`] on a hostile input with very many bad fields.

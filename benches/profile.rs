@@ -1,0 +1,33 @@
+//! One path of a call by name, in a loop, for a profiler:
+//!
+//! ```sh
+//! cargo bench -p cairnloop-benches --bench profile --no-run
+//! valgrind --tool=callgrind target/release/deps/profile-* executes 20000
+//! ```
+//!
+//! Paths: `floor` and each name of `cairnloop_benches::Path::ALL`.
+
+use cairnloop_benches::{Path, SHIPMENT, call, discarding, floor};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().unwrap_or_else(|| "executes".into());
+    let times: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
+    if path == "floor" {
+        let ok = (0..times)
+            .filter(|_| floor(std::hint::black_box(SHIPMENT)))
+            .count();
+        println!("floor: {ok} of {times}");
+        return;
+    }
+    let Some(&(chosen, _)) = Path::ALL.iter().find(|(_, name)| *name == path) else {
+        eprintln!("unknown path {path}");
+        std::process::exit(2);
+    };
+    let governor = discarding();
+    let mut last = "";
+    for _ in 0..times {
+        last = call(&governor, chosen, std::hint::black_box(SHIPMENT));
+    }
+    println!("{path}: {last} ×{times}");
+}
