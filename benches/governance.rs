@@ -7,13 +7,12 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use cairnloop::approvals::DiscardAudit;
 use cairnloop::{
-    Actor, ApprovalMode, Decision, Governor, IdempotencyKey, InputErrors, Invocation, ModePolicy,
-    PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec, decide,
+    Actor, ApprovalMode, Decision, IdempotencyKey, InputErrors, Invocation, ModePolicy,
+    PolicyDenial, Registry, RiskTier, Scope, Tool, ToolEntry, ToolSpec, decide,
 };
-use criterion::{BenchmarkId, Criterion};
-use serde::{Deserialize, Serialize};
+use cairnloop_benches::{self as benches, Path, SHIPMENT};
+use criterion::{BatchSize, BenchmarkId, Criterion};
 use sha2::{Digest, Sha256};
 
 // ---------------------------------------------------------------------------------------
@@ -196,62 +195,52 @@ fn name_resolution(c: &mut Criterion) {
 }
 
 // ---------------------------------------------------------------------------------------
-// 3. A call by name with a five-field JSON object.
-
-#[derive(Deserialize, Serialize)]
-#[allow(dead_code, reason = "decoded, not read")]
-struct Shipment {
-    order: u32,
-    carrier: String,
-    weight_grams: u32,
-    express: bool,
-    note: String,
-}
-
-struct Ship;
-
-impl Tool for Ship {
-    const SPEC: ToolSpec = ToolSpec::new("ship", "Ship", "Ships an order.", RiskTier::ReadOnly);
-    const SCOPES: &'static [Scope] = &[Scope::new("orders:write")];
-    type Input = Shipment;
-    type Output = ();
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Shipment) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-static SHIPPING: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
-
-const SHIPMENT: &str = r#"{"order": 1001, "carrier": "DHL", "weight_grams": 1250, "express": true, "note": "leave at the door"}"#;
+// 3. Calls by name with a five-field JSON object (the fixture in `lib.rs`): one that
+//    runs, three blocked at gates 0, 2 and 3, and a proposal; each against the floor.
 
 fn by_name_call(c: &mut Criterion) {
-    let actor = Actor::new("agent", &["orders:write"]);
-    // A sink that discards: the figure is the pipeline's, not the audit trail's.
-    let governor = Governor::new(&SHIPPING).with_audit_sink(DiscardAudit);
     let mut group = c.benchmark_group("by_name_call");
+    // A sink that discards: the figure is the pipeline's, not the audit trail's.
+    let discarding = benches::discarding();
     group.bench_function("cairnloop", |b| {
-        b.iter(|| {
-            let call = ToolCall::new("ship", black_box(SHIPMENT));
-            let outcome = pollster::block_on(governor.call(&call, &actor, &()));
-            outcome.map(|outcome| outcome.code())
-        })
+        b.iter(|| benches::call(&discarding, Path::Executes, black_box(SHIPMENT)))
+    });
+    // The default: every decision appended to the memory store's audit log.
+    group.bench_function("cairnloop_store_log", |b| {
+        b.iter_batched_ref(
+            benches::governor_with_store_log,
+            |governor| benches::call(governor, Path::Executes, black_box(SHIPMENT)),
+            BatchSize::SmallInput,
+        )
     });
     // Floor: decode, a direct call, and the output as JSON (the governor returns JSON).
-    group.bench_function("floor", |b| {
-        b.iter(|| {
-            let shipment = serde_json::from_str::<Shipment>(black_box(SHIPMENT)).ok();
-            black_box(&shipment);
-            serde_json::to_value(()).is_ok()
-        })
+    group.bench_function("floor", |b| b.iter(|| benches::floor(black_box(SHIPMENT))));
+    group.finish();
+
+    let mut group = c.benchmark_group("by_name_blocked");
+    for (path, name) in [
+        (Path::UnknownTool, "gate0"),
+        (Path::ScopeMissing, "gate2"),
+        (Path::PolicyDenied, "gate3"),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| benches::call(&discarding, path, black_box(SHIPMENT)))
+        });
+    }
+    group.bench_function("floor", |b| b.iter(|| benches::floor(black_box(SHIPMENT))));
+    group.finish();
+
+    let mut group = c.benchmark_group("proposal");
+    // A fresh store for each call, so that each one is a new proposal (made outside the
+    // timing).
+    group.bench_function("cairnloop", |b| {
+        b.iter_batched_ref(
+            benches::discarding,
+            |governor| benches::call(governor, Path::Proposal, black_box(SHIPMENT)),
+            BatchSize::SmallInput,
+        )
     });
+    group.bench_function("floor", |b| b.iter(|| benches::floor(black_box(SHIPMENT))));
     group.finish();
 }
 
@@ -376,7 +365,17 @@ fn report() {
             "floor/10000".into(),
             1.0,
         ),
-        ("by_name_call", "cairnloop".into(), "floor".into(), 1.25),
+        ("by_name_call", "cairnloop".into(), "floor".into(), 2.5),
+        (
+            "by_name_call",
+            "cairnloop_store_log".into(),
+            "floor".into(),
+            2.5,
+        ),
+        ("by_name_blocked", "gate0".into(), "floor".into(), 1.2),
+        ("by_name_blocked", "gate2".into(), "floor".into(), 1.2),
+        ("by_name_blocked", "gate3".into(), "floor".into(), 1.2),
+        ("proposal", "cairnloop".into(), "floor".into(), 6.0),
         ("visibility_1000", "cairnloop".into(), "floor".into(), 2.0),
         ("idempotency_key", "cairnloop".into(), "floor".into(), 1.5),
     ];

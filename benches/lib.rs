@@ -126,9 +126,20 @@ pub fn call(governor: &Governor<(), MemoryStore>, path: Path, arguments: &str) -
     let scopes: &[&str] = if scoped { &["orders:write"] } else { &[] };
     let actor = Actor::new("agent", scopes);
     let call = ToolCall::new(name, arguments);
-    match pollster::block_on(governor.call(&call, &actor, &())) {
+    match run(governor.call(&call, &actor, &())) {
         Ok(outcome) => outcome.code(),
         Err(_) => "error",
+    }
+}
+
+/// Drives a future as a host's runtime would drive one that never waits: polled once
+/// (nothing in these paths waits), else to completion on this thread.
+pub fn run<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => pollster::block_on(future),
     }
 }
 

@@ -50,11 +50,27 @@ pub trait AuditSink: Send + Sync {
     /// Takes one record. It must not fail the call: a sink that can fail buffers or
     /// reports on its own.
     fn record(&self, record: &AuditRecord);
+
+    /// Whether this sink keeps anything. A sink that answers `false` (like
+    /// [`DiscardAudit`]) spares the governor building decision records for it; it may
+    /// still be handed records of lane moves.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{AuditSink, DiscardAudit};
+    /// assert!(!DiscardAudit.keeps_records());
+    /// ```
+    fn keeps_records(&self) -> bool {
+        true
+    }
 }
 
 impl<S: AuditSink + ?Sized> AuditSink for Arc<S> {
     fn record(&self, record: &AuditRecord) {
         (**self).record(record);
+    }
+
+    fn keeps_records(&self) -> bool {
+        (**self).keeps_records()
     }
 }
 
@@ -71,6 +87,10 @@ pub struct DiscardAudit;
 
 impl AuditSink for DiscardAudit {
     fn record(&self, _: &AuditRecord) {}
+
+    fn keeps_records(&self) -> bool {
+        false
+    }
 }
 
 /// A sink that emits each record as a `tracing` event (target `cairnloop::audit`, level

@@ -382,8 +382,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         context: &C,
     ) -> Result<Outcome, ApprovalError> {
         let (entry, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
-        let mut record =
-            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict);
+        let mut record = self.audits().then(|| {
+            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
+        });
         match verdict {
             Verdict::Blocked(blocked) => {
                 self.record(record).await?;
@@ -426,7 +427,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     self.governance.mode_policy(),
                 )
                 .map_err(ApprovalError::Encoding)?;
-                record.idempotency_key = Some(proposal.idempotency_key());
+                if let Some(record) = &mut record {
+                    record.idempotency_key = Some(proposal.idempotency_key());
+                }
                 self.record(record).await?;
                 let lane = self.approvals.propose(proposal, self.now()?).await?;
                 self.reissued(lane, actor, context).await
@@ -437,6 +440,10 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// The key a call would be proposed under, without recording or running anything:
     /// `None` for a call that would not await approval. For checking what a client
     /// echoes back against the call it comes with.
+    #[cfg_attr(
+        not(feature = "rmcp"),
+        allow(dead_code, reason = "used by the MCP server")
+    )]
     pub(crate) fn proposal_key(
         &self,
         call: &ToolCall<'_>,
@@ -529,7 +536,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             },
             Decision::Blocked(blocked) => Verdict::Blocked(blocked.clone()),
         };
-        let mut record = AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict);
+        let mut record = self
+            .audits()
+            .then(|| AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict));
         match decision {
             Decision::Blocked(blocked) => {
                 self.record(record).await?;
@@ -556,7 +565,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         actor,
                         &Verdict::<()>::Blocked(blocked.clone()),
                     );
-                    self.record(refused).await?;
+                    self.record(Some(refused)).await?;
                     return Ok(TypedOutcome::Blocked(blocked));
                 };
                 let mut own = String::new();
@@ -576,7 +585,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     mode: *pending.mode(),
                     host_floor: self.governance.mode_policy().tier_floor(spec.risk_tier()),
                 });
-                record.idempotency_key = Some(proposal.idempotency_key());
+                if let Some(record) = &mut record {
+                    record.idempotency_key = Some(proposal.idempotency_key());
+                }
                 self.record(record).await?;
                 let lane = self.approvals.propose(proposal, self.now()?).await?;
                 Ok(TypedOutcome::AwaitingApproval(Box::new(lane)))
@@ -768,7 +779,16 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     }
 
     /// Records a decision: to the host's sink, or to the store's log.
-    async fn record(&self, event: AuditEvent) -> Result<(), ApprovalError> {
+    /// Whether decisions are recorded at all: not when the host's sink discards them,
+    /// so that a record nobody keeps is never built.
+    fn audits(&self) -> bool {
+        self.sink.as_ref().is_none_or(|sink| sink.keeps_records())
+    }
+
+    async fn record(&self, event: Option<AuditEvent>) -> Result<(), ApprovalError> {
+        let Some(event) = event else {
+            return Ok(());
+        };
         let record = AuditRecord::Decision(event);
         match &self.sink {
             Some(sink) => {

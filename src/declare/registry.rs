@@ -4,6 +4,9 @@ use super::rules::Violation;
 use super::text;
 use crate::declare::{SpecError, ToolEntry};
 
+/// Registries this small are searched name by name: cheaper than one hash.
+const LINEAR_SEARCH_MAX: usize = 16;
+
 /// The tools an agent may call, fixed at compile time.
 ///
 /// Build it in a `static` item: then `cargo check` evaluates every tool's
@@ -221,6 +224,12 @@ impl<C: ?Sized + 'static> Registry<C> {
             return None;
         }
         let tools: &'static [ToolEntry<C>] = self.tools;
+        // A few names are found faster by comparing them than by hashing one.
+        if tools.len() <= LINEAR_SEARCH_MAX {
+            return tools
+                .iter()
+                .find(|entry| entry.spec().name().as_bytes() == name.as_bytes());
+        }
         #[cfg(feature = "std")]
         {
             let index = self.index.get_or_init(|| {

@@ -47,24 +47,49 @@ impl IdempotencyKey {
         account_id: Option<&str>,
         dedupe_token: Option<&str>,
     ) -> Self {
-        let mut hashing = Hashing(Sha256::new());
-        // The envelope's keys, written in their canonical (sorted) order.
-        let _ = write_envelope(
-            &mut hashing,
-            tool,
-            input,
-            actor_id,
-            account_id,
-            dedupe_token,
-        );
-        Self::from_bytes(hashing.0.finalize().into())
+        let input = |out: &mut Hashing| write_canonical(out, input);
+        hash_envelope(tool, &input, actor_id, account_id, dedupe_token)
     }
+
+    /// [`IdempotencyKey::for_call`] of an input already written as canonical JSON (a
+    /// proposal writes it once, for its snapshot and its key).
+    pub(crate) fn for_canonical_call(
+        tool: &str,
+        canonical_input: &str,
+        actor_id: Option<&str>,
+        account_id: Option<&str>,
+        dedupe_token: Option<&str>,
+    ) -> Self {
+        use fmt::Write as _;
+        let input = |out: &mut Hashing| out.write_str(canonical_input);
+        hash_envelope(tool, &input, actor_id, account_id, dedupe_token)
+    }
+}
+
+fn hash_envelope(
+    tool: &str,
+    input: &dyn Fn(&mut Hashing) -> fmt::Result,
+    actor_id: Option<&str>,
+    account_id: Option<&str>,
+    dedupe_token: Option<&str>,
+) -> IdempotencyKey {
+    let mut hashing = Hashing(Sha256::new());
+    // The envelope's keys, written in their canonical (sorted) order.
+    let _ = write_envelope(
+        &mut hashing,
+        tool,
+        input,
+        actor_id,
+        account_id,
+        dedupe_token,
+    );
+    IdempotencyKey::from_bytes(hashing.0.finalize().into())
 }
 
 fn write_envelope(
     out: &mut Hashing,
     tool: &str,
-    input: &Value,
+    input: &dyn Fn(&mut Hashing) -> fmt::Result,
     actor_id: Option<&str>,
     account_id: Option<&str>,
     dedupe_token: Option<&str>,
@@ -81,8 +106,32 @@ fn write_envelope(
     out.write_str(",\"dedupe_token\":")?;
     text(out, dedupe_token)?;
     out.write_str(",\"input\":")?;
-    write_canonical(out, input)?;
+    input(out)?;
     out.write_str(",\"tool_ref\":")?;
     write_string(out, tool)?;
     out.write_str("}")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::declare::IdempotencyKey;
+    use crate::json::canonical::canonical_json;
+
+    #[test]
+    fn a_key_from_canonical_text_is_the_key_of_the_value() {
+        for input in [
+            json!({"order": 1, "note": "a\u{2028}b", "nested": {"z": [1.5, null, true], "a": "é"}}),
+            json!({}),
+            json!({"x": -0.0, "y": 1e21}),
+        ] {
+            let text = canonical_json(&input);
+            assert_eq!(
+                IdempotencyKey::for_canonical_call("t", &text, Some("a"), None, Some("d")),
+                IdempotencyKey::for_call("t", &input, Some("a"), None, Some("d")),
+                "{text}"
+            );
+        }
+    }
 }

@@ -120,14 +120,7 @@ impl Preview {
         text.push_str("\ninput:");
         let mut rows = Vec::new();
         // An empty input has no rows; flattened, it would show as one row with no path.
-        if !input.is_empty() {
-            flatten(
-                &mut rows,
-                String::new(),
-                &Value::Object(input.clone()),
-                false,
-            );
-        }
+        flatten_fields(&mut rows, "", input, false);
         rows.sort();
         if rows.is_empty() {
             text.push_str(" none");
@@ -168,19 +161,27 @@ fn is_secret_name(name: &str) -> bool {
     SECRET_WORDS.iter().any(|word| lower.contains(word))
 }
 
+/// The rows of an object's fields, under `path`.
+fn flatten_fields(
+    rows: &mut Vec<(String, String)>,
+    path: &str,
+    object: &Map<String, Value>,
+    masked: bool,
+) {
+    for (key, item) in object {
+        let key_shown = display_key(key);
+        let child = if path.is_empty() {
+            key_shown
+        } else {
+            format!("{path}.{key_shown}")
+        };
+        flatten(rows, child, item, masked || is_secret_name(key));
+    }
+}
+
 fn flatten(rows: &mut Vec<(String, String)>, path: String, value: &Value, masked: bool) {
     match value {
-        Value::Object(object) if !object.is_empty() => {
-            for (key, item) in object {
-                let key_shown = display_key(key);
-                let child = if path.is_empty() {
-                    key_shown
-                } else {
-                    format!("{path}.{key_shown}")
-                };
-                flatten(rows, child, item, masked || is_secret_name(key));
-            }
-        }
+        Value::Object(object) if !object.is_empty() => flatten_fields(rows, &path, object, masked),
         Value::Array(items) if !items.is_empty() => {
             for (i, item) in items.iter().enumerate() {
                 flatten(rows, format!("{path}[{i}]"), item, masked);
@@ -188,7 +189,7 @@ fn flatten(rows: &mut Vec<(String, String)>, path: String, value: &Value, masked
         }
         _ if masked => rows.push((path, MASK.to_string())),
         _ => {
-            let mut shown = escape_invisible(&value.to_string());
+            let mut shown = escape_invisible(value.to_string());
             if let Some((cut, _)) = shown.char_indices().nth(MAX_VALUE_CHARS) {
                 shown.truncate(cut);
                 shown.push('…');
@@ -207,25 +208,34 @@ fn display_key(key: &str) -> String {
     if plain {
         key.to_string()
     } else {
-        escape_invisible(&Value::String(key.to_string()).to_string())
+        escape_invisible(Value::String(key.to_string()).to_string())
     }
 }
 
 /// Escapes what JSON leaves raw but a reader cannot see or that moves text: line and
 /// paragraph separators and bidirectional controls.
-fn escape_invisible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
+fn escape_invisible(text: String) -> String {
+    let invisible = |c: char| {
+        matches!(
+            c,
             '\u{2028}'
-            | '\u{2029}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{200b}'..='\u{200f}'
-            | '\u{feff}' => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{feff}'
+        )
+    };
+    // Most text has none of them (they are all outside ASCII): keep it as it is.
+    if text.is_ascii() || !text.chars().any(invisible) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if invisible(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
         }
     }
     out

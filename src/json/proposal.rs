@@ -107,9 +107,11 @@ impl Proposal {
             mode,
             host_floor,
         } = draft;
-        let idempotency_key = IdempotencyKey::for_call(
+        // Written once: the snapshot of the input, and the text its key is hashed from.
+        let canonical_input = canonical_json(&input);
+        let idempotency_key = IdempotencyKey::for_canonical_call(
             spec.name(),
-            &input,
+            &canonical_input,
             Some(actor.id()),
             actor.account(),
             dedupe_token,
@@ -132,7 +134,7 @@ impl Proposal {
             actor_id: actor.id().to_string(),
             account_id: actor.account().map(ToString::to_string),
             dedupe_token: dedupe_token.map(ToString::to_string),
-            input: canonical_json(&input),
+            input: canonical_input,
             idempotency_key,
             preview,
             required_scopes: scopes
