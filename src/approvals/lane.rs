@@ -205,7 +205,7 @@ impl ApprovalLane {
     /// # }
     /// ```
     #[must_use]
-    pub const fn key(&self) -> IdempotencyKey {
+    pub fn key(&self) -> IdempotencyKey {
         self.proposal.idempotency_key()
     }
 

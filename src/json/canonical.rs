@@ -19,7 +19,8 @@ use serde_json::Value;
 /// ```
 #[must_use]
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    // Most call inputs fit; a larger one grows a few times instead of many.
+    let mut out = String::with_capacity(256);
     // Writing to a `String` cannot fail.
     let _ = write_canonical(&mut out, value);
     out

@@ -127,7 +127,10 @@ impl Preview {
         }
         let shown = rows.len().min(MAX_ROWS);
         for (path, value) in &rows[..shown] {
-            let _ = write!(text, "\n  {path}: {value}");
+            text.push_str("\n  ");
+            text.push_str(path);
+            text.push_str(": ");
+            text.push_str(value);
         }
         if rows.len() > shown {
             let _ = write!(text, "\n  … and {} more", rows.len() - shown);
@@ -157,8 +160,12 @@ const SECRET_WORDS: [&str; 8] = [
 ];
 
 fn is_secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    SECRET_WORDS.iter().any(|word| lower.contains(word))
+    // Names are short: a window compare beats building a lowercase copy and a searcher.
+    let name = name.as_bytes();
+    SECRET_WORDS.iter().any(|word| {
+        name.windows(word.len())
+            .any(|window| window.eq_ignore_ascii_case(word.as_bytes()))
+    })
 }
 
 /// The rows of an object's fields, under `path`.
@@ -189,7 +196,19 @@ fn flatten(rows: &mut Vec<(String, String)>, path: String, value: &Value, masked
         }
         _ if masked => rows.push((path, MASK.to_string())),
         _ => {
-            let mut shown = escape_invisible(value.to_string());
+            let text = match value {
+                Value::String(text) => {
+                    let mut quoted = String::with_capacity(text.len() + 2);
+                    let _ = crate::json::canonical::write_string(&mut quoted, text);
+                    quoted
+                }
+                Value::Number(number) => number.to_string(),
+                Value::Bool(true) => "true".to_string(),
+                Value::Bool(false) => "false".to_string(),
+                // Null, and an empty object or array.
+                other => other.to_string(),
+            };
+            let mut shown = escape_invisible(text);
             if let Some((cut, _)) = shown.char_indices().nth(MAX_VALUE_CHARS) {
                 shown.truncate(cut);
                 shown.push('…');

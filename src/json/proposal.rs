@@ -63,7 +63,15 @@ impl PolicySnapshot {
 /// }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct Proposal {
+    /// Shared: a lane, its stored copy and the caller's copy hold one proposal, which
+    /// never changes once made.
+    fields: alloc::sync::Arc<Fields>,
+}
+
+#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Fields {
     tool: String,
     title: String,
     risk_tier: RiskTier,
@@ -128,25 +136,27 @@ impl Proposal {
             },
         };
         Self {
-            tool: spec.name().to_string(),
-            title: spec.title().to_string(),
-            risk_tier: spec.risk_tier(),
-            actor_id: actor.id().to_string(),
-            account_id: actor.account().map(ToString::to_string),
-            dedupe_token: dedupe_token.map(ToString::to_string),
-            input: canonical_input,
-            idempotency_key,
-            preview,
-            required_scopes: scopes
-                .iter()
-                .map(|scope| scope.as_str().to_string())
-                .collect(),
-            granted_scopes: actor
-                .scopes()
-                .iter()
-                .map(|scope| (*scope).to_string())
-                .collect::<Vec<_>>(),
-            policy: PolicySnapshot::new(&mode, host_floor),
+            fields: alloc::sync::Arc::new(Fields {
+                tool: spec.name().to_string(),
+                title: spec.title().to_string(),
+                risk_tier: spec.risk_tier(),
+                actor_id: actor.id().to_string(),
+                account_id: actor.account().map(ToString::to_string),
+                dedupe_token: dedupe_token.map(ToString::to_string),
+                input: canonical_input,
+                idempotency_key,
+                preview,
+                required_scopes: scopes
+                    .iter()
+                    .map(|scope| scope.as_str().to_string())
+                    .collect(),
+                granted_scopes: actor
+                    .scopes()
+                    .iter()
+                    .map(|scope| (*scope).to_string())
+                    .collect::<Vec<_>>(),
+                policy: PolicySnapshot::new(&mode, host_floor),
+            }),
         }
     }
 
@@ -159,7 +169,7 @@ impl Proposal {
     /// ```
     #[must_use]
     pub fn tool(&self) -> &str {
-        &self.tool
+        &self.fields.tool
     }
 
     /// The tool's title.
@@ -171,7 +181,7 @@ impl Proposal {
     /// ```
     #[must_use]
     pub fn title(&self) -> &str {
-        &self.title
+        &self.fields.title
     }
 
     /// The tool's risk tier.
@@ -182,8 +192,8 @@ impl Proposal {
     /// # }
     /// ```
     #[must_use]
-    pub const fn risk_tier(&self) -> RiskTier {
-        self.risk_tier
+    pub fn risk_tier(&self) -> RiskTier {
+        self.fields.risk_tier
     }
 
     /// Who proposed the call.
@@ -195,7 +205,7 @@ impl Proposal {
     /// ```
     #[must_use]
     pub fn actor_id(&self) -> &str {
-        &self.actor_id
+        &self.fields.actor_id
     }
 
     /// The account the call acts in.
@@ -207,7 +217,7 @@ impl Proposal {
     /// ```
     #[must_use]
     pub fn account_id(&self) -> Option<&str> {
-        self.account_id.as_deref()
+        self.fields.account_id.as_deref()
     }
 
     /// The caller's dedupe token, if one was given.
@@ -219,7 +229,7 @@ impl Proposal {
     /// ```
     #[must_use]
     pub fn dedupe_token(&self) -> Option<&str> {
-        self.dedupe_token.as_deref()
+        self.fields.dedupe_token.as_deref()
     }
 
     /// The input as RFC 8785 canonical JSON.
@@ -231,7 +241,7 @@ impl Proposal {
     /// ```
     #[must_use]
     pub fn input(&self) -> &str {
-        &self.input
+        &self.fields.input
     }
 
     /// The call's idempotency key, which also identifies the proposal.
@@ -242,8 +252,8 @@ impl Proposal {
     /// # }
     /// ```
     #[must_use]
-    pub const fn idempotency_key(&self) -> IdempotencyKey {
-        self.idempotency_key
+    pub fn idempotency_key(&self) -> IdempotencyKey {
+        self.fields.idempotency_key
     }
 
     /// What the approver reads.
@@ -254,8 +264,8 @@ impl Proposal {
     /// # }
     /// ```
     #[must_use]
-    pub const fn preview(&self) -> &Preview {
-        &self.preview
+    pub fn preview(&self) -> &Preview {
+        &self.fields.preview
     }
 
     /// The scopes the tool requires, in declared order.
@@ -267,7 +277,7 @@ impl Proposal {
     /// ```
     #[must_use]
     pub fn required_scopes(&self) -> &[String] {
-        &self.required_scopes
+        &self.fields.required_scopes
     }
 
     /// The scopes the actor held when the call was proposed.
@@ -279,7 +289,7 @@ impl Proposal {
     /// ```
     #[must_use]
     pub fn granted_scopes(&self) -> &[String] {
-        &self.granted_scopes
+        &self.fields.granted_scopes
     }
 
     /// The policy in force when the call was proposed.
@@ -290,7 +300,7 @@ impl Proposal {
     /// # }
     /// ```
     #[must_use]
-    pub const fn policy(&self) -> &PolicySnapshot {
-        &self.policy
+    pub fn policy(&self) -> &PolicySnapshot {
+        &self.fields.policy
     }
 }
