@@ -13,6 +13,7 @@ use cairnloop::{
 };
 use cairnloop_benches::{self as benches, Path, SHIPMENT};
 use criterion::{BatchSize, BenchmarkId, Criterion};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 // ---------------------------------------------------------------------------------------
@@ -285,6 +286,59 @@ fn visibility(c: &mut Criterion) {
 }
 
 // ---------------------------------------------------------------------------------------
+// 4b. `tools/list` over MCP for 100 tools, against serialising a precomputed answer.
+
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+#[allow(dead_code, reason = "listed, not called")]
+struct Query {
+    id: u32,
+    note: String,
+}
+
+struct Listed<const N: usize>;
+
+impl<const N: usize> Tool for Listed<N> {
+    const SPEC: ToolSpec = ToolSpec::new(name(N), "Listed", "A listed tool.", RiskTier::ReadOnly);
+    const SCOPES: &'static [Scope] = &[Scope::new("orders:read")];
+    type Input = Query;
+    type Output = String;
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Query) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    async fn run(_: Invocation<'_, Self>) -> Result<String, String> {
+        Ok(String::new())
+    }
+}
+
+seq_macro::seq!(N in 0..100 { static LISTED: Registry<()> = Registry::new(&[#(ToolEntry::mcp::<Listed<N>>(),)*]); });
+
+fn mcp_tools_list(c: &mut Criterion) {
+    let governor = std::sync::Arc::new(cairnloop::Governor::new(&LISTED));
+    let server = cairnloop::mcp::McpServer::new(governor, (), "agent").with_scopes(["orders:read"]);
+    let precomputed =
+        rmcp::model::ListToolsResult::with_all_items(server.list_tools_for_actor().unwrap());
+    assert_eq!(precomputed.tools.len(), 100);
+    let mut group = c.benchmark_group("mcp_tools_list_100");
+    group.bench_function("cairnloop", |b| {
+        b.iter(|| {
+            let tools = server.list_tools_for_actor().unwrap();
+            serde_json::to_vec(&rmcp::model::ListToolsResult::with_all_items(tools))
+                .unwrap()
+                .len()
+        })
+    });
+    group.bench_function("floor", |b| {
+        b.iter(|| serde_json::to_vec(black_box(&precomputed)).unwrap().len())
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
 // 5. The idempotency key.
 
 fn idempotency_key(c: &mut Criterion) {
@@ -377,6 +431,12 @@ fn report() {
         ("by_name_blocked", "gate3".into(), "floor".into(), 1.2),
         ("proposal", "cairnloop".into(), "floor".into(), 6.0),
         ("visibility_1000", "cairnloop".into(), "floor".into(), 2.0),
+        (
+            "mcp_tools_list_100",
+            "cairnloop".into(),
+            "floor".into(),
+            1.2,
+        ),
         ("idempotency_key", "cairnloop".into(), "floor".into(), 1.5),
     ];
     println!(
@@ -403,6 +463,7 @@ fn main() {
     name_resolution(&mut criterion);
     by_name_call(&mut criterion);
     visibility(&mut criterion);
+    mcp_tools_list(&mut criterion);
     idempotency_key(&mut criterion);
     criterion.final_summary();
     report();

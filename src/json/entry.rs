@@ -242,11 +242,13 @@ where
     T::Output: Serialize,
     T::Error: fmt::Display,
 {
+    // Unboxed before the future is made, so the input is never held twice at once.
+    let input = match input.downcast::<T::Input>() {
+        Ok(input) => *input,
+        Err(_) => return Box::pin(core::future::ready(Err(RunError::InputType))),
+    };
     Box::pin(async move {
-        let input = input
-            .downcast::<T::Input>()
-            .map_err(|_| RunError::InputType)?;
-        let call = Invocation::new(*input, actor, context);
+        let call = Invocation::new(input, actor, context);
         let call = match key {
             RunKey::Known(key) => call.with_run_key(key),
             RunKey::OnDemand { dedupe_token } => {
