@@ -1,15 +1,30 @@
 #!/usr/bin/env bash
 # Compile time of 200 governed tools: a host crate with a static cairnloop registry,
-# beside the same 200 tools written with rmcp's #[tool] attribute macros.
+# beside the floor (the same 200 serde inputs and plain async fns, dispatched by name
+# without cairnloop) and the same 200 tools written with rmcp's #[tool] macros.
 # Dependencies are built first; then each host crate's own `cargo check` and
-# `cargo build` are timed after touching its source (median of 3 runs).
+# `cargo build` are timed after touching its source (incremental), and its `cargo build`
+# after `cargo clean -p` (clean), each the median of 3 runs.
 # Usage: scripts/compile_time.sh [TOOLS]   (default 200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 tools=${1:-200}
 work=$root/target/compile-time
-rm -rf "$work" && mkdir -p "$work/cairnloop_host/src" "$work/rmcp_host/src"
+rm -rf "$work" && mkdir -p "$work/cairnloop_host/src" "$work/rmcp_host/src" "$work/plain_host/src"
+
+cat > "$work/plain_host/Cargo.toml" <<TOML
+[package]
+name = "plain_host"
+version = "0.0.0"
+edition = "2024"
+publish = false
+[dependencies]
+schemars = "1"
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+[workspace]
+TOML
 
 cat > "$work/cairnloop_host/Cargo.toml" <<TOML
 [package]
@@ -80,6 +95,24 @@ RS
   echo "}"
 } > "$work/rmcp_host/src/lib.rs"
 
+{
+  for i in $(seq 0 $((tools - 1))); do
+    cat <<RS
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+pub struct Input$i { pub order: u32, pub note: String }
+pub async fn tool_$i(input: Input$i) -> Result<String, String> { Ok(input.order.to_string()) }
+RS
+  done
+  echo "pub async fn call(name: &str, arguments: &str) -> Result<serde_json::Value, String> {"
+  echo "    match name {"
+  for i in $(seq 0 $((tools - 1))); do
+    echo "        \"tool_$i\" => { let input = serde_json::from_str(arguments).map_err(|e| e.to_string())?; serde_json::to_value(tool_$i(input).await?).map_err(|e| e.to_string()) }"
+  done
+  echo "        _ => Err(\"unknown tool\".into()),"
+  echo "    }"
+  echo "}"
+} > "$work/plain_host/src/lib.rs"
+
 median3() { sort -n | sed -n 2p; }
 measure() { # crate, cargo subcommand
   local dir=$work/$1
@@ -94,7 +127,21 @@ measure() { # crate, cargo subcommand
   done | median3
 }
 
-printf '%-28s %10s %10s\n' "host crate ($tools tools)" "check (s)" "build (s)"
-for crate in cairnloop_host rmcp_host; do
-  printf '%-28s %10.2f %10.2f\n' "$crate" "$(measure $crate check)" "$(measure $crate build)"
+clean_build() { # crate: `cargo build` of the crate alone, its dependencies already built
+  local dir=$work/$1
+  (cd "$dir" && cargo build --quiet >/dev/null 2>&1)
+  for _ in 1 2 3; do
+    (cd "$dir" && cargo clean --quiet -p "$1")
+    local start end
+    start=$(date +%s.%N)
+    (cd "$dir" && cargo build --quiet)
+    end=$(date +%s.%N)
+    python3 -c "print($end - $start)"
+  done | median3
+}
+
+printf '%-28s %10s %10s %12s\n' "host crate ($tools tools)" "check (s)" "build (s)" "clean (s)"
+for crate in plain_host cairnloop_host rmcp_host; do
+  printf '%-28s %10.2f %10.2f %12.2f\n' "$crate" "$(measure $crate check)" "$(measure $crate build)" \
+    "$(clean_build $crate)"
 done

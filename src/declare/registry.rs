@@ -5,7 +5,7 @@ use super::text;
 use crate::declare::{SpecError, ToolEntry};
 
 /// Registries this small are searched name by name: cheaper than one hash.
-const LINEAR_SEARCH_MAX: usize = 16;
+const LINEAR_SEARCH_MAX: usize = 4;
 
 /// The tools an agent may call, fixed at compile time.
 ///

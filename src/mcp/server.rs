@@ -197,6 +197,13 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
                                 serde_json::from_value::<Tool>(value)
                                     .map_err(|error| error.to_string())
                             })
+                            .map(|mut tool| {
+                                // The spec's own 'static text: a listing copies none of it.
+                                let spec = entry.spec();
+                                tool.name = spec.name().into();
+                                tool.description = Some(spec.description().into());
+                                tool
+                            })
                     })
                 })
                 .collect()
