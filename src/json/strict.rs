@@ -14,7 +14,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde_json::{Map, Number, Value};
 
 use crate::declare::{FieldError, InputErrors, InputLimits};
-use crate::json::watch::decode_watched;
+use crate::json::watch::{decode_traced, decode_watched};
 
 /// The largest integer every JSON peer and RFC 8785 keep exact: 2^53 − 1.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -176,7 +176,7 @@ fn out_of_range<E: de::Error>(state: &mut State) -> E {
 }
 
 /// Appends `token` escaped as an RFC 6901 JSON Pointer reference token.
-fn push_pointer_token(path: &mut String, token: &str) {
+pub(crate) fn push_pointer_token(path: &mut String, token: &str) {
     for c in token.chars() {
         match c {
             '~' => path.push_str("~0"),
@@ -327,25 +327,24 @@ pub(crate) fn decode_text<T: DeserializeOwned>(
 const MAX_PASSES: usize = 64;
 
 /// One strict pass: the decoded value, or the first error with its path; fields the type
-/// does not know are collected in `unknown`.
+/// does not know are collected in `unknown`. The same decoder as the fast way (so each
+/// input type's decoder is compiled once), over the arguments written back as text, with
+/// the path tracked.
 fn decode_once<T: DeserializeOwned>(
     arguments: &Value,
     unknown: &mut Vec<FieldError>,
 ) -> (Result<T, ()>, Option<FieldError>) {
-    let mut track = serde_path_to_error::Track::new();
-    let decoded = {
-        let tracked = serde_path_to_error::Deserializer::new(arguments, &mut track);
-        serde_ignored::deserialize(tracked, |ignored| {
-            unknown.push(FieldError::owned(
-                ignored_pointer(&ignored),
-                "unknown_field",
-                "this field is not part of the tool's input".to_owned(),
-            ));
-        })
-    };
+    let (decoded, ignored) = decode_traced::<T>(&arguments.to_string());
+    for pointer in ignored {
+        unknown.push(FieldError::owned(
+            pointer,
+            "unknown_field",
+            "this field is not part of the tool's input".to_owned(),
+        ));
+    }
     match decoded {
         Ok(input) => (Ok(input), None),
-        Err(error) => (Err(()), Some(classify(&track.path(), &error.to_string()))),
+        Err((pointer, message)) => (Err(()), Some(classify(pointer, &message))),
     }
 }
 
@@ -369,44 +368,8 @@ fn take_out(arguments: &mut Value, pointer: &str) -> bool {
     }
 }
 
-fn ignored_pointer(path: &serde_ignored::Path<'_>) -> String {
-    use serde_ignored::Path;
-    match path {
-        Path::Root => String::new(),
-        Path::Seq { parent, index } => format!("{}/{index}", ignored_pointer(parent)),
-        Path::Map { parent, key } => {
-            let mut pointer = ignored_pointer(parent);
-            pointer.push('/');
-            push_pointer_token(&mut pointer, key);
-            pointer
-        }
-        Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => ignored_pointer(parent),
-    }
-}
-
-fn tracked_pointer(path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut pointer = String::new();
-    for segment in path.iter() {
-        match segment {
-            Segment::Seq { index } => {
-                let _ = write!(pointer, "/{index}");
-            }
-            Segment::Map { key } => {
-                pointer.push('/');
-                push_pointer_token(&mut pointer, key);
-            }
-            Segment::Enum { .. } | Segment::Unknown => {}
-        }
-    }
-    pointer
-}
-
 /// Maps serde's standard messages to a stable code; a missing field's path names the field.
-fn classify(path: &serde_path_to_error::Path, message: &str) -> FieldError {
-    let mut pointer = tracked_pointer(path);
+fn classify(mut pointer: String, message: &str) -> FieldError {
     // A missing field is reported at its parent (so may an unknown one be): name the
     // field itself.
     if message.starts_with("missing field") || message.starts_with("unknown field") {

@@ -4,8 +4,10 @@
 //! number past 2^53, a string or nesting past the limits) makes the pass *unsure*, and
 //! the caller then takes the slow way, which names every error.
 
-use core::cell::Cell;
-use core::fmt;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::cell::{Cell, RefCell};
+use core::fmt::{self, Write as _};
 
 use serde::de::{
     self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess,
@@ -22,9 +24,61 @@ struct Watch {
     limits: InputLimits,
     depth: Cell<usize>,
     unsure: Cell<bool>,
+    /// On the slow way only: where the decoder is, and the fields it ignored.
+    track: Option<RefCell<Tracking>>,
+}
+
+#[derive(Default)]
+struct Tracking {
+    /// The JSON Pointer of the value being decoded.
+    path: String,
+    /// The pointers of fields the type does not take.
+    unknown: Vec<String>,
 }
 
 impl Watch {
+    fn new(limits: InputLimits, track: bool) -> Self {
+        Self {
+            limits,
+            depth: Cell::new(0),
+            unsure: Cell::new(false),
+            track: track.then(|| RefCell::new(Tracking::default())),
+        }
+    }
+
+    /// How long the path is now (0 when not tracking).
+    fn mark(&self) -> usize {
+        self.track
+            .as_ref()
+            .map_or(0, |track| track.borrow().path.len())
+    }
+
+    /// Back to a path `mark` returned.
+    fn back_to(&self, mark: usize) {
+        if let Some(track) = &self.track {
+            track.borrow_mut().path.truncate(mark);
+        }
+    }
+
+    /// One step down: a key or an index.
+    fn step(&self, token: &dyn fmt::Display) {
+        if let Some(track) = &self.track {
+            let path = &mut track.borrow_mut().path;
+            path.push('/');
+            let token = token.to_string();
+            super::strict::push_pointer_token(path, &token);
+        }
+    }
+
+    fn ignored(&self) {
+        self.doubt();
+        if let Some(track) = &self.track {
+            let mut track = track.borrow_mut();
+            let here = track.path.clone();
+            track.unknown.push(here);
+        }
+    }
+
     fn doubt(&self) {
         self.unsure.set(true);
     }
@@ -50,25 +104,59 @@ pub(crate) fn decode_watched<T: DeserializeOwned>(text: &str, limits: &InputLimi
     if text.len() > limits.max_bytes() {
         return None;
     }
-    let watch = Watch {
-        limits: *limits,
-        depth: Cell::new(0),
-        unsure: Cell::new(false),
-    };
+    let watch = Watch::new(*limits, false);
+    let input = decode_with::<T>(text, &watch).ok()?;
+    (!watch.unsure.get()).then_some(input)
+}
+
+/// One pass of the slow way over text the strict parse already accepted: the input, or
+/// the first error with the pointer where it happened; and the pointers of the fields
+/// the type does not take.
+pub(crate) fn decode_traced<T: DeserializeOwned>(
+    text: &str,
+) -> (Result<T, (String, String)>, Vec<String>) {
+    let watch = Watch::new(InputLimits::new().with_max_bytes(usize::MAX), true);
+    let decoded = decode_with::<T>(text, &watch);
+    let tracking = watch.track.map(RefCell::into_inner).unwrap_or_default();
+    let decoded = decoded.map_err(|error| (tracking.path, bare_message(&error)));
+    (decoded, tracking.unknown)
+}
+
+/// The one decoding of `T` both ways share, so that each input type's decoder is
+/// compiled once.
+fn decode_with<T: DeserializeOwned>(text: &str, watch: &Watch) -> Result<T, serde_json::Error> {
     let mut json = serde_json::Deserializer::from_str(text);
     let input = T::deserialize(Watched {
         inner: &mut json,
-        watch: &watch,
-    })
-    .ok()?;
-    json.end().ok()?;
-    (!watch.unsure.get()).then_some(input)
+        watch,
+        key: false,
+    })?;
+    json.end()?;
+    Ok(input)
+}
+
+/// serde's message, without the position serde_json appends (the pointer says where).
+fn bare_message(error: &serde_json::Error) -> String {
+    let full = error.to_string();
+    let mut suffix = String::new();
+    let _ = write!(
+        suffix,
+        " at line {} column {}",
+        error.line(),
+        error.column()
+    );
+    match full.strip_suffix(suffix.as_str()) {
+        Some(bare) => bare.to_string(),
+        None => full,
+    }
 }
 
 /// A deserializer under watch.
 struct Watched<'w, D> {
     inner: D,
     watch: &'w Watch,
+    /// It reads a map's key: on the slow way, the key is a step of the path.
+    key: bool,
 }
 
 /// A visitor under watch.
@@ -78,14 +166,24 @@ struct Watching<'w, V> {
     /// Whether the value was asked for as a struct: its keys are then the type's own
     /// fields, whose repeats serde itself refuses; any other map could hide a repeat.
     is_struct: bool,
+    /// It visits a map's key.
+    key: bool,
 }
 
 impl<'w, V> Watching<'w, V> {
-    fn of(inner: V, watch: &'w Watch) -> Self {
+    fn of(inner: V, watch: &'w Watch, key: bool) -> Self {
         Self {
             inner,
             watch,
             is_struct: false,
+            key,
+        }
+    }
+
+    /// A key read: on the slow way, the next step of the path.
+    fn key_read(&self, token: &dyn fmt::Display) {
+        if self.key {
+            self.watch.step(token);
         }
     }
 }
@@ -94,7 +192,7 @@ macro_rules! forward_deserialize {
     ($($method:ident),* $(,)?) => {
         $(
             fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-                self.inner.$method(Watching::of(visitor, self.watch))
+                self.inner.$method(Watching::of(visitor, self.watch, self.key))
             }
         )*
     };
@@ -136,7 +234,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_unit_struct(name, Watching::of(visitor, self.watch))
+            .deserialize_unit_struct(name, Watching::of(visitor, self.watch, self.key))
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
@@ -145,7 +243,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_newtype_struct(name, Watching::of(visitor, self.watch))
+            .deserialize_newtype_struct(name, Watching::of(visitor, self.watch, false))
     }
 
     fn deserialize_tuple<V: Visitor<'de>>(
@@ -154,7 +252,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_tuple(len, Watching::of(visitor, self.watch))
+            .deserialize_tuple(len, Watching::of(visitor, self.watch, false))
     }
 
     fn deserialize_tuple_struct<V: Visitor<'de>>(
@@ -164,7 +262,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_tuple_struct(name, len, Watching::of(visitor, self.watch))
+            .deserialize_tuple_struct(name, len, Watching::of(visitor, self.watch, false))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -177,6 +275,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
             inner: visitor,
             watch: self.watch,
             is_struct: true,
+            key: false,
         };
         self.inner.deserialize_struct(name, fields, visitor)
     }
@@ -188,12 +287,12 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_enum(name, variants, Watching::of(visitor, self.watch))
+            .deserialize_enum(name, variants, Watching::of(visitor, self.watch, false))
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
         // A value the type does not take: an unknown field.
-        self.watch.doubt();
+        self.watch.ignored();
         self.inner.deserialize_ignored_any(visitor)
     }
 
@@ -216,6 +315,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<V::Value, E> {
         self.watch.not_top();
+        self.key_read(&v);
         if v.unsigned_abs() > MAX_SAFE_INTEGER {
             self.watch.doubt();
         }
@@ -224,6 +324,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<V::Value, E> {
         self.watch.not_top();
+        self.key_read(&v);
         if v > MAX_SAFE_INTEGER {
             self.watch.doubt();
         }
@@ -252,18 +353,21 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
         self.watch.not_top();
+        self.key_read(&v);
         self.watch.string(v);
         self.inner.visit_str(v)
     }
 
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
         self.watch.not_top();
+        self.key_read(&v);
         self.watch.string(v);
         self.inner.visit_borrowed_str(v)
     }
 
-    fn visit_string<E: de::Error>(self, v: alloc::string::String) -> Result<V::Value, E> {
+    fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
         self.watch.not_top();
+        self.key_read(&v);
         self.watch.string(&v);
         self.inner.visit_string(v)
     }
@@ -282,6 +386,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
         self.inner.visit_some(Watched {
             inner: deserializer,
             watch: self.watch,
+            key: false,
         })
     }
 
@@ -297,6 +402,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
         self.inner.visit_newtype_struct(Watched {
             inner: deserializer,
             watch: self.watch,
+            key: self.key,
         })
     }
 
@@ -307,6 +413,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
         let value = self.inner.visit_seq(WatchedSeq {
             inner: seq,
             watch: self.watch,
+            index: 0,
         });
         self.watch.depth.set(depth);
         value
@@ -321,6 +428,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
         let value = self.inner.visit_map(WatchedMap {
             inner: map,
             watch: self.watch,
+            mark: 0,
         });
         self.watch.depth.set(depth);
         value
@@ -349,6 +457,7 @@ fn enter(watch: &Watch) -> usize {
 struct WatchedSeed<'w, S> {
     inner: S,
     watch: &'w Watch,
+    key: bool,
 }
 
 impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for WatchedSeed<'_, S> {
@@ -358,6 +467,7 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for WatchedSeed<'_, S> {
         self.inner.deserialize(Watched {
             inner: deserializer,
             watch: self.watch,
+            key: self.key,
         })
     }
 }
@@ -365,6 +475,7 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for WatchedSeed<'_, S> {
 struct WatchedSeq<'w, A> {
     inner: A,
     watch: &'w Watch,
+    index: usize,
 }
 
 impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for WatchedSeq<'_, A> {
@@ -374,10 +485,17 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for WatchedSeq<'_, A> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, A::Error> {
-        self.inner.next_element_seed(WatchedSeed {
+        let mark = self.watch.mark();
+        self.watch.step(&self.index);
+        let element = self.inner.next_element_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
-        })
+            key: false,
+        })?;
+        // Past the element (an error leaves the path where it happened).
+        self.watch.back_to(mark);
+        self.index += 1;
+        Ok(element)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -388,6 +506,8 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for WatchedSeq<'_, A> {
 struct WatchedMap<'w, A> {
     inner: A,
     watch: &'w Watch,
+    /// The path before the current key.
+    mark: usize,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
@@ -397,17 +517,22 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
+        self.mark = self.watch.mark();
         self.inner.next_key_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
+            key: true,
         })
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
-        self.inner.next_value_seed(WatchedSeed {
+        let value = self.inner.next_value_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
-        })
+            key: false,
+        })?;
+        self.watch.back_to(self.mark);
+        Ok(value)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -429,9 +554,11 @@ impl<'de, 'w, A: EnumAccess<'de>> EnumAccess<'de> for WatchedEnum<'w, A> {
         seed: T,
     ) -> Result<(T::Value, Self::Variant), A::Error> {
         let watch = self.watch;
-        let (value, variant) = self
-            .inner
-            .variant_seed(WatchedSeed { inner: seed, watch })?;
+        let (value, variant) = self.inner.variant_seed(WatchedSeed {
+            inner: seed,
+            watch,
+            key: false,
+        })?;
         Ok((
             value,
             WatchedVariant {
@@ -458,12 +585,13 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for WatchedVariant<'_, A> {
         self.inner.newtype_variant_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
+            key: false,
         })
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
         self.inner
-            .tuple_variant(len, Watching::of(visitor, self.watch))
+            .tuple_variant(len, Watching::of(visitor, self.watch, false))
     }
 
     fn struct_variant<V: Visitor<'de>>(
@@ -475,6 +603,7 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for WatchedVariant<'_, A> {
             inner: visitor,
             watch: self.watch,
             is_struct: true,
+            key: false,
         };
         self.inner.struct_variant(fields, visitor)
     }
