@@ -157,5 +157,8 @@ fn input_schemas_are_computed_once_and_reused() {
             4_294_967_295_u64
         );
     }
+    // Another server over the same registry (a session of its own) reuses them too.
+    let another = McpServer::new(Arc::new(Governor::new(&COUNTED)), (), "agent-8");
+    assert_eq!(another.list_tools_for_actor().unwrap().len(), 1);
     assert_eq!(SCHEMAS.load(std::sync::atomic::Ordering::SeqCst), 1);
 }

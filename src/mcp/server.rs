@@ -79,9 +79,9 @@ pub struct McpServer<
     account: Option<String>,
     scopes: Vec<String>,
     approver: Option<ClientApprover>,
-    /// Every tool's `tools/list` entry, projected once (its schema included); a listing
-    /// picks the ones the actor may call.
-    projected: std::sync::OnceLock<Vec<Option<Result<Tool, String>>>>,
+    /// Every tool's `tools/list` entry (its schemas included), projected once per
+    /// registry in this process; a listing picks the ones the actor may call.
+    projected: std::sync::OnceLock<Arc<Projections>>,
 }
 
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServer<C, S> {
@@ -165,8 +165,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     }
 
     /// The `tools/list` entries of the tools this actor may call, as the handler answers
-    /// them: each tool's entry (its input schema included) is projected once, on the
-    /// first listing, and reused.
+    /// them: each tool's entry (its schemas included) is projected once per registry, on
+    /// the first listing of any server over it, and reused by every server after.
     ///
     /// # Errors
     ///
@@ -184,32 +184,9 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         let scopes = self.scopes();
         let actor = self.actor(&scopes);
         let registry = self.governor.registry();
-        let projected = self.projected.get_or_init(|| {
-            registry
-                .tools()
-                .iter()
-                .map(|entry| {
-                    entry.is_callable_by_name().then(|| {
-                        entry
-                            .mcp_tool()
-                            .map_err(|error| error.to_string())
-                            .and_then(|value| {
-                                serde_json::from_value::<Tool>(value)
-                                    .map_err(|error| error.to_string())
-                            })
-                            .map(|mut tool| {
-                                // The spec's own 'static text: a listing copies none of it.
-                                let spec = entry.spec();
-                                tool.name = spec.name().into();
-                                tool.description = Some(spec.description().into());
-                                tool
-                            })
-                    })
-                })
-                .collect()
-        });
+        let projected = self.projected.get_or_init(|| projections(registry));
         let mut tools = Vec::new();
-        for (entry, projection) in registry.tools().iter().zip(projected) {
+        for (entry, projection) in registry.tools().iter().zip(projected.iter()) {
             let Some(projection) = projection else {
                 continue;
             };
@@ -326,6 +303,51 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             .map(|lane| Outcome::AwaitingApproval(Box::new(lane)));
         respond(name, now, Some(&refused))
     }
+}
+
+/// Each tool's `tools/list` entry, or why it cannot be listed; `None` for a tool that is
+/// not callable by name.
+type Projections = Vec<Option<Result<Tool, String>>>;
+
+/// The projections of `registry`, made once per registry in this process (a registry is
+/// `'static`, so its address names it) and shared by every server over it.
+fn projections<C: ?Sized + Sync + 'static>(
+    registry: &'static crate::declare::Registry<C>,
+) -> Arc<Projections> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static MADE: OnceLock<Mutex<HashMap<usize, Arc<Projections>>>> = OnceLock::new();
+    let address = core::ptr::from_ref(registry).cast::<()>() as usize;
+    let mut made = MADE
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    Arc::clone(made.entry(address).or_insert_with(|| {
+        Arc::new(
+            registry
+                .tools()
+                .iter()
+                .map(|entry| {
+                    entry.is_callable_by_name().then(|| {
+                        entry
+                            .mcp_tool()
+                            .map_err(|error| error.to_string())
+                            .and_then(|value| {
+                                serde_json::from_value::<Tool>(value)
+                                    .map_err(|error| error.to_string())
+                            })
+                            .map(|mut tool| {
+                                // The spec's own 'static text: a listing copies none of it.
+                                let spec = entry.spec();
+                                tool.name = spec.name().into();
+                                tool.description = Some(spec.description().into());
+                                tool
+                            })
+                    })
+                })
+                .collect(),
+        )
+    }))
 }
 
 /// The answer to a call: an unknown tool is the protocol error the specification names
