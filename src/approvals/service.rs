@@ -74,9 +74,12 @@ impl<S: ApprovalStore> Approvals<S> {
         // lane that is there.
         let lane = ApprovalLane::open(proposal.clone(), now, expires_at);
         let event = TransitionEvent::of(None, &lane, None, None);
-        let (existing, inserted) = self.store.insert(lane, event.clone()).await?;
+        let kept = self.kept(&event);
+        let (existing, inserted) = self.store.insert(lane, event).await?;
         if inserted {
-            self.notify(event);
+            if let Some(event) = kept {
+                self.notify(event);
+            }
             return Ok(existing);
         }
         if existing.state() != LaneState::Closed {
@@ -180,11 +183,23 @@ impl<S: ApprovalStore> Approvals<S> {
         by: Option<&str>,
     ) -> Result<ApprovalLane, ApprovalError> {
         let event = TransitionEvent::of(Some(before), &after, Some(action), by);
+        let kept = self.kept(&event);
         self.store
-            .transition(before.version(), after.clone(), event.clone())
+            .transition(before.version(), after.clone(), event)
             .await?;
-        self.notify(event);
+        if let Some(event) = kept {
+            self.notify(event);
+        }
         Ok(after)
+    }
+
+    /// A copy of `event` for the host's sink, when it has one that keeps records (the
+    /// store takes the event itself).
+    fn kept(&self, event: &TransitionEvent) -> Option<TransitionEvent> {
+        self.sink
+            .as_ref()
+            .filter(|sink| sink.keeps_records())
+            .map(|_| event.clone())
     }
 
     /// Hands a transition the store has committed to the host's own sink, if it has one.

@@ -100,7 +100,7 @@ impl Preview {
         mode: &ModeResolution,
         input: &Map<String, Value>,
     ) -> Self {
-        let mut text = String::new();
+        let mut text = String::with_capacity(256);
         let _ = write!(
             text,
             "{}\nrisk: {}, approval: {}\nscopes: ",
@@ -121,7 +121,8 @@ impl Preview {
         let mut rows = Vec::new();
         // An empty input has no rows; flattened, it would show as one row with no path.
         flatten_fields(&mut rows, "", input, false);
-        rows.sort();
+        // Paths are unique (keys of one object, indices of one array): by path alone.
+        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         if rows.is_empty() {
             text.push_str(" none");
         }
@@ -163,8 +164,11 @@ fn is_secret_name(name: &str) -> bool {
     // Names are short: a window compare beats building a lowercase copy and a searcher.
     let name = name.as_bytes();
     SECRET_WORDS.iter().any(|word| {
-        name.windows(word.len())
-            .any(|window| window.eq_ignore_ascii_case(word.as_bytes()))
+        let word = word.as_bytes();
+        name.windows(word.len()).any(|window| {
+            // The first letter rules out most places before a whole compare.
+            window[0].to_ascii_lowercase() == word[0] && window.eq_ignore_ascii_case(word)
+        })
     })
 }
 
@@ -209,7 +213,10 @@ fn flatten(rows: &mut Vec<(String, String)>, path: String, value: &Value, masked
                 other => other.to_string(),
             };
             let mut shown = escape_invisible(text);
-            if let Some((cut, _)) = shown.char_indices().nth(MAX_VALUE_CHARS) {
+            // A text of at most MAX_VALUE_CHARS bytes has at most as many characters.
+            if shown.len() > MAX_VALUE_CHARS
+                && let Some((cut, _)) = shown.char_indices().nth(MAX_VALUE_CHARS)
+            {
                 shown.truncate(cut);
                 shown.push('…');
             }
