@@ -1,8 +1,9 @@
-//! The fast way through gate 1: the input decoded straight from the argument text, with
-//! every rule of the strict parse watched on the way, in the same pass. Whatever the
-//! watch cannot vouch for (a duplicate key it cannot see, a field the type ignores, a
-//! number past 2^53, a string or nesting past the limits) makes the pass *unsure*, and
-//! the caller then takes the slow way, which names every error.
+//! The decoder of gate 1, one per input type. The fast way: the input decoded straight
+//! from the argument text, with every rule of the strict parse watched on the way, in the
+//! same pass. Whatever the watch cannot vouch for (a duplicate key it cannot see, a field
+//! the type ignores, a number past 2^53, a string or nesting past the limits) makes the
+//! pass *unsure*, and the caller then takes the slow way, which names every error: the
+//! same decoder again, this time keeping track of where it is and what it ignored.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
