@@ -274,6 +274,14 @@ fn trusting(governor: &Shared, timeout: Duration) -> McpServer<Desk, MemoryStore
 
 const ELICITING: &str = r#"{"elicitation": {"form": {}}}"#;
 
+/// `server` on a fresh pipe, initialised by a client that shows approval prompts.
+async fn prompting_client(server: McpServer<Desk, MemoryStore>) -> Wire {
+    let mut wire = serve(server, FrameLimits::new());
+    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
+        .await;
+    wire
+}
+
 /// Calls the note tool and answers the approval prompt with `answer`; the final answer.
 async fn note_answered(wire: &mut Wire, answer: Value) -> Value {
     wire.send(&format!(
@@ -299,12 +307,7 @@ async fn note_answered(wire: &mut Wire, answer: Value) -> Value {
 #[tokio::test]
 async fn an_accepted_prompt_approves_as_the_clients_person_and_the_call_runs_once() {
     let governor = governor();
-    let mut wire = serve(
-        trusting(&governor, Duration::from_secs(5)),
-        FrameLimits::new(),
-    );
-    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
-        .await;
+    let mut wire = prompting_client(trusting(&governor, Duration::from_secs(5))).await;
     let answer = note_answered(
         &mut wire,
         json!({"action": "accept", "content": {"decision": "approve"}}),
@@ -326,12 +329,7 @@ async fn an_accepted_prompt_approves_as_the_clients_person_and_the_call_runs_onc
 #[tokio::test]
 async fn a_declined_prompt_rejects_and_a_cancelled_one_leaves_the_call_pending() {
     let governor = governor();
-    let mut wire = serve(
-        trusting(&governor, Duration::from_secs(5)),
-        FrameLimits::new(),
-    );
-    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
-        .await;
+    let mut wire = prompting_client(trusting(&governor, Duration::from_secs(5))).await;
     let answer = note_answered(&mut wire, json!({"action": "cancel"})).await;
     assert_eq!(
         answer["result"]["structuredContent"]["status"],
@@ -367,12 +365,7 @@ async fn a_declined_prompt_rejects_and_a_cancelled_one_leaves_the_call_pending()
 #[tokio::test]
 async fn an_unanswered_prompt_times_out_and_the_call_stays_pending() {
     let governor = governor();
-    let mut wire = serve(
-        trusting(&governor, Duration::from_millis(200)),
-        FrameLimits::new(),
-    );
-    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
-        .await;
+    let mut wire = prompting_client(trusting(&governor, Duration::from_millis(200))).await;
     let answer = wire.call(1, "internal_note", NOTE).await;
     assert_eq!(answer["method"], "elicitation/create");
     // No answer: the prompt is withdrawn, and the call answered as pending.
@@ -399,12 +392,7 @@ async fn an_unanswered_prompt_times_out_and_the_call_stays_pending() {
 #[tokio::test]
 async fn tiers_the_host_does_not_trust_the_person_for_are_never_prompted() {
     let governor = governor();
-    let mut wire = serve(
-        trusting(&governor, Duration::from_secs(5)),
-        FrameLimits::new(),
-    );
-    wire.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
-        .await;
+    let mut wire = prompting_client(trusting(&governor, Duration::from_secs(5))).await;
     // High-write: another operator decides; no prompt is sent.
     let answer = wire
         .call(
@@ -420,10 +408,7 @@ async fn tiers_the_host_does_not_trust_the_person_for_are_never_prompted() {
     );
     // The strict default: a server with no trusted person never prompts, even a client
     // that can show prompts.
-    let mut strict = serve(agent(&governor), FrameLimits::new());
-    strict
-        .initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
-        .await;
+    let mut strict = prompting_client(agent(&governor)).await;
     let answer = strict.call(2, "internal_note", NOTE).await;
     assert_eq!(answer["id"], 2);
     assert_eq!(
@@ -433,9 +418,7 @@ async fn tiers_the_host_does_not_trust_the_person_for_are_never_prompted() {
     // A person with the agent's own id cannot approve its calls.
     let same = agent(&governor)
         .with_client_approver(ClientApprover::new("AGENT-7").may_approve(RiskTier::LowWrite));
-    let mut same = serve(same, FrameLimits::new());
-    same.initialize("2025-11-25", serde_json::from_str(ELICITING).unwrap())
-        .await;
+    let mut same = prompting_client(same).await;
     let answer = note_answered(
         &mut same,
         json!({"action": "accept", "content": {"decision": "approve"}}),

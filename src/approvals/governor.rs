@@ -15,7 +15,7 @@ use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, To
 use crate::gate::{Blocked, Decision, LaneAction, LaneState, Timestamp, Verdict, decide, execute};
 use crate::json::{
     Admitted, AuditEvent, Draft, Governance, Proposal, ToolCall, derive_key, gate_call,
-    propose_call, run_ready,
+    proposal_key, propose_call, run_ready,
 };
 
 /// The one front door: a host builds one governor and every call, listing, decision and
@@ -458,22 +458,12 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     codec,
                     input,
                 },
-            mode,
+            ..
         } = verdict
         else {
             return None;
         };
-        propose_call(
-            entry,
-            codec,
-            &input,
-            actor,
-            call.dedupe_token(),
-            mode,
-            self.governance.mode_policy(),
-        )
-        .ok()
-        .map(|proposal| proposal.idempotency_key())
+        proposal_key(entry, codec, &input, actor, call.dedupe_token())
     }
 
     /// What a call that awaits approval gives back, by the state of its lane: an approved

@@ -267,6 +267,25 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
     }))
 }
 
+/// The key a call that awaits approval is proposed under ([`propose_call`]'s), computed
+/// alone: no preview, no snapshots.
+pub(crate) fn proposal_key<C: ?Sized + 'static>(
+    entry: &ToolEntry<C>,
+    codec: &Codec<C>,
+    input: &ErasedInput,
+    actor: &Actor<'_>,
+    dedupe_token: Option<&str>,
+) -> Option<crate::declare::IdempotencyKey> {
+    let input = (codec.to_json)(input).ok()?;
+    Some(crate::declare::IdempotencyKey::for_call(
+        entry.spec().name(),
+        &input,
+        Some(actor.id()),
+        actor.account(),
+        dedupe_token,
+    ))
+}
+
 /// Decodes the stored canonical input of an approved call, for the run.
 pub(crate) fn decode_stored<C: ?Sized + 'static>(
     codec: &Codec<C>,

@@ -18,7 +18,7 @@ pub(crate) mod strict;
 mod watch;
 
 pub use audit::AuditEvent;
-pub(crate) use call::{Admitted, decode_stored, gate_call, propose_call, run_ready};
+pub(crate) use call::{Admitted, decode_stored, gate_call, proposal_key, propose_call, run_ready};
 pub use call::{Governance, ToolCall};
 pub use canonical::canonical_json;
 pub(crate) use entry::derive_key;
