@@ -88,6 +88,75 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Values whose canonical text an independent writer can give: no fractions.
+fn canonical_value() -> impl Strategy<Value = Value> {
+    let text = prop_oneof![
+        "[a-z]{0,4}",
+        // Control characters, quotes, backslashes, the BMP's top and beyond it.
+        prop::collection::vec(
+            prop::sample::select(vec![
+                'a',
+                '\u{0}',
+                '\t',
+                '\u{8}',
+                '\u{c}',
+                '\r',
+                '\u{1f}',
+                '"',
+                '\\',
+                '\n',
+                '\u{7f}',
+                'é',
+                '\u{ff61}',
+                '\u{1f600}',
+                '\u{10ffff}'
+            ]),
+            0..5
+        )
+        .prop_map(|chars| chars.into_iter().collect::<String>()),
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-(1i64 << 53)..=(1i64 << 53)).prop_map(Value::from),
+        (0u64..=(1u64 << 53)).prop_map(Value::from),
+        text.clone().prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(text.clone(), inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn reference_canonical(value: &Value) -> String {
+    match value {
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(reference_canonical).collect();
+            format!("[{}]", items.join(","))
+        }
+        Value::Object(object) => {
+            let mut entries: Vec<(&String, &Value)> = object.iter().collect();
+            entries.sort_by_key(|(key, _)| key.encode_utf16().collect::<Vec<u16>>());
+            let entries: Vec<String> = entries
+                .into_iter()
+                .map(|(key, item)| {
+                    format!(
+                        "{}:{}",
+                        Value::from(key.as_str()),
+                        reference_canonical(item)
+                    )
+                })
+                .collect();
+            format!("{{{}}}", entries.join(","))
+        }
+        // Integers print as digits; serde_json's scalars are already canonical here.
+        other => other.to_string(),
+    }
+}
+
 /// Arguments one of the desk's tools accepts.
 fn valid_arguments() -> impl Strategy<Value = String> {
     let reason = prop::sample::select(vec!["damaged", "late"]);
@@ -213,6 +282,14 @@ proptest! {
             .map(|byte| format!("{byte:02x}"))
             .collect();
         prop_assert_eq!(key(&text).to_string(), expected);
+    }
+
+    /// The canonical text of any value of integers, strings and nesting is what an
+    /// independent writer gives: keys sorted by UTF-16 code units, integers as their digits,
+    /// strings as `serde_json` escapes them (its escapes are RFC 8785's minimal ones).
+    #[test]
+    fn canonical_text_matches_an_independent_writer(value in canonical_value()) {
+        prop_assert_eq!(cairnloop::json::canonical_json(&value), reference_canonical(&value));
     }
 
     /// Approval lanes follow an independently written model for any action sequence.

@@ -38,6 +38,14 @@ fn write_value<W: Write + ?Sized>(out: &mut W, value: &Value) -> fmt::Result {
         Value::Bool(true) => out.write_str("true"),
         Value::Bool(false) => out.write_str("false"),
         Value::Number(number) => {
+            // An integer a double holds exactly prints as its decimal digits in ECMAScript
+            // (every one below 10^21); only the others need the shortest-double printer.
+            if let Some(int) = number.as_i64().filter(|int| int.unsigned_abs() <= EXACT) {
+                return out.write_str(itoa::Buffer::new().format(int));
+            }
+            if let Some(int) = number.as_u64().filter(|int| *int <= EXACT) {
+                return out.write_str(itoa::Buffer::new().format(int));
+            }
             // serde_json numbers are finite; every one is a double in RFC 8785.
             let double = number.as_f64().unwrap_or(0.0);
             if double == 0.0 {
@@ -58,47 +66,82 @@ fn write_value<W: Write + ?Sized>(out: &mut W, value: &Value) -> fmt::Result {
             out.write_str("]")
         }
         Value::Object(object) => {
-            let mut entries: Vec<(&String, &Value)> = object.iter().collect();
-            // serde_json's map keeps keys in byte order; RFC 8785 wants UTF-16 order,
-            // which differs only for characters beyond the Basic Multilingual Plane.
-            entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-            out.write_str("{")?;
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.write_str(",")?;
-                }
-                write_string(out, key)?;
-                out.write_str(":")?;
-                write_value(out, item)?;
+            if in_utf16_order(object) {
+                write_entries(out, object.iter())
+            } else {
+                let mut entries: Vec<(&String, &Value)> = object.iter().collect();
+                entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+                write_entries(out, entries.into_iter())
             }
-            out.write_str("}")
         }
     }
 }
 
+/// 2^53: every integer up to it in size is exactly a double.
+const EXACT: u64 = 1 << 53;
+
+/// Whether the map already iterates in RFC 8785's order (UTF-16 code units). Byte order
+/// is code point order, and the two orders differ only where a character beyond the Basic
+/// Multilingual Plane (a four-byte one, lead byte `0xF0` or more) is compared: most maps
+/// have none, and need no sorted copy.
+fn in_utf16_order(object: &serde_json::Map<String, Value>) -> bool {
+    let mut keys = object.keys();
+    let Some(mut previous) = keys.next() else {
+        return true;
+    };
+    let basic = |key: &str| key.bytes().all(|byte| byte < 0xF0);
+    if !basic(previous) {
+        return false;
+    }
+    for key in keys {
+        if !basic(key) || previous.as_bytes() >= key.as_bytes() {
+            return false;
+        }
+        previous = key;
+    }
+    true
+}
+
+fn write_entries<'v, W: Write + ?Sized>(
+    out: &mut W,
+    entries: impl Iterator<Item = (&'v String, &'v Value)>,
+) -> fmt::Result {
+    out.write_str("{")?;
+    for (i, (key, item)) in entries.enumerate() {
+        if i > 0 {
+            out.write_str(",")?;
+        }
+        write_string(out, key)?;
+        out.write_str(":")?;
+        write_value(out, item)?;
+    }
+    out.write_str("}")
+}
+
 pub(crate) fn write_string<W: Write + ?Sized>(out: &mut W, string: &str) -> fmt::Result {
     out.write_str("\"")?;
-    // Runs of characters that need no escape are written as one slice.
+    // Runs of characters that need no escape are written as one slice. Every character
+    // to escape is ASCII, and no byte of a multi-byte character is: bytes will do.
     let mut plain = 0;
-    for (i, c) in string.char_indices() {
-        let escape = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\u{8}' => "\\b",
-            '\u{c}' => "\\f",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            c if c < ' ' => "",
+    for (i, &byte) in string.as_bytes().iter().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            byte if byte < b' ' => "",
             _ => continue,
         };
         out.write_str(&string[plain..i])?;
         if escape.is_empty() {
-            write!(out, "\\u{:04x}", u32::from(c))?;
+            write!(out, "\\u{byte:04x}")?;
         } else {
             out.write_str(escape)?;
         }
-        plain = i + c.len_utf8();
+        plain = i + 1;
     }
     out.write_str(&string[plain..])?;
     out.write_str("\"")

@@ -1,7 +1,7 @@
-use alloc::format;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
+use core::ops::Range;
 
 use serde_json::{Map, Value};
 
@@ -118,20 +118,30 @@ impl Preview {
             text.push_str(scope.as_str());
         }
         text.push_str("\ninput:");
-        let mut rows = Vec::new();
+        // Sized for a handful of short fields, so that a typical input grows nothing.
+        let mut rows = Rows {
+            text: String::with_capacity(256),
+            rows: Vec::with_capacity(input.len().min(MAX_ROWS)),
+            path: String::with_capacity(64),
+        };
         // An empty input has no rows; flattened, it would show as one row with no path.
-        flatten_fields(&mut rows, "", input, false);
+        rows.fields(input, false);
         // Paths are unique (keys of one object, indices of one array): by path alone.
-        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let Rows {
+            text: all,
+            mut rows,
+            ..
+        } = rows;
+        rows.sort_unstable_by(|a, b| all[a.path.clone()].cmp(&all[b.path.clone()]));
         if rows.is_empty() {
             text.push_str(" none");
         }
         let shown = rows.len().min(MAX_ROWS);
-        for (path, value) in &rows[..shown] {
+        for row in &rows[..shown] {
             text.push_str("\n  ");
-            text.push_str(path);
+            text.push_str(&all[row.path.clone()]);
             text.push_str(": ");
-            text.push_str(value);
+            text.push_str(&all[row.value.clone()]);
         }
         if rows.len() > shown {
             let _ = write!(text, "\n  … and {} more", rows.len() - shown);
@@ -172,99 +182,127 @@ fn is_secret_name(name: &str) -> bool {
     })
 }
 
-/// The rows of an object's fields, under `path`.
-fn flatten_fields(
-    rows: &mut Vec<(String, String)>,
-    path: &str,
-    object: &Map<String, Value>,
-    masked: bool,
-) {
-    for (key, item) in object {
-        let key_shown = display_key(key);
-        let child = if path.is_empty() {
-            key_shown
-        } else {
-            format!("{path}.{key_shown}")
-        };
-        flatten(rows, child, item, masked || is_secret_name(key));
-    }
+/// The rows of a preview, written into one text: a row is two ranges of it, so that
+/// a row costs no allocation of its own.
+struct Rows {
+    text: String,
+    rows: Vec<Row>,
+    /// The path of the value being flattened.
+    path: String,
 }
 
-fn flatten(rows: &mut Vec<(String, String)>, path: String, value: &Value, masked: bool) {
-    match value {
-        Value::Object(object) if !object.is_empty() => flatten_fields(rows, &path, object, masked),
-        Value::Array(items) if !items.is_empty() => {
-            for (i, item) in items.iter().enumerate() {
-                flatten(rows, format!("{path}[{i}]"), item, masked);
+struct Row {
+    path: Range<usize>,
+    value: Range<usize>,
+}
+
+impl Rows {
+    /// The rows under `object`, whose own path is the current one.
+    fn fields(&mut self, object: &Map<String, Value>, masked: bool) {
+        let parent = self.path.len();
+        for (key, item) in object {
+            if parent > 0 {
+                self.path.push('.');
             }
+            self.key(key);
+            self.value(item, masked || is_secret_name(key));
+            self.path.truncate(parent);
         }
-        _ if masked => rows.push((path, MASK.to_string())),
-        _ => {
-            let text = match value {
-                Value::String(text) => {
-                    let mut quoted = String::with_capacity(text.len() + 2);
-                    let _ = crate::json::canonical::write_string(&mut quoted, text);
-                    quoted
+    }
+
+    /// A key as a path shows it: as it is when plain, else quoted with its escapes.
+    fn key(&mut self, key: &str) {
+        let plain = !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if plain {
+            self.path.push_str(key);
+        } else {
+            let start = self.path.len();
+            let _ = crate::json::canonical::write_string(&mut self.path, key);
+            escape_invisible(&mut self.path, start);
+        }
+    }
+
+    fn value(&mut self, value: &Value, masked: bool) {
+        match value {
+            Value::Object(object) if !object.is_empty() => self.fields(object, masked),
+            Value::Array(items) if !items.is_empty() => {
+                let parent = self.path.len();
+                for (i, item) in items.iter().enumerate() {
+                    let _ = write!(self.path, "[{i}]");
+                    self.value(item, masked);
+                    self.path.truncate(parent);
                 }
-                Value::Number(number) => number.to_string(),
-                Value::Bool(true) => "true".to_string(),
-                Value::Bool(false) => "false".to_string(),
-                // Null, and an empty object or array.
-                other => other.to_string(),
-            };
-            let mut shown = escape_invisible(text);
-            // A text of at most MAX_VALUE_CHARS bytes has at most as many characters.
-            if shown.len() > MAX_VALUE_CHARS
-                && let Some((cut, _)) = shown.char_indices().nth(MAX_VALUE_CHARS)
-            {
-                shown.truncate(cut);
-                shown.push('…');
             }
-            rows.push((path, shown));
+            _ => {
+                let path_start = self.text.len();
+                self.text.push_str(&self.path);
+                let start = self.text.len();
+                if masked {
+                    self.text.push_str(MASK);
+                } else {
+                    match value {
+                        Value::String(text) => {
+                            let _ = crate::json::canonical::write_string(&mut self.text, text);
+                        }
+                        // Numbers, booleans, null, and an empty object or array.
+                        other => {
+                            let _ = write!(self.text, "{other}");
+                        }
+                    }
+                    escape_invisible(&mut self.text, start);
+                    self.shorten(start);
+                }
+                self.rows.push(Row {
+                    path: path_start..start,
+                    value: start..self.text.len(),
+                });
+            }
+        }
+    }
+
+    /// Cuts the text written from `start` to at most `MAX_VALUE_CHARS` characters.
+    fn shorten(&mut self, start: usize) {
+        // A text of at most MAX_VALUE_CHARS bytes has at most as many characters.
+        if self.text.len() - start > MAX_VALUE_CHARS
+            && let Some((cut, _)) = self.text[start..].char_indices().nth(MAX_VALUE_CHARS)
+        {
+            self.text.truncate(start + cut);
+            self.text.push('…');
         }
     }
 }
 
-/// A key as typed when it is plain, else as a JSON string, so that a key cannot forge rows.
-fn display_key(key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if plain {
-        key.to_string()
-    } else {
-        escape_invisible(Value::String(key.to_string()).to_string())
-    }
-}
-
-/// Escapes what JSON leaves raw but a reader cannot see or that moves text: line and
-/// paragraph separators and bidirectional controls.
-fn escape_invisible(text: String) -> String {
-    let invisible = |c: char| {
-        matches!(
-            c,
-            '\u{2028}'
-                | '\u{2029}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{feff}'
-        )
-    };
+/// Spells out, in what was written to `text` from `start`, the characters that would
+/// hide or reorder what an operator reads.
+fn escape_invisible(text: &mut String, start: usize) {
+    let written = &text[start..];
     // Most text has none of them (they are all outside ASCII): keep it as it is.
-    if text.is_ascii() || !text.chars().any(invisible) {
-        return text;
+    if written.is_ascii() || !written.chars().any(invisible) {
+        return;
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    let written = text.split_off(start);
+    for c in written.chars() {
         if invisible(c) {
-            let _ = write!(out, "\\u{:04x}", u32::from(c));
+            let _ = write!(text, "\\u{:04x}", u32::from(c));
         } else {
-            out.push(c);
+            text.push(c);
         }
     }
-    out
+}
+
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2028}'
+            | '\u{2029}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{feff}'
+    )
 }
 
 #[cfg(test)]
@@ -272,6 +310,8 @@ mod tests {
     use super::*;
     use crate::declare::{Actor, RiskTier};
     use crate::gate::ModePolicy;
+    use alloc::format;
+    use alloc::string::ToString;
 
     fn rows(input: Value) -> String {
         let spec = ToolSpec::new("t", "T", "D.", RiskTier::LowWrite);
@@ -336,5 +376,16 @@ mod tests {
     fn invisible_characters_are_escaped() {
         let text = rows(serde_json::json!({"note": "a\u{2028}b\u{202e}c"}));
         assert!(text.contains("a\\u2028b\\u202ec"), "{text}");
+    }
+
+    #[test]
+    fn long_values_are_cut_and_odd_keys_quoted_in_every_path() {
+        let long = "é".repeat(500);
+        let text = rows(serde_json::json!({"n\u{202e}ote": [{"body": long}]}));
+        let expected = format!(
+            "\n  \"n\\u202eote\"[0].body: \"{}…",
+            "é".repeat(MAX_VALUE_CHARS - 1)
+        );
+        assert_eq!(text, expected);
     }
 }
