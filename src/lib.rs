@@ -14,6 +14,8 @@ extern crate std;
 // draws them.
 #[cfg(all(feature = "serde", feature = "std"))]
 pub mod approvals;
+#[cfg(feature = "console")]
+pub mod console;
 pub mod declare;
 pub mod gate;
 #[cfg(feature = "serde")]

@@ -5,7 +5,15 @@
 use std::path::Path;
 
 /// The layers, lowest first.
-const LAYERS: [&str; 6] = ["declare", "gate", "json", "approvals", "stores", "mcp"];
+const LAYERS: [&str; 7] = [
+    "declare",
+    "gate",
+    "json",
+    "approvals",
+    "stores",
+    "mcp",
+    "console",
+];
 
 /// Every `crate::` reference in `source` that the layer `layer` may not make: one that
 /// reaches a layer above it, or one that goes through the crate root's re-exports (which

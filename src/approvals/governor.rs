@@ -764,6 +764,27 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             .collect())
     }
 
+    /// Up to `limit` records of the store's event log after the sequence number `after`
+    /// (0 for the start), each with its own number: one page of an audit view.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// assert!(pollster::block_on(Governor::new(&TOOLS).audit_log(0, 50))?.is_empty());
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    pub async fn audit_log(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, AuditRecord)>, ApprovalError> {
+        Ok(self.approvals.store().events_since(after, limit).await?)
+    }
+
     fn now(&self) -> Result<Timestamp, ApprovalError> {
         self.clock.now().ok_or(ApprovalError::ClockUnavailable)
     }

@@ -1,0 +1,898 @@
+//! The routes: who is asking, whether their form is genuine, and what the governor says.
+
+use std::prelude::rust_2024::*;
+#[allow(unused_imports)]
+use std::{format, vec};
+
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use axum::Form;
+use axum::Router;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, Path, Query, State};
+use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use crate::approvals::{ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, Reconciliation};
+use crate::declare::IdempotencyKey;
+use crate::gate::LaneState;
+
+use super::Inner;
+use super::config::Operator;
+use super::pages::{self, AuditFilter, QueueFilter};
+use super::session::{self, Lookup};
+
+type Shared<C, S> = Arc<Inner<C, S>>;
+
+/// The largest form body accepted (a reason or a note is a line, not a file).
+const MAX_FORM_BYTES: usize = 64 * 1024;
+
+/// Pending lanes read for the queue, at most: past it, the queue says it is partial.
+pub(crate) const MAX_QUEUE_SCAN: usize = 10_000;
+
+pub(super) fn router<C, S>(inner: Shared<C, S>) -> Router
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/queue") }))
+        .route("/login", get(login_page::<C, S>).post(login::<C, S>))
+        .route("/logout", post(logout::<C, S>))
+        .route("/queue", get(queue::<C, S>))
+        .route("/queue/rows", get(queue_rows::<C, S>))
+        .route("/proposals/{key}", get(proposal::<C, S>))
+        .route("/proposals/{key}/input.json", get(proposal_input::<C, S>))
+        .route("/proposals/{key}/decide", post(decide::<C, S>))
+        .route("/proposals/{key}/reconcile", post(reconcile::<C, S>))
+        .route("/reconcile", get(reconcile_page::<C, S>))
+        .route("/audit", get(audit::<C, S>))
+        .route("/audit.jsonl", get(audit_export::<C, S>))
+        .route("/assets/console.css", get(stylesheet))
+        .route("/assets/console.js", get(script))
+        .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .layer(axum::middleware::map_response(security_headers))
+        .with_state(inner)
+}
+
+/// On every answer: no inline script, no framing, no sniffing, no caching, no referrer.
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let mut set = |name: &'static str, value: &'static str| {
+        headers.insert(name, HeaderValue::from_static(value));
+    };
+    set(
+        "content-security-policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+         connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
+    set("x-content-type-options", "nosniff");
+    set("x-frame-options", "DENY");
+    set("referrer-policy", "no-referrer");
+    set("cache-control", "no-store");
+    response
+}
+
+/// The client's address, when the server was started with connection info.
+struct ClientAddress(Option<SocketAddr>);
+
+impl<St: Send + Sync> FromRequestParts<St> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &St) -> Result<Self, Self::Rejection> {
+        Ok(Self(
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|info| info.0),
+        ))
+    }
+}
+
+/// A signed-in operator, their session, and the cookie to set if the session is new.
+struct Signed {
+    operator: Operator,
+    session: String,
+    cookie: Option<HeaderValue>,
+}
+
+impl Signed {
+    /// `response` with the session cookie, when there is a new one to set.
+    fn with_cookie(&self, mut response: Response) -> Response {
+        if let Some(cookie) = &self.cookie {
+            response
+                .headers_mut()
+                .append(header::SET_COOKIE, cookie.clone());
+        }
+        response
+    }
+
+    fn token<C: ?Sized, S>(&self, inner: &Inner<C, S>) -> String {
+        inner
+            .sessions
+            .issue_token(&self.session)
+            .unwrap_or_default()
+    }
+}
+
+fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .find_map(|pair| pair.trim().strip_prefix(session::COOKIE)?.strip_prefix('='))
+}
+
+fn cookie_for<C: ?Sized, S>(inner: &Inner<C, S>, id: &str) -> Option<HeaderValue> {
+    let secure = if inner.config.secure_cookie {
+        "; Secure"
+    } else {
+        ""
+    };
+    HeaderValue::from_str(&format!(
+        "{}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        session::COOKIE,
+        inner.config.session_ttl.as_secs()
+    ))
+    .ok()
+}
+
+/// Why a request is not let in.
+enum Refused {
+    /// No session, or one before sign-in.
+    SignIn,
+    /// The session ran out.
+    Expired,
+    /// The trusted header names nobody configured.
+    NotAnOperator,
+}
+
+impl Refused {
+    /// A page is sent to the sign-in form; a form post is answered plainly, and
+    /// nothing it asked for is done.
+    fn response(self, method: &Method) -> Response {
+        match (self, method == Method::GET) {
+            (Self::NotAnOperator, _) => pages::refusal(
+                StatusCode::FORBIDDEN,
+                "Not an operator",
+                "The name your sign-in proxy gave is not an operator of this console.",
+                None,
+            ),
+            (Self::Expired, true) => Redirect::to("/login?expired=1").into_response(),
+            (Self::SignIn, true) => Redirect::to("/login").into_response(),
+            (Self::Expired, false) => pages::refusal(
+                StatusCode::UNAUTHORIZED,
+                "Session expired",
+                "Your session expired, so nothing was changed. Sign in again and retry.",
+                None,
+            ),
+            (Self::SignIn, false) => pages::refusal(
+                StatusCode::UNAUTHORIZED,
+                "Not signed in",
+                "Sign in first; nothing was changed.",
+                None,
+            ),
+        }
+    }
+}
+
+impl<C: ?Sized, S> Inner<C, S> {
+    fn signed_in(&self, headers: &HeaderMap) -> Result<Signed, Refused> {
+        let cookie = session_cookie(headers);
+        let current = cookie.map(|id| (id, self.sessions.lookup(id)));
+        if let Some(header) = &self.config.trusted_header {
+            if let Some(name) = headers.get(header.as_str()).and_then(|v| v.to_str().ok()) {
+                let operator = self.config.operator(name).ok_or(Refused::NotAnOperator)?;
+                if let Some((id, Lookup::SignedIn(who))) = &current
+                    && who == operator.id()
+                {
+                    return Ok(Signed {
+                        operator: operator.clone(),
+                        session: (*id).to_string(),
+                        cookie: None,
+                    });
+                }
+                let id = self
+                    .sessions
+                    .open(Some(operator.id()), self.config.session_ttl)
+                    .ok_or(Refused::SignIn)?;
+                return Ok(Signed {
+                    operator: operator.clone(),
+                    cookie: cookie_for(self, &id),
+                    session: id,
+                });
+            }
+        }
+        match current {
+            Some((id, Lookup::SignedIn(who))) => match self.config.operator(&who) {
+                Some(operator) => Ok(Signed {
+                    operator: operator.clone(),
+                    session: id.to_string(),
+                    cookie: None,
+                }),
+                // Removed from the configuration since signing in.
+                None => Err(Refused::SignIn),
+            },
+            Some((_, Lookup::Expired)) => Err(Refused::Expired),
+            Some((_, Lookup::Anonymous)) | None => Err(Refused::SignIn),
+        }
+    }
+
+    /// The lane with this key, if it exists and the operator may see it.
+    async fn visible_lane(&self, key: &str, operator: &Operator) -> Option<ApprovalLane>
+    where
+        C: Send + Sync,
+        S: ApprovalStore,
+    {
+        let key = IdempotencyKey::from_str(key).ok()?;
+        let lane = self.governor.lane(&key).await.ok()?;
+        operator
+            .accounts()
+            .includes(lane.proposal().account_id())
+            .then_some(lane)
+    }
+}
+
+fn store_failure(error: &ApprovalError) -> Response {
+    pages::refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The store did not answer",
+        &format!("Nothing was changed. The store said: {error}"),
+        None,
+    )
+}
+
+fn not_found(operator: &Operator) -> Response {
+    pages::refusal(
+        StatusCode::NOT_FOUND,
+        "No such proposal",
+        "There is no proposal with this key that you may see.",
+        Some(operator.id()),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Sign-in
+
+#[derive(Deserialize)]
+struct LoginQuery {
+    expired: Option<u8>,
+}
+
+async fn login_page<C: ?Sized + Send + Sync + 'static, S: Send + Sync + 'static>(
+    State(inner): State<Shared<C, S>>,
+    Query(query): Query<LoginQuery>,
+) -> Response {
+    // The sign-in form has a session of its own, so that its post carries a token too.
+    let Some(id) = inner.sessions.open(None, inner.config.session_ttl) else {
+        return pages::refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "No randomness",
+            "The console could not make a session id.",
+            None,
+        );
+    };
+    let token = inner.sessions.issue_token(&id).unwrap_or_default();
+    let note = query
+        .expired
+        .map(|_| "Your session expired. Sign in again.");
+    let mut response = pages::login(&token, note, StatusCode::OK);
+    if let Some(cookie) = cookie_for(&inner, &id) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    operator: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn login<C: ?Sized + Send + Sync + 'static, S: Send + Sync + 'static>(
+    State(inner): State<Shared<C, S>>,
+    ClientAddress(address): ClientAddress,
+    headers: HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    let session = session_cookie(&headers).unwrap_or_default().to_string();
+    if !inner.sessions.use_token(&session, &form.csrf) {
+        return pages::refusal(
+            StatusCode::FORBIDDEN,
+            "Form expired",
+            "This sign-in form is no longer valid. Open the sign-in page again.",
+            None,
+        );
+    }
+    let mut keys = vec![format!("id:{}", form.operator)];
+    if let Some(address) = address {
+        keys.push(format!("ip:{}", address.ip()));
+    }
+    let (attempts, window) = (inner.config.login_attempts, inner.config.login_window);
+    if let Some(wait) = inner.limiter.blocked(&keys, attempts, window) {
+        let mut response = pages::refusal(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many attempts",
+            "Too many failed sign-ins. Wait a minute and try again.",
+            None,
+        );
+        let seconds = wait.as_secs().max(1).to_string();
+        if let Ok(value) = HeaderValue::from_str(&seconds) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
+    let operator = inner.config.operator(&form.operator).cloned();
+    let password = form.password;
+    // Argon2 takes tens of milliseconds on purpose: off the async threads.
+    let accepted = tokio::task::spawn_blocking(move || {
+        operator.filter(|operator| operator.credential().accepts(&password))
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(operator) = accepted else {
+        inner.limiter.failed(&keys, window);
+        let token = inner.sessions.issue_token(&session).unwrap_or_default();
+        return pages::login(
+            &token,
+            Some("That name and password or token do not match an operator."),
+            StatusCode::UNAUTHORIZED,
+        );
+    };
+    inner.limiter.succeeded(&keys[..1]);
+    // A new session id at sign-in: one fixed before it is worth nothing after.
+    inner.sessions.close(&session);
+    let Some(id) = inner
+        .sessions
+        .open(Some(operator.id()), inner.config.session_ttl)
+    else {
+        return pages::refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "No randomness",
+            "The console could not make a session id.",
+            None,
+        );
+    };
+    let mut response = Redirect::to("/queue").into_response();
+    if let Some(cookie) = cookie_for(&inner, &id) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+#[derive(Deserialize)]
+struct TokenForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn logout<C: ?Sized + Send + Sync + 'static, S: Send + Sync + 'static>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Form(form): Form<TokenForm>,
+) -> Response {
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::POST),
+    };
+    if !inner.sessions.use_token(&signed.session, &form.csrf) {
+        return pages::bad_token(Some(signed.operator.id()));
+    }
+    inner.sessions.close(&signed.session);
+    Redirect::to("/login").into_response()
+}
+
+// ---------------------------------------------------------------------------------------
+// Queue
+
+async fn pending<C, S>(
+    inner: &Inner<C, S>,
+    operator: &Operator,
+    filter: &QueueFilter,
+) -> Result<(Vec<ApprovalLane>, bool), ApprovalError>
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let mut found = Vec::new();
+    let mut after: Option<IdempotencyKey> = None;
+    let mut read = 0;
+    let mut partial = false;
+    loop {
+        let page = inner
+            .governor
+            .lanes(LaneState::Pending, after.as_ref(), 500)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.key());
+        read += page.len();
+        let full = page.len() == 500;
+        found.extend(page.into_iter().filter(|lane| {
+            operator.accounts().includes(lane.proposal().account_id()) && filter.admits(lane)
+        }));
+        if !full {
+            break;
+        }
+        if read >= MAX_QUEUE_SCAN {
+            partial = true;
+            break;
+        }
+    }
+    // Newest first; the key settles ties, so that pages do not shuffle.
+    found.sort_by(|a, b| {
+        b.proposed_at()
+            .cmp(&a.proposed_at())
+            .then_with(|| a.key().cmp(&b.key()))
+    });
+    Ok((found, partial))
+}
+
+async fn queue<C, S>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Query(filter): Query<QueueFilter>,
+) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::GET),
+    };
+    match pending(&inner, &signed.operator, &filter).await {
+        Ok((lanes, partial)) => {
+            let token = signed.token(&inner);
+            let tools: Vec<&str> = inner
+                .governor
+                .registry()
+                .tools()
+                .iter()
+                .map(|entry| entry.spec().name())
+                .collect();
+            signed.with_cookie(pages::queue(
+                signed.operator.id(),
+                &token,
+                &filter,
+                &tools,
+                &lanes,
+                partial,
+            ))
+        }
+        Err(error) => store_failure(&error),
+    }
+}
+
+async fn queue_rows<C, S>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Query(filter): Query<QueueFilter>,
+) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        // The script sees a status, and asks the person to reload.
+        Err(_) => return StatusCode::UNAUTHORIZED.into_response(),
+    };
+    match pending(&inner, &signed.operator, &filter).await {
+        Ok((lanes, _)) => pages::queue_rows_fragment(&filter, &lanes),
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// One proposal
+
+/// The lane's moves, oldest first, from the event log.
+async fn history<C, S>(inner: &Inner<C, S>, key: IdempotencyKey) -> Vec<AuditRecord>
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let mut found = Vec::new();
+    let mut after = 0;
+    while let Ok(page) = inner.governor.audit_log(after, 1_000).await {
+        let Some((last, _)) = page.last() else { break };
+        after = *last;
+        let full = page.len() == 1_000;
+        found.extend(
+            page.into_iter()
+                .map(|(_, record)| record)
+                .filter(|record| match record {
+                    AuditRecord::Transition(event) => event.key == key,
+                    AuditRecord::Decision(event) => event.idempotency_key == Some(key),
+                }),
+        );
+        if !full {
+            break;
+        }
+    }
+    found
+}
+
+async fn proposal<C, S>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::GET),
+    };
+    let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
+        return not_found(&signed.operator);
+    };
+    let entry = inner.governor.registry().get(lane.proposal().tool());
+    let custom = entry.and_then(|entry| entry.custom_ui());
+    let view = custom.and_then(|name| inner.renderers.get(name).map(|render| render(&lane)));
+    let schema = entry.and_then(|entry| entry.input_schema());
+    let history = history(&inner, lane.key()).await;
+    let tokens = [
+        signed.token(&inner),
+        signed.token(&inner),
+        signed.token(&inner),
+    ];
+    signed.with_cookie(pages::proposal(&pages::ProposalView {
+        operator: signed.operator.id(),
+        lane: &lane,
+        schema: schema.as_ref(),
+        custom,
+        view: view.as_ref(),
+        history: &history,
+        tokens: &tokens,
+    }))
+}
+
+async fn proposal_input<C, S>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::GET),
+    };
+    let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
+        return not_found(&signed.operator);
+    };
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"input.json\"",
+            ),
+        ],
+        lane.proposal().input().to_string(),
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct DecisionForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    version: String,
+    #[serde(default)]
+    decision: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// What an error of the governor means to the person who asked.
+fn refused_decision(error: &ApprovalError, operator: &str, key: &str) -> Response {
+    let (status, title) = match error {
+        ApprovalError::SelfApproval => (StatusCode::FORBIDDEN, "Four eyes"),
+        ApprovalError::ReasonRequired(_) | ApprovalError::MissingDecider => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "Reason required")
+        }
+        ApprovalError::Expired => (StatusCode::CONFLICT, "Expired"),
+        ApprovalError::Transition(_) => (StatusCode::CONFLICT, "Already decided"),
+        _ => (StatusCode::SERVICE_UNAVAILABLE, "Not applied"),
+    };
+    let message = match error {
+        ApprovalError::SelfApproval => {
+            "You proposed this call, so someone else must approve it. Nothing was changed."
+                .to_string()
+        }
+        other => format!("Nothing was changed: {other}."),
+    };
+    pages::refusal_with_link(status, title, &message, Some(operator), key)
+}
+
+async fn decide<C, S>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    Form(form): Form<DecisionForm>,
+) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::POST),
+    };
+    let operator = signed.operator.id();
+    if !inner.sessions.use_token(&signed.session, &form.csrf) {
+        return pages::bad_token(Some(operator));
+    }
+    let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
+        return not_found(&signed.operator);
+    };
+    if form.version != lane.version().to_string() {
+        return pages::stale(operator, &lane);
+    }
+    let reason = form.reason.trim();
+    let decided = match form.decision.as_str() {
+        "approve" => inner.governor.approve(&lane.key(), operator).await,
+        "reject" | "defer" if reason.is_empty() => {
+            return pages::refusal_with_link(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Reason required",
+                "A rejection or a deferral needs a reason. Nothing was changed.",
+                Some(operator),
+                &key,
+            );
+        }
+        "reject" => inner.governor.reject(&lane.key(), operator, reason).await,
+        "defer" => inner.governor.defer(&lane.key(), operator, reason).await,
+        _ => {
+            return pages::refusal_with_link(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Unknown decision",
+                "Choose approve, reject or defer. Nothing was changed.",
+                Some(operator),
+                &key,
+            );
+        }
+    };
+    match decided {
+        Ok(_) => Redirect::to(&format!("/proposals/{}", lane.key())).into_response(),
+        Err(error) => refused_decision(&error, operator, &key),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reconciliation
+
+async fn reconcile_page<C, S>(State(inner): State<Shared<C, S>>, headers: HeaderMap) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::GET),
+    };
+    let mut lanes = Vec::new();
+    for state in [LaneState::Interrupted, LaneState::OutcomeUnknown] {
+        let mut after: Option<IdempotencyKey> = None;
+        loop {
+            let page = match inner.governor.lanes(state, after.as_ref(), 500).await {
+                Ok(page) => page,
+                Err(error) => return store_failure(&error),
+            };
+            let Some(last) = page.last() else { break };
+            after = Some(last.key());
+            let full = page.len() == 500;
+            lanes.extend(page.into_iter().filter(|lane| {
+                signed
+                    .operator
+                    .accounts()
+                    .includes(lane.proposal().account_id())
+            }));
+            if !full || lanes.len() >= MAX_QUEUE_SCAN {
+                break;
+            }
+        }
+    }
+    let tokens: Vec<String> = lanes.iter().map(|_| signed.token(&inner)).collect();
+    signed.with_cookie(pages::reconcile(signed.operator.id(), &lanes, &tokens))
+}
+
+#[derive(Deserialize)]
+struct ReconcileForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    version: String,
+    #[serde(default)]
+    resolution: String,
+    #[serde(default)]
+    note: String,
+}
+
+async fn reconcile<C, S>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    Form(form): Form<ReconcileForm>,
+) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::POST),
+    };
+    let operator = signed.operator.id();
+    if !inner.sessions.use_token(&signed.session, &form.csrf) {
+        return pages::bad_token(Some(operator));
+    }
+    let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
+        return not_found(&signed.operator);
+    };
+    if form.version != lane.version().to_string() {
+        return pages::stale(operator, &lane);
+    }
+    let resolution = match form.resolution.as_str() {
+        "executed" => Reconciliation::Executed,
+        "failed" => Reconciliation::Failed,
+        "closed" => Reconciliation::Closed,
+        _ => {
+            return pages::refusal_with_link(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Unknown resolution",
+                "Mark it executed, failed or closed. Nothing was changed.",
+                Some(operator),
+                &key,
+            );
+        }
+    };
+    match inner
+        .governor
+        .reconcile(&lane.key(), operator, resolution, form.note.trim())
+        .await
+    {
+        Ok(_) => Redirect::to("/reconcile").into_response(),
+        Err(error) => refused_decision(&error, operator, &key),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Audit
+
+/// Records shown on one audit page.
+const AUDIT_PAGE: usize = 50;
+
+/// Up to `limit` records after `after` that the filter and the operator's accounts admit;
+/// and whether more may follow.
+async fn audit_records<C, S>(
+    inner: &Inner<C, S>,
+    operator: &Operator,
+    filter: &AuditFilter,
+    limit: usize,
+) -> Result<(Vec<(u64, AuditRecord)>, bool), ApprovalError>
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let mut found = Vec::new();
+    let mut after = filter.after.unwrap_or(0);
+    loop {
+        let page = inner.governor.audit_log(after, 1_000).await?;
+        let Some((last, _)) = page.last() else {
+            return Ok((found, false));
+        };
+        after = *last;
+        let full = page.len() == 1_000;
+        for (seq, record) in page {
+            let account = match &record {
+                AuditRecord::Decision(event) => event.account_id.as_deref(),
+                AuditRecord::Transition(event) => event.account_id.as_deref(),
+            };
+            if operator.accounts().includes(account) && filter.admits(&record) {
+                if found.len() == limit {
+                    return Ok((found, true));
+                }
+                found.push((seq, record));
+            }
+        }
+        if !full {
+            return Ok((found, false));
+        }
+    }
+}
+
+async fn audit<C, S>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Query(filter): Query<AuditFilter>,
+) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::GET),
+    };
+    match audit_records(&inner, &signed.operator, &filter, AUDIT_PAGE).await {
+        Ok((records, more)) => {
+            signed.with_cookie(pages::audit(signed.operator.id(), &filter, &records, more))
+        }
+        Err(error) => store_failure(&error),
+    }
+}
+
+async fn audit_export<C, S>(
+    State(inner): State<Shared<C, S>>,
+    headers: HeaderMap,
+    Query(filter): Query<AuditFilter>,
+) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = match inner.signed_in(&headers) {
+        Ok(signed) => signed,
+        Err(refused) => return refused.response(&Method::GET),
+    };
+    match audit_records(&inner, &signed.operator, &filter, usize::MAX).await {
+        Ok((records, _)) => {
+            let mut body = String::new();
+            for (seq, record) in &records {
+                let line = serde_json::json!({ "seq": seq, "record": record });
+                body.push_str(&line.to_string());
+                body.push('\n');
+            }
+            (
+                [
+                    (header::CONTENT_TYPE, "application/x-ndjson"),
+                    (
+                        header::CONTENT_DISPOSITION,
+                        "attachment; filename=\"audit.jsonl\"",
+                    ),
+                ],
+                body,
+            )
+                .into_response()
+        }
+        Err(error) => store_failure(&error),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Assets
+
+async fn stylesheet() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        include_str!("assets/console.css"),
+    )
+        .into_response()
+}
+
+async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("assets/console.js"),
+    )
+        .into_response()
+}

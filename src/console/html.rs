@@ -1,0 +1,165 @@
+//! HTML written by hand: every text that came from outside goes through [`Text`], which
+//! escapes it, so no model-written string can become markup.
+
+use std::prelude::rust_2024::*;
+#[allow(unused_imports)]
+use std::{format, vec};
+
+use std::fmt::{self, Write as _};
+
+/// The most characters of one value a page shows; the rest is counted, and the whole
+/// input can be downloaded as JSON.
+pub(crate) const MAX_SHOWN_CHARS: usize = 2_000;
+
+/// Text shown as text: `&`, `<`, `>`, `"` and `'` escaped, and the characters that hide
+/// or reorder what a person reads (bidirectional overrides, zero-width characters, line
+/// and paragraph separators) shown as their code points.
+pub(crate) struct Text<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Text<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut plain = 0;
+        let text = self.0;
+        for (i, c) in text.char_indices() {
+            let escape = match c {
+                '&' => "&amp;",
+                '<' => "&lt;",
+                '>' => "&gt;",
+                '"' => "&quot;",
+                '\'' => "&#39;",
+                c if hidden(c) => "",
+                _ => continue,
+            };
+            f.write_str(&text[plain..i])?;
+            if escape.is_empty() {
+                write!(f, "<span class=\"cp\">U+{:04X}</span>", u32::from(c))?;
+            } else {
+                f.write_str(escape)?;
+            }
+            plain = i + c.len_utf8();
+        }
+        f.write_str(&text[plain..])
+    }
+}
+
+/// An attribute value: escaped like [`Text`], but hidden characters become their code
+/// point in plain text (an attribute cannot hold markup).
+pub(crate) struct Attr<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Attr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            match c {
+                '&' => f.write_str("&amp;")?,
+                '<' => f.write_str("&lt;")?,
+                '>' => f.write_str("&gt;")?,
+                '"' => f.write_str("&quot;")?,
+                '\'' => f.write_str("&#39;")?,
+                c if hidden(c) || c.is_control() => write!(f, "U+{:04X}", u32::from(c))?,
+                c => f.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A long text cut to [`MAX_SHOWN_CHARS`] characters, with how much was left out.
+pub(crate) fn shortened(text: &str) -> (&str, usize) {
+    match text.char_indices().nth(MAX_SHOWN_CHARS) {
+        Some((cut, _)) => (&text[..cut], text[cut..].chars().count()),
+        None => (text, 0),
+    }
+}
+
+/// A text shown in full up to the limit, then a note of how many characters follow.
+pub(crate) struct Shortened<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Shortened<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (shown, left) = shortened(self.0);
+        write!(f, "{}", Text(shown))?;
+        if left > 0 {
+            write!(f, "<span class=\"cut\">… and {left} more characters</span>")?;
+        }
+        Ok(())
+    }
+}
+
+fn hidden(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+            | '\u{061c}'
+    )
+}
+
+/// A query string value: everything but unreserved characters percent-encoded.
+pub(crate) struct Query<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Query<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for byte in self.0.bytes() {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+                f.write_char(char::from(byte))?;
+            } else {
+                write!(f, "%{byte:02X}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A whole page: the layout around `body`, for a signed-in operator or none.
+pub(crate) fn page(title: &str, operator: Option<&str>, body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + 1_024);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{} · cairnloop console</title>\
+         <link rel=\"stylesheet\" href=\"/assets/console.css\">\
+         <script src=\"/assets/console.js\" defer></script></head><body>\
+         <header><a class=\"brand\" href=\"/queue\">cairnloop console</a>",
+        Text(title)
+    );
+    if let Some(operator) = operator {
+        let _ = write!(
+            out,
+            "<nav><a href=\"/queue\">Queue</a><a href=\"/reconcile\">Reconcile</a>\
+             <a href=\"/audit\">Audit</a></nav><span class=\"who\">{}</span>",
+            Text(operator)
+        );
+    }
+    let _ = write!(out, "</header><main>{body}</main></body></html>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_and_hidden_characters_are_inert() {
+        let shown = Text("<script>\"x\"</script>&'\u{202e}").to_string();
+        assert_eq!(
+            shown,
+            "&lt;script&gt;&quot;x&quot;&lt;/script&gt;&amp;&#39;<span class=\"cp\">U+202E</span>"
+        );
+        assert_eq!(
+            Attr("\"><img onerror=x>\u{200b}").to_string(),
+            "&quot;&gt;&lt;img onerror=x&gt;U+200B"
+        );
+    }
+
+    #[test]
+    fn long_text_is_cut_and_counted() {
+        let long = "é".repeat(MAX_SHOWN_CHARS + 5);
+        let shown = Shortened(&long).to_string();
+        assert!(shown.ends_with("… and 5 more characters</span>"), "{shown}");
+        assert_eq!(Query("a b&c=d/é").to_string(), "a%20b%26c%3Dd%2F%C3%A9");
+    }
+}

@@ -1,0 +1,227 @@
+//! Sign-in sessions, their single-use form tokens, and the sign-in rate limit.
+
+use std::prelude::rust_2024::*;
+#[allow(unused_imports)]
+use std::{format, vec};
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The name of the session cookie.
+pub(crate) const COOKIE: &str = "cairnloop_console";
+
+/// How many unused form tokens a session keeps (one per form rendered); the oldest go
+/// first.
+const TOKENS_KEPT: usize = 64;
+
+/// Most sessions kept at once: past it, the oldest are dropped (their holders sign in
+/// again), so that a flood of sign-in pages cannot grow memory without bound.
+const MAX_SESSIONS: usize = 10_000;
+
+/// 32 random bytes as hex: a session id or a form token.
+pub(crate) fn random_token() -> Option<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+struct Session {
+    /// Who signed in; `None` before sign-in (the sign-in form's own session).
+    operator: Option<String>,
+    expires: Instant,
+    /// Form tokens handed out and not yet used.
+    tokens: VecDeque<String>,
+}
+
+/// Every live session, by id.
+#[derive(Default)]
+pub(crate) struct Sessions {
+    map: Mutex<HashMap<String, Session>>,
+}
+
+/// What a session id stands for now.
+pub(crate) enum Lookup {
+    /// Signed in as this operator.
+    SignedIn(String),
+    /// A session before sign-in.
+    Anonymous,
+    /// Unknown, or past its time (and now forgotten).
+    Expired,
+}
+
+impl Sessions {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+        // A panic elsewhere with the lock held leaves sessions that are still valid.
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new session (anonymous when `operator` is `None`), lasting `ttl`; its id.
+    pub(crate) fn open(&self, operator: Option<&str>, ttl: Duration) -> Option<String> {
+        let id = random_token()?;
+        let now = Instant::now();
+        let mut map = self.lock();
+        if map.len() >= MAX_SESSIONS {
+            map.retain(|_, session| session.expires > now);
+            if map.len() >= MAX_SESSIONS {
+                let oldest = map
+                    .iter()
+                    .min_by_key(|(_, session)| session.expires)
+                    .map(|(id, _)| id.clone());
+                if let Some(oldest) = oldest {
+                    map.remove(&oldest);
+                }
+            }
+        }
+        map.insert(
+            id.clone(),
+            Session {
+                operator: operator.map(str::to_string),
+                expires: now + ttl,
+                tokens: VecDeque::new(),
+            },
+        );
+        Some(id)
+    }
+
+    pub(crate) fn lookup(&self, id: &str) -> Lookup {
+        let mut map = self.lock();
+        match map.get(id) {
+            Some(session) if session.expires > Instant::now() => match &session.operator {
+                Some(operator) => Lookup::SignedIn(operator.clone()),
+                None => Lookup::Anonymous,
+            },
+            Some(_) => {
+                map.remove(id);
+                Lookup::Expired
+            }
+            None => Lookup::Expired,
+        }
+    }
+
+    /// Ends a session.
+    pub(crate) fn close(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// A fresh single-use token for one form of this session.
+    pub(crate) fn issue_token(&self, id: &str) -> Option<String> {
+        let token = random_token()?;
+        let mut map = self.lock();
+        let session = map.get_mut(id)?;
+        if session.tokens.len() >= TOKENS_KEPT {
+            session.tokens.pop_front();
+        }
+        session.tokens.push_back(token.clone());
+        Some(token)
+    }
+
+    /// Uses up `token`: true once for a token this live session handed out, false for a
+    /// missing, forged, foreign or replayed one.
+    pub(crate) fn use_token(&self, id: &str, token: &str) -> bool {
+        let mut map = self.lock();
+        let Some(session) = map.get_mut(id) else {
+            return false;
+        };
+        if session.expires <= Instant::now() || token.is_empty() {
+            return false;
+        }
+        match session.tokens.iter().position(|one| one == token) {
+            Some(at) => {
+                session.tokens.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Failed sign-ins counted per key (an operator name, a client address) in a window.
+#[derive(Default)]
+pub(crate) struct LoginLimiter {
+    failures: Mutex<HashMap<String, (Instant, u32)>>,
+}
+
+impl LoginLimiter {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, (Instant, u32)>> {
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// When any of `keys` has used up its attempts in the window: how long until it
+    /// may try again.
+    pub(crate) fn blocked(
+        &self,
+        keys: &[String],
+        attempts: u32,
+        window: Duration,
+    ) -> Option<Duration> {
+        let now = Instant::now();
+        let map = self.lock();
+        keys.iter()
+            .filter_map(|key| map.get(key))
+            .filter(|(start, count)| *count >= attempts && now < *start + window)
+            .map(|(start, _)| *start + window - now)
+            .max()
+    }
+
+    pub(crate) fn failed(&self, keys: &[String], window: Duration) {
+        let now = Instant::now();
+        let mut map = self.lock();
+        if map.len() > MAX_SESSIONS {
+            map.retain(|_, (start, _)| now < *start + window);
+        }
+        for key in keys {
+            let entry = map.entry(key.clone()).or_insert((now, 0));
+            if now >= entry.0 + window {
+                *entry = (now, 0);
+            }
+            entry.1 += 1;
+        }
+    }
+
+    pub(crate) fn succeeded(&self, keys: &[String]) {
+        let mut map = self.lock();
+        for key in keys {
+            map.remove(key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_token_works_once_and_only_in_its_session() {
+        let sessions = Sessions::default();
+        let one = sessions.open(Some("bea"), Duration::from_secs(60)).unwrap();
+        let two = sessions.open(Some("cy"), Duration::from_secs(60)).unwrap();
+        let token = sessions.issue_token(&one).unwrap();
+        assert!(!sessions.use_token(&two, &token), "another session's token");
+        assert!(!sessions.use_token(&one, "forged"));
+        assert!(!sessions.use_token(&one, ""));
+        assert!(sessions.use_token(&one, &token));
+        assert!(!sessions.use_token(&one, &token), "replayed");
+    }
+
+    #[test]
+    fn an_expired_session_is_forgotten() {
+        let sessions = Sessions::default();
+        let id = sessions.open(Some("bea"), Duration::ZERO).unwrap();
+        assert!(matches!(sessions.lookup(&id), Lookup::Expired));
+        assert!(matches!(sessions.lookup("nonsense"), Lookup::Expired));
+    }
+
+    #[test]
+    fn sign_ins_are_limited_per_key_and_reset_on_success() {
+        let limiter = LoginLimiter::default();
+        let keys = ["id:bea".to_string()];
+        for _ in 0..3 {
+            assert!(limiter.blocked(&keys, 3, Duration::from_secs(60)).is_none());
+            limiter.failed(&keys, Duration::from_secs(60));
+        }
+        assert!(limiter.blocked(&keys, 3, Duration::from_secs(60)).is_some());
+        limiter.succeeded(&keys);
+        assert!(limiter.blocked(&keys, 3, Duration::from_secs(60)).is_none());
+    }
+}
