@@ -1,0 +1,778 @@
+//! The approval console's security rules, over HTTP (no browser): sign-in, sessions,
+//! single-use form tokens, escaping, accounts, four eyes, stale pages, expiry and
+//! reconciliation. Each refused request is checked to leave the store as it was.
+#![cfg(feature = "console")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use cairnloop::approvals::{ApprovalConfig, ManualClock, MemoryStore};
+use cairnloop::console::{Accounts, Console, ConsoleConfig, Credential, Operator, Rendered};
+use cairnloop::declare::InputLimits;
+use cairnloop::gate::{LaneState, Timestamp, Ttl};
+use cairnloop::{
+    Actor, Governance, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial,
+    Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+};
+use http_body_util::BodyExt;
+use serde::{Deserialize, Serialize};
+use tower::ServiceExt;
+
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Message {
+    /// Who gets it.
+    to: String,
+    body: String,
+}
+
+struct SendMessage;
+
+impl Tool for SendMessage {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "send_message",
+        "Send a message",
+        "Sends a message to a customer.",
+        RiskTier::LowWrite,
+    );
+    const SCOPES: &'static [Scope] = &[Scope::new("messages:write")];
+    type Input = Message;
+    type Output = ();
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Message) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A tool with a view of its own, and a run that never finishes (to leave a lane
+/// interrupted when its future is dropped).
+struct Wire;
+
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+struct Transfer {
+    cents: u64,
+}
+
+impl Tool for Wire {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "wire",
+        "Wire money",
+        "Sends a bank transfer.",
+        RiskTier::HighWrite,
+    );
+    const SCOPES: &'static [Scope] = &[Scope::new("money:write")];
+    type Input = Transfer;
+    type Output = ();
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Transfer) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    fn custom_ui() -> Option<&'static str> {
+        Some("wire-card")
+    }
+    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
+        std::future::pending().await
+    }
+}
+
+static TOOLS: Registry<()> =
+    Registry::new(&[ToolEntry::mcp::<SendMessage>(), ToolEntry::mcp::<Wire>()]);
+
+const SCOPES: &[&str] = &["messages:write", "money:write"];
+const HOSTILE: &str = "<script>alert(1)</script>\"><img src=x onerror=alert(2)> javascript:alert(3) \u{202e}evil\u{200b}";
+
+struct App {
+    router: Router,
+    governor: Arc<Governor<(), MemoryStore>>,
+    clock: ManualClock,
+}
+
+fn app(config: ConsoleConfig) -> App {
+    let clock = ManualClock::new(Timestamp::now().expect("a clock"));
+    let governor = Arc::new(
+        Governor::new(&TOOLS)
+            .with_clock(clock.clone())
+            // Room for a 1 MiB argument, to see how a page shows it.
+            .with_governance(
+                Governance::new().with_limits(
+                    InputLimits::new()
+                        .with_max_bytes(2 << 20)
+                        .with_max_string_bytes(2 << 20),
+                ),
+            )
+            .with_config(ApprovalConfig::new().with_ttl(Ttl::from_secs(3_600))),
+    );
+    let router = Console::new(Arc::clone(&governor), config)
+        .with_renderer("wire-card", |lane| {
+            Rendered::Text(format!("Transfer for {}", lane.proposal().actor_id()))
+        })
+        .router();
+    App {
+        router,
+        governor,
+        clock,
+    }
+}
+
+fn operators() -> ConsoleConfig {
+    ConsoleConfig::new()
+        .with_operator(Operator::new(
+            "ops-lead",
+            Credential::token("lead-token"),
+            Accounts::All,
+        ))
+        .with_operator(Operator::new(
+            "agent-7",
+            Credential::token("agent-token"),
+            Accounts::All,
+        ))
+        .with_operator(Operator::new(
+            "globex-ops",
+            Credential::token("globex-token"),
+            Accounts::only(["globex"]),
+        ))
+        .with_login_limit(3, Duration::from_secs(60))
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: String,
+}
+
+async fn send(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    cookie: Option<&str>,
+    form: Option<&str>,
+) -> Answer {
+    send_with(router, method, uri, cookie, form, &[]).await
+}
+
+async fn send_with(
+    router: &Router,
+    method: &str,
+    uri: &str,
+    cookie: Option<&str>,
+    form: Option<&str>,
+    extra: &[(&str, &str)],
+) -> Answer {
+    let mut request = Request::builder().method(method).uri(uri);
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    if form.is_some() {
+        request = request.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    }
+    for (name, value) in extra {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(Body::from(form.unwrap_or("").to_string()))
+        .expect("a request");
+    let response = router.clone().oneshot(request).await.expect("an answer");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+/// The session cookie a response sets, as a request sends it back.
+fn cookie_of(answer: &Answer) -> String {
+    let set = answer
+        .headers
+        .get(header::SET_COOKIE)
+        .expect("a cookie")
+        .to_str()
+        .unwrap();
+    set.split(';').next().unwrap().to_string()
+}
+
+/// The form tokens on a page, in order.
+fn tokens(html: &str) -> Vec<String> {
+    html.split("name=\"csrf\" value=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap().to_string())
+        .collect()
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+async fn sign_in(router: &Router, operator: &str, secret: &str) -> String {
+    let page = send(router, "GET", "/login", None, None).await;
+    let cookie = cookie_of(&page);
+    let token = &tokens(&page.body)[0];
+    let form = format!("csrf={token}&operator={operator}&password={secret}");
+    let answer = send(router, "POST", "/login", Some(&cookie), Some(&form)).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    cookie_of(&answer)
+}
+
+async fn propose(
+    app: &App,
+    tool: &str,
+    arguments: &str,
+    account: Option<&'static str>,
+) -> IdempotencyKey {
+    let mut actor = Actor::new("agent-7", SCOPES);
+    if let Some(account) = account {
+        actor = actor.with_account(account);
+    }
+    match app
+        .governor
+        .call(&ToolCall::new(tool, arguments), &actor, &())
+        .await
+        .expect("a call")
+    {
+        Outcome::AwaitingApproval(lane) => lane.key(),
+        other => panic!("expected a proposal, got {other:?}"),
+    }
+}
+
+async fn state(app: &App, key: &IdempotencyKey) -> (LaneState, u64) {
+    let lane = app.governor.lane(key).await.expect("the lane");
+    (lane.state(), lane.version())
+}
+
+fn message(body: &str) -> String {
+    serde_json::json!({"to": "customer@example.com", "body": body}).to_string()
+}
+
+#[tokio::test]
+async fn every_answer_carries_the_strict_headers_and_the_cookie_is_locked_down() {
+    let app = app(operators());
+    let login = send(&app.router, "GET", "/login", None, None).await;
+    let csp = login.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert!(csp.contains("frame-ancestors 'none'"));
+    assert_eq!(login.headers["x-frame-options"], "DENY");
+    let cookie = login.headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert!(ConsoleConfig::new().address().ip().is_loopback());
+    // Not signed in: pages send to the sign-in form, posts are refused.
+    let queue = send(&app.router, "GET", "/queue", None, None).await;
+    assert_eq!(queue.status, StatusCode::SEE_OTHER);
+    assert_eq!(queue.headers[header::LOCATION], "/login");
+}
+
+#[tokio::test]
+async fn sign_in_needs_the_right_secret_a_genuine_form_and_is_rate_limited() {
+    let app = app(operators());
+    let page = send(&app.router, "GET", "/login", None, None).await;
+    let cookie = cookie_of(&page);
+    // A forged form token, and none at all.
+    for form in [
+        "csrf=forged&operator=ops-lead&password=lead-token",
+        "operator=ops-lead&password=lead-token",
+    ] {
+        let answer = send(&app.router, "POST", "/login", Some(&cookie), Some(form)).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{form}");
+    }
+    // Wrong secrets, up to the limit, then 429 even with the right one.
+    let mut token = tokens(&page.body)[0].clone();
+    for _ in 0..3 {
+        let form = format!("csrf={token}&operator=ops-lead&password=wrong");
+        let answer = send(&app.router, "POST", "/login", Some(&cookie), Some(&form)).await;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+        token = tokens(&answer.body)[0].clone();
+    }
+    let form = format!("csrf={token}&operator=ops-lead&password=lead-token");
+    let limited = send(&app.router, "POST", "/login", Some(&cookie), Some(&form)).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(limited.headers.contains_key(header::RETRY_AFTER));
+    // Another operator is not limited by ops-lead's failures.
+    sign_in(&app.router, "agent-7", "agent-token").await;
+}
+
+#[tokio::test]
+async fn a_password_hash_signs_in_and_sign_in_gives_a_new_session() {
+    let hash = Credential::hash_password("correct horse").unwrap();
+    let config = ConsoleConfig::new().with_operator(Operator::new(
+        "bea",
+        Credential::PasswordHash(hash),
+        Accounts::All,
+    ));
+    let app = app(config);
+    let page = send(&app.router, "GET", "/login", None, None).await;
+    let before = cookie_of(&page);
+    let form = format!(
+        "csrf={}&operator=bea&password=correct%20horse",
+        tokens(&page.body)[0]
+    );
+    let answer = send(&app.router, "POST", "/login", Some(&before), Some(&form)).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    let after = cookie_of(&answer);
+    assert_ne!(before, after, "the session id changes at sign-in");
+    // The session from before sign-in is worth nothing now.
+    assert_eq!(
+        send(&app.router, "GET", "/queue", Some(&before), None)
+            .await
+            .status,
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(
+        send(&app.router, "GET", "/queue", Some(&after), None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn hostile_text_from_the_model_renders_inert() {
+    let app = app(operators());
+    let long = "A".repeat(1 << 20);
+    let key = propose(&app, "send_message", &message(HOSTILE), None).await;
+    let big = propose(&app, "send_message", &message(&long), None).await;
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let queue = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    for html in [&queue.body, &page.body] {
+        assert!(!html.contains("<script>alert"), "a script tag got through");
+        assert!(!html.contains("<img src=x"), "an image tag got through");
+        assert!(!html.contains('\u{202e}') && !html.contains('\u{200b}'));
+    }
+    assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(page.body.contains("U+202E") && page.body.contains("U+200B"));
+    assert!(!page.body.contains("href=\"javascript:"));
+    // A 1 MiB argument is cut on the page, with the whole input one link away.
+    let big_page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{big}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert!(
+        big_page.body.len() < 64 * 1024,
+        "{} bytes",
+        big_page.body.len()
+    );
+    assert!(big_page.body.contains("more characters"));
+    let input = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{big}/input.json"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(input.body.len(), message(&long).len());
+}
+
+#[tokio::test]
+async fn the_form_comes_from_the_schema_and_a_custom_view_replaces_it() {
+    let app = app(operators());
+    let note = propose(&app, "send_message", &message("hello"), None).await;
+    let wire = propose(&app, "wire", r#"{"cents": 500}"#, None).await;
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{note}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert!(
+        page.body.contains("<small>Who gets it.</small>"),
+        "the field's doc comment"
+    );
+    assert!(
+        page.body
+            .contains("readonly value=\"customer@example.com\"")
+    );
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{wire}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert!(
+        page.body
+            .contains("<div class=\"custom\">Transfer for agent-7</div>")
+    );
+    assert!(!page.body.contains("class=\"arguments\""));
+}
+
+#[tokio::test]
+async fn approving_works_once_through_the_governor() {
+    let app = app(operators());
+    let key = propose(&app, "send_message", &message("hi"), None).await;
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    let (_, version) = state(&app, &key).await;
+    let approve = &tokens(&page.body)[0];
+    let form = format!("csrf={approve}&version={version}&decision=approve");
+    let uri = format!("/proposals/{key}/decide");
+    let done = send(&app.router, "POST", &uri, Some(&cookie), Some(&form)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let lane = app.governor.lane(&key).await.unwrap();
+    assert_eq!(
+        (lane.state(), lane.decided_by()),
+        (LaneState::Approved, Some("ops-lead"))
+    );
+    // The same form again: its token is used up.
+    let replay = send(&app.router, "POST", &uri, Some(&cookie), Some(&form)).await;
+    assert_eq!(replay.status, StatusCode::FORBIDDEN);
+    // The page as it was (its other tokens, the old version): stale, not applied twice.
+    let reject = &tokens(&page.body)[1];
+    let form = format!("csrf={reject}&version={version}&decision=reject&reason=no");
+    let stale = send(&app.router, "POST", &uri, Some(&cookie), Some(&form)).await;
+    assert_eq!(stale.status, StatusCode::CONFLICT);
+    assert!(
+        stale.body.contains("changed since you opened it"),
+        "{}",
+        stale.body
+    );
+    assert_eq!(state(&app, &key).await.0, LaneState::Approved);
+}
+
+#[tokio::test]
+async fn bad_tokens_the_proposer_expiry_and_missing_reasons_change_nothing() {
+    let app = app(operators());
+    let key = propose(&app, "send_message", &message("hi"), None).await;
+    let uri = format!("/proposals/{key}/decide");
+    let before = state(&app, &key).await;
+    let lead = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let version = before.1;
+    // Missing and forged tokens; no session at all.
+    for form in [
+        format!("version={version}&decision=approve"),
+        format!("csrf=forged&version={version}&decision=approve"),
+    ] {
+        let answer = send(&app.router, "POST", &uri, Some(&lead), Some(&form)).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{form}");
+    }
+    let anonymous = send(&app.router, "POST", &uri, None, Some("decision=approve")).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+    // Another session's token is not this session's.
+    let other = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&other),
+        None,
+    )
+    .await;
+    let foreign = format!(
+        "csrf={}&version={version}&decision=approve",
+        tokens(&page.body)[0]
+    );
+    assert_eq!(
+        send(&app.router, "POST", &uri, Some(&lead), Some(&foreign))
+            .await
+            .status,
+        StatusCode::FORBIDDEN
+    );
+    // A reject without a reason.
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&lead),
+        None,
+    )
+    .await;
+    let form = format!(
+        "csrf={}&version={version}&decision=reject&reason=%20",
+        tokens(&page.body)[1]
+    );
+    assert_eq!(
+        send(&app.router, "POST", &uri, Some(&lead), Some(&form))
+            .await
+            .status,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    // The proposer, signed in as an operator, may not approve their own call.
+    let agent = sign_in(&app.router, "agent-7", "agent-token").await;
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&agent),
+        None,
+    )
+    .await;
+    let form = format!(
+        "csrf={}&version={version}&decision=approve",
+        tokens(&page.body)[0]
+    );
+    let own = send(&app.router, "POST", &uri, Some(&agent), Some(&form)).await;
+    assert_eq!(own.status, StatusCode::FORBIDDEN);
+    assert!(
+        own.body.contains("someone else must approve it"),
+        "{}",
+        own.body
+    );
+    assert_eq!(state(&app, &key).await, before);
+    // Past the proposal's time: refused as expired.
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&lead),
+        None,
+    )
+    .await;
+    app.clock.advance(Ttl::from_secs(3_601));
+    let form = format!(
+        "csrf={}&version={version}&decision=approve",
+        tokens(&page.body)[0]
+    );
+    let late = send(&app.router, "POST", &uri, Some(&lead), Some(&form)).await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{}", late.body);
+    assert_ne!(state(&app, &key).await.0, LaneState::Approved);
+}
+
+#[tokio::test]
+async fn an_expired_session_is_refused_and_changes_nothing() {
+    let app = app(operators().with_session_ttl(Duration::from_millis(200)));
+    let key = propose(&app, "send_message", &message("hi"), None).await;
+    let before = state(&app, &key).await;
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let form = format!(
+        "csrf={}&version={}&decision=approve",
+        tokens(&page.body)[0],
+        before.1
+    );
+    let answer = send(
+        &app.router,
+        "POST",
+        &format!("/proposals/{key}/decide"),
+        Some(&cookie),
+        Some(&form),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    assert!(answer.body.contains("expired"));
+    assert_eq!(state(&app, &key).await, before);
+    let again = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
+    assert_eq!(again.headers[header::LOCATION], "/login?expired=1");
+}
+
+#[tokio::test]
+async fn an_operator_sees_and_decides_only_their_accounts() {
+    let app = app(operators());
+    let acme = propose(&app, "send_message", &message("acme"), Some("acme")).await;
+    let globex = propose(&app, "send_message", &message("globex"), Some("globex")).await;
+    let cookie = sign_in(&app.router, "globex-ops", "globex-token").await;
+    let queue = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
+    assert!(queue.body.contains(&globex.to_string()) && !queue.body.contains(&acme.to_string()));
+    let hidden = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{acme}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND);
+    let audit = send(&app.router, "GET", "/audit.jsonl", Some(&cookie), None).await;
+    assert!(
+        audit.body.contains("globex") && !audit.body.contains("\"acme\""),
+        "{}",
+        audit.body
+    );
+    for line in audit.body.lines() {
+        let record: serde_json::Value =
+            serde_json::from_str(line).expect("one JSON record per line");
+        assert!(record["seq"].is_u64());
+    }
+}
+
+#[tokio::test]
+async fn the_queue_filters_and_pages_newest_first() {
+    let app = app(operators());
+    let mut keys = Vec::new();
+    for i in 0..30 {
+        keys.push(propose(&app, "send_message", &message(&format!("n{i}")), None).await);
+        app.clock.advance(Ttl::from_secs(1));
+    }
+    let wire = propose(&app, "wire", r#"{"cents": 1}"#, None).await;
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let first = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
+    let position = |html: &str, key: &IdempotencyKey| html.find(&key.to_string());
+    assert!(position(&first.body, &wire) < position(&first.body, &keys[29]));
+    assert!(
+        position(&first.body, &keys[0]).is_none(),
+        "the oldest is on page 2"
+    );
+    let second = send(&app.router, "GET", "/queue?page=1", Some(&cookie), None).await;
+    assert!(position(&second.body, &keys[0]).is_some());
+    let high = send(
+        &app.router,
+        "GET",
+        "/queue?tier=high_write",
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert!(position(&high.body, &wire).is_some() && position(&high.body, &keys[29]).is_none());
+    let rows = send(
+        &app.router,
+        "GET",
+        "/queue/rows?tool=wire",
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert!(rows.body.starts_with("<tr>") && position(&rows.body, &wire).is_some());
+    let bad = send(
+        &app.router,
+        "GET",
+        "/queue?page=minus-one",
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn an_interrupted_run_is_settled_with_a_note() {
+    let app = app(operators());
+    let key = propose(&app, "wire", r#"{"cents": 7}"#, None).await;
+    app.governor.approve(&key, "ops-lead").await.unwrap();
+    let actor = Actor::new("agent-7", SCOPES);
+    // The run never finishes; dropping its future leaves the lane interrupted.
+    let run = app.governor.execute(&key, &actor, &());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), run)
+            .await
+            .is_err()
+    );
+    assert_eq!(state(&app, &key).await.0, LaneState::Interrupted);
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let page = send(&app.router, "GET", "/reconcile", Some(&cookie), None).await;
+    assert!(page.body.contains(&key.to_string()));
+    let version = state(&app, &key).await.1;
+    let uri = format!("/proposals/{key}/reconcile");
+    let token = tokens(&page.body)[0].clone();
+    let no_note = format!("csrf={token}&version={version}&resolution=failed&note=");
+    let refused = send(&app.router, "POST", &uri, Some(&cookie), Some(&no_note)).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refused.body
+    );
+    assert_eq!(state(&app, &key).await.0, LaneState::Interrupted);
+    let page = send(&app.router, "GET", "/reconcile", Some(&cookie), None).await;
+    let form = format!(
+        "csrf={}&version={version}&resolution=failed&note={}",
+        tokens(&page.body)[0],
+        encode("bank says no transfer")
+    );
+    let done = send(&app.router, "POST", &uri, Some(&cookie), Some(&form)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    assert_eq!(state(&app, &key).await.0, LaneState::ExecutionFailed);
+}
+
+#[tokio::test]
+async fn a_trusted_header_signs_in_only_when_configured() {
+    let plain = app(operators());
+    let ignored = send_with(
+        &plain.router,
+        "GET",
+        "/queue",
+        None,
+        None,
+        &[("x-forwarded-user", "ops-lead")],
+    )
+    .await;
+    assert_eq!(
+        ignored.status,
+        StatusCode::SEE_OTHER,
+        "no header is trusted by default"
+    );
+    let proxied = app(operators().with_trusted_header("x-forwarded-user"));
+    let known = send_with(
+        &proxied.router,
+        "GET",
+        "/queue",
+        None,
+        None,
+        &[("x-forwarded-user", "ops-lead")],
+    )
+    .await;
+    assert_eq!(known.status, StatusCode::OK);
+    assert!(known.headers.contains_key(header::SET_COOKIE));
+    let unknown = send_with(
+        &proxied.router,
+        "GET",
+        "/queue",
+        None,
+        None,
+        &[("x-forwarded-user", "mallory")],
+    )
+    .await;
+    assert_eq!(unknown.status, StatusCode::FORBIDDEN);
+}
