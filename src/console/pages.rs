@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::approvals::{ApprovalLane, AuditRecord};
 use crate::declare::RiskTier;
 use crate::gate::{LaneState, Timestamp};
+use crate::json::is_secret_name;
 
 use super::Rendered;
 use super::html::{Attr, Query, Shortened, Text, page};
@@ -393,7 +394,7 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
                 Ok(input) => {
                     body.push_str("<form class=\"arguments\">");
                     let defs = view.schema.and_then(|schema| schema.get("$defs"));
-                    fields(&mut body, "", &input, view.schema, defs, 0);
+                    fields(&mut body, "", &input, view.schema, defs, 0, false);
                     body.push_str("</form>");
                 }
                 Err(_) => {
@@ -501,6 +502,7 @@ fn resolve<'v>(schema: Option<&'v Value>, defs: Option<&'v Value>) -> Option<&'v
 }
 
 /// Read-only fields for `value`, labelled from its schema; nested values as fieldsets.
+/// Below a secret-looking field name (as in the preview), values are masked.
 fn fields(
     out: &mut String,
     name: &str,
@@ -508,7 +510,9 @@ fn fields(
     schema: Option<&Value>,
     defs: Option<&Value>,
     depth: usize,
+    masked: bool,
 ) {
+    let masked = masked || is_secret_name(name);
     let schema = resolve(schema, defs);
     let label = schema
         .and_then(|schema| schema.get("title"))
@@ -536,7 +540,7 @@ fn fields(
             }
             for key in keys {
                 let child = properties.and_then(|properties| properties.get(key));
-                fields(out, key, &object[key], child, defs, depth + 1);
+                fields(out, key, &object[key], child, defs, depth + 1, masked);
             }
             out.push_str("</fieldset>");
         }
@@ -551,9 +555,18 @@ fn fields(
                     item_schema,
                     defs,
                     depth + 1,
+                    masked,
                 );
             }
             out.push_str("</fieldset>");
+        }
+        _ if masked => {
+            let _ = write!(
+                out,
+                "<label>{}{help}<input readonly value=\"******\">\
+                 <small>masked: a secret-looking field (in the JSON)</small></label>",
+                Text(label)
+            );
         }
         other => {
             let text = match other {
@@ -582,7 +595,8 @@ fn fields(
                     out,
                     "<label>{}{help}<textarea readonly rows=\"4\">{}</textarea>{cut}{allowed}</label>",
                     Text(label),
-                    Text(shown)
+                    // A textarea holds text, not markup: hidden characters as plain code points.
+                    Attr(shown)
                 );
             } else {
                 let _ = write!(

@@ -170,7 +170,7 @@ const SECRET_WORDS: [&str; 8] = [
     "cookie",
 ];
 
-fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     // Names are short: a window compare beats building a lowercase copy and a searcher.
     let name = name.as_bytes();
     SECRET_WORDS.iter().any(|word| {
