@@ -491,7 +491,18 @@ async fn approving_works_once_through_the_governor() {
         "{}",
         stale.body
     );
-    assert_eq!(state(&app, &key).await.0, LaneState::Approved);
+    // A hand-made post with the current version: the governor refuses the move.
+    let queue = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
+    let (_, now) = state(&app, &key).await;
+    let form = format!(
+        "csrf={}&version={now}&decision=approve",
+        tokens(&queue.body)[0]
+    );
+    let twice = send(&app.router, "POST", &uri, Some(&cookie), Some(&form)).await;
+    assert_eq!(twice.status, StatusCode::CONFLICT);
+    assert!(twice.body.contains("Already decided"), "{}", twice.body);
+    let lane = app.governor.lane(&key).await.unwrap();
+    assert_eq!((lane.state(), lane.version()), (LaneState::Approved, now));
 }
 
 #[tokio::test]

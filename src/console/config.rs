@@ -300,7 +300,10 @@ impl ConsoleConfig {
 
     /// At most `attempts` failed sign-ins per operator name, and per client address,
     /// within `window`; past it, `429 Too Many Requests` with `Retry-After`, and the
-    /// credential is not even checked.
+    /// credential is not even checked. The client's address is known when the router
+    /// is served with connection info ([`Console::serve`](crate::console::Console::serve)
+    /// does; so does axum's `into_make_service_with_connect_info`); otherwise only the
+    /// name is counted.
     ///
     /// ```
     /// # use std::time::Duration;

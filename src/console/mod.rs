@@ -169,11 +169,23 @@ where
     }
 
     /// Serves the console at its configured address (127.0.0.1:8377 by default) until
-    /// the process stops.
+    /// the process stops, with each client's address known to the sign-in limit.
+    /// Sessions live in this process: after a restart, operators sign in again.
     ///
     /// # Errors
     ///
     /// [`ConsoleError::Serve`] when the address cannot be bound.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry};
+    /// # use cairnloop::console::{Console, ConsoleConfig};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// # async fn run() -> Result<(), cairnloop::console::ConsoleError> {
+    /// let config = ConsoleConfig::new().with_address(([127, 0, 0, 1], 9000).into());
+    /// Console::new(Arc::new(Governor::new(&TOOLS)), config).serve().await
+    /// # }
+    /// ```
     pub async fn serve(self) -> Result<(), ConsoleError> {
         let address = self.inner.config.address();
         let listener = tokio::net::TcpListener::bind(address).await?;
