@@ -36,6 +36,6 @@ pub use gate::{Blocked, Decision, ModePolicy, decide, execute};
 pub use json::{Governance, ToolCall};
 
 /// The guide's code blocks, compiled and run as doctests.
-#[cfg(all(doctest, feature = "rmcp", feature = "sqlite"))]
+#[cfg(all(doctest, feature = "rmcp", feature = "sqlite", feature = "console"))]
 #[doc = include_str!("../docs/guide.md")]
 pub struct GuideDoctests;

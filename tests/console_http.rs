@@ -796,3 +796,48 @@ async fn a_trusted_header_signs_in_only_when_configured() {
     .await;
     assert_eq!(unknown.status, StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn nested_in_a_host_router_every_link_and_redirect_keeps_the_mount() {
+    let app = app(operators());
+    let key = propose(&app, "send_message", &message("nested"), None).await;
+    let host = Router::new().nest("/approvals", app.router.clone());
+    let login = send(&host, "GET", "/approvals/login", None, None).await;
+    assert!(
+        login
+            .body
+            .contains("href=\"/approvals/assets/console.css\""),
+        "{}",
+        login.body
+    );
+    assert!(login.body.contains("action=\"/approvals/login\""));
+    let cookie = cookie_of(&login);
+    let form = format!(
+        "csrf={}&operator=ops-lead&password=lead-token",
+        tokens(&login.body)[0]
+    );
+    let signed = send(
+        &host,
+        "POST",
+        "/approvals/login",
+        Some(&cookie),
+        Some(&form),
+    )
+    .await;
+    assert_eq!(signed.headers[header::LOCATION], "/approvals/queue");
+    let cookie = cookie_of(&signed);
+    let queue = send(&host, "GET", "/approvals/queue", Some(&cookie), None).await;
+    assert!(
+        queue
+            .body
+            .contains(&format!("href=\"/approvals/proposals/{key}\""))
+    );
+    assert!(queue.body.contains("data-refresh=\"/approvals/queue/rows?"));
+    assert!(
+        !queue.body.contains("href=\"/queue\""),
+        "a link escaped the mount"
+    );
+    // The console alone is unchanged.
+    let alone = send(&app.router, "GET", "/login", None, None).await;
+    assert!(alone.body.contains("href=\"/assets/console.css\""));
+}

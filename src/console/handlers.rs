@@ -57,7 +57,63 @@ where
         .route("/assets/console.js", get(script))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .layer(axum::middleware::map_response(security_headers))
+        .layer(axum::middleware::from_fn(mounted))
         .with_state(inner)
+}
+
+/// The largest page the mount rewriting reads (a page shows at most 2,000 characters of
+/// any one value, so pages stay far below it).
+const MAX_PAGE_BYTES: usize = 8 << 20;
+
+/// The pages link from the console's root (`/queue`, `/proposals/...`). Nested in a host's
+/// router (at `/approvals`, say), the console finds where from the request, and puts that
+/// path before its own links and redirects. Only the console's own attributes are
+/// rewritten: text from a model is escaped, so it cannot spell `href="/`.
+async fn mounted(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let base = request
+        .extensions()
+        .get::<axum::extract::OriginalUri>()
+        .and_then(|original| {
+            original
+                .path()
+                .strip_suffix(request.uri().path())
+                .map(|base| base.trim_end_matches('/').to_string())
+        })
+        .unwrap_or_default();
+    let response = next.run(request).await;
+    if base.is_empty() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    if let Some(location) = parts
+        .headers
+        .get(header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        && location.starts_with('/')
+        && let Ok(value) = HeaderValue::from_str(&format!("{base}{location}"))
+    {
+        parts.headers.insert(header::LOCATION, value);
+    }
+    let html = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|kind| kind.starts_with("text/html"));
+    if !html {
+        return Response::from_parts(parts, body);
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_PAGE_BYTES).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    for attribute in ["href", "src", "action", "data-refresh"] {
+        text = text.replace(
+            &format!("{attribute}=\"/"),
+            &format!("{attribute}=\"{base}/"),
+        );
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(text))
 }
 
 /// On every answer: no inline script, no framing, no sniffing, no caching, no referrer.
