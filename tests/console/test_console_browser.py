@@ -214,3 +214,16 @@ def test_a_post_without_a_form_token_is_refused(desk, browser):
     assert "security token" in refused.value.read().decode()
     assert lane(desk["store"], desk["big"]) == before
     context.close()
+
+
+def test_the_queue_updates_without_a_reload(desk, browser):
+    context, page, _ = signed_in(browser, desk["base"], "ops-lead", "lead-token")
+    rows = page.locator("#queue-rows tr")
+    before = rows.count()
+    page.evaluate("window.stillThisPage = true")
+    (new,) = agent_calls(desk["store"], ("internal_note", {"ticket": 77, "body": "Live."}))
+    key = new.structured_content["proposal_id"]
+    expect(page.locator(f"#queue-rows a[href='/proposals/{key}']")).to_be_visible(timeout=10_000)
+    assert rows.count() == before + 1
+    assert page.evaluate("window.stillThisPage") is True
+    context.close()
