@@ -22,6 +22,7 @@ pub(crate) use call::{Admitted, decode_stored, gate_call, proposal_key, propose_
 pub use call::{Governance, ToolCall};
 pub use canonical::canonical_json;
 pub(crate) use entry::derive_key;
+#[cfg(feature = "console")]
 pub(crate) use preview::is_secret_name;
 pub use preview::{Preview, PreviewSource};
 pub(crate) use proposal::Draft;

@@ -124,6 +124,15 @@ impl ClientApprover {
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
+
+    /// The same trust (tiers, timeout) for another person: over HTTP, whoever the access
+    /// token names answers the prompt.
+    pub(crate) fn for_person(&self, id: &str) -> Self {
+        Self {
+            id: id.to_string(),
+            ..self.clone()
+        }
+    }
 }
 
 /// The key of the approval prompt in a multi-round-trip `inputRequests` map.

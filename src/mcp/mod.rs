@@ -5,6 +5,8 @@
 #[cfg(feature = "rmcp")]
 mod approver;
 #[cfg(feature = "rmcp")]
+mod caller;
+#[cfg(feature = "rmcp")]
 mod frame;
 mod projection;
 #[cfg(feature = "rmcp")]
@@ -16,6 +18,10 @@ mod transport;
 
 #[cfg(feature = "rmcp")]
 pub use approver::ClientApprover;
+#[cfg(feature = "rmcp")]
+pub use caller::Caller;
+#[cfg(feature = "remote")]
+pub(crate) use frame::{Frame, RawArguments, judge};
 #[cfg(feature = "rmcp")]
 pub use frame::FrameLimits;
 pub use projection::{META_APPROVAL_MODE, META_RISK_TIER, ProjectionError};

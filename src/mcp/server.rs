@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::approver::{
     APPROVAL_INPUT, Answer, ClientApprover, approval_prompt, read_answer, read_echoed_answer,
 };
+use super::caller::Caller;
 use super::frame::RawArguments;
 use super::result::{not_recorded, outcome_result};
 use crate::approvals::{
@@ -75,9 +76,10 @@ pub struct McpServer<
 > {
     governor: Arc<Governor<C, S>>,
     context: C,
-    actor_id: String,
-    account: Option<String>,
-    scopes: Vec<String>,
+    /// The one caller of a server made for one actor.
+    caller: Caller,
+    /// Whether each request names its caller (an authenticating transport's server).
+    callers_from_requests: bool,
     approver: Option<ClientApprover>,
     /// Every tool's `tools/list` entry (its schemas included), projected once per
     /// registry in this process; a listing picks the ones the actor may call.
@@ -97,11 +99,30 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         Self {
             governor,
             context,
-            actor_id: actor_id.into(),
-            account: None,
-            scopes: Vec::new(),
+            caller: Caller::new(actor_id, Vec::<String>::new()),
+            callers_from_requests: false,
             approver: None,
             projected: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// A server whose requests each name their [`Caller`]: an authenticating transport
+    /// (the HTTP one of feature `remote`) puts it in the request after checking the
+    /// access token. A request without one is refused; no fixed actor stands in.
+    ///
+    /// With a client approver, the person the caller names answers the prompts, trusted
+    /// for the approver's tiers; a caller without a person is never prompted.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry, mcp::McpServer};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let server = McpServer::for_callers(Arc::new(Governor::new(&TOOLS)), ());
+    /// ```
+    pub fn for_callers(governor: Arc<Governor<C, S>>, context: C) -> Self {
+        Self {
+            callers_from_requests: true,
+            ..Self::new(governor, context, "")
         }
     }
 
@@ -115,7 +136,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// ```
     #[must_use]
     pub fn with_account(mut self, account: impl Into<String>) -> Self {
-        self.account = Some(account.into());
+        self.caller = self.caller.with_account(account);
         self
     }
 
@@ -130,7 +151,11 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// ```
     #[must_use]
     pub fn with_scopes<I: IntoIterator<Item = T>, T: Into<String>>(mut self, scopes: I) -> Self {
-        self.scopes = scopes.into_iter().map(Into::into).collect();
+        let mut caller = Caller::new(self.caller.id(), scopes);
+        if let Some(account) = self.caller.account() {
+            caller = caller.with_account(account);
+        }
+        self.caller = caller;
         self
     }
 
@@ -181,8 +206,12 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// assert!(server.list_tools_for_actor().unwrap().is_empty());
     /// ```
     pub fn list_tools_for_actor(&self) -> Result<Vec<Tool>, ErrorData> {
-        let scopes = self.scopes();
-        let actor = self.actor(&scopes);
+        self.list_for(&self.caller)
+    }
+
+    fn list_for(&self, caller: &Caller) -> Result<Vec<Tool>, ErrorData> {
+        let scopes = scopes_of(caller);
+        let actor = actor_of(caller, &scopes);
         let registry = self.governor.registry();
         let projected = self.projected.get_or_init(|| projections(registry));
         let mut tools = Vec::new();
@@ -207,16 +236,25 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         Ok(tools)
     }
 
-    fn actor<'a>(&'a self, scopes: &'a [&'a str]) -> Actor<'a> {
-        let actor = Actor::new(&self.actor_id, scopes);
-        match &self.account {
-            Some(account) => actor.with_account(account),
-            None => actor,
+    /// The caller of this request: the server's own, or the one the transport named.
+    fn caller_of<'a>(
+        &'a self,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Result<&'a Caller, ErrorData> {
+        if !self.callers_from_requests {
+            return Ok(&self.caller);
         }
-    }
-
-    fn scopes(&self) -> Vec<&str> {
-        self.scopes.iter().map(String::as_str).collect()
+        let named = context.extensions.get::<Caller>();
+        #[cfg(feature = "remote")]
+        let named = named.or_else(|| {
+            context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Caller>())
+        });
+        named.ok_or_else(|| {
+            ErrorData::invalid_request("no authenticated caller; nothing was done", None)
+        })
     }
 
     /// Answers a `tools/call` of `name` whose arguments are the JSON text `arguments`, as
@@ -242,31 +280,47 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         name: &str,
         arguments: &str,
     ) -> Result<CallToolResult, ErrorData> {
-        let outcome = self.govern(name, arguments).await;
+        let outcome = self.govern(&self.caller, name, arguments).await;
         respond(name, outcome, None)
     }
 
-    async fn govern(&self, name: &str, arguments: &str) -> Result<Outcome, ApprovalError> {
-        let scopes = self.scopes();
-        let actor = self.actor(&scopes);
+    async fn govern(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Outcome, ApprovalError> {
+        let scopes = scopes_of(caller);
+        let actor = actor_of(caller, &scopes);
         self.governor
             .call(&ToolCall::new(name, arguments), &actor, &self.context)
             .await
     }
 
     /// The call's proposal key, when it would await approval.
-    fn proposal_key(&self, name: &str, arguments: &str) -> Option<IdempotencyKey> {
-        let scopes = self.scopes();
-        let actor = self.actor(&scopes);
+    fn proposal_key(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: &str,
+    ) -> Option<IdempotencyKey> {
+        let scopes = scopes_of(caller);
+        let actor = actor_of(caller, &scopes);
         self.governor
             .proposal_key(&ToolCall::new(name, arguments), &actor, &self.context)
     }
 
     /// The client's person, when their answer may approve this lane now.
-    fn approver_for(&self, lane: &ApprovalLane) -> Option<&ClientApprover> {
-        self.approver.as_ref().filter(|approver| {
+    fn approver_for(&self, caller: &Caller, lane: &ApprovalLane) -> Option<ClientApprover> {
+        let approver = self.approver.as_ref().filter(|approver| {
             lane.state() == LaneState::Pending && approver.approves(lane.proposal().risk_tier())
-        })
+        })?;
+        if self.callers_from_requests {
+            // The person the token names answers; without one, nobody is asked.
+            caller.person().map(|person| approver.for_person(person))
+        } else {
+            Some(approver.clone())
+        }
     }
 
     /// Applies the person's answer to a pending lane, then answers the call: approved, it
@@ -274,6 +328,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// pending.
     async fn decide(
         &self,
+        caller: &Caller,
         name: &str,
         arguments: &str,
         lane: &ApprovalLane,
@@ -283,7 +338,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         let key = lane.key();
         let refused = match answer {
             Answer::Approve => match self.governor.approve(&key, approver.id()).await {
-                Ok(_) => return respond(name, self.govern(name, arguments).await, None),
+                Ok(_) => return respond(name, self.govern(caller, name, arguments).await, None),
                 Err(error) => format!("the approval was not applied: {error}"),
             },
             Answer::Reject(reason) => {
@@ -380,7 +435,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.list_tools_for_actor()?;
+        let tools = self.list_for(self.caller_of(&_context)?)?;
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -391,7 +446,16 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
     ) -> Result<CallToolResponse, ErrorData> {
         // The text as the client sent it when served on `LineTransport`; over another
         // transport, the parsed map (duplicate keys are already lost there).
-        let arguments = match context.extensions.get::<RawArguments>() {
+        let caller = self.caller_of(&context)?;
+        let raw = context.extensions.get::<RawArguments>();
+        #[cfg(feature = "remote")]
+        let raw = raw.or_else(|| {
+            context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<RawArguments>())
+        });
+        let arguments = match raw {
             Some(RawArguments(text)) => text.clone(),
             None => Value::Object(request.arguments.clone().unwrap_or_default()).to_string(),
         };
@@ -400,7 +464,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         // very call, proposed and stored in the first round.
         if let Some(state) = &request.request_state {
             let key = self
-                .proposal_key(name, &arguments)
+                .proposal_key(caller, name, &arguments)
                 .filter(|key| key.to_string() == *state);
             let stored = match key {
                 Some(key) => self.governor.lane(&key).await.is_ok(),
@@ -413,11 +477,11 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
                 ));
             }
         }
-        let lane = match self.govern(name, &arguments).await {
+        let lane = match self.govern(caller, name, &arguments).await {
             Ok(Outcome::AwaitingApproval(lane)) => lane,
             other => return respond(name, other, None).map(Into::into),
         };
-        let approver = match self.approver_for(&lane) {
+        let approver = match self.approver_for(caller, &lane) {
             Some(approver) if can_elicit(&context) => approver,
             _ => return respond(name, Ok(Outcome::AwaitingApproval(lane)), None).map(Into::into),
         };
@@ -428,7 +492,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
                 .and_then(|responses| responses.get(APPROVAL_INPUT));
             let answer = read_echoed_answer(echoed, approver.id());
             return self
-                .decide(name, &arguments, &lane, approver, answer)
+                .decide(caller, name, &arguments, &lane, &approver, answer)
                 .await
                 .map(Into::into);
         }
@@ -458,9 +522,21 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
             },
             Err(error) => Answer::Undecided(format!("the prompt could not be sent: {error}")),
         };
-        self.decide(name, &arguments, &lane, approver, answer)
+        self.decide(caller, name, &arguments, &lane, &approver, answer)
             .await
             .map(Into::into)
+    }
+}
+
+fn scopes_of(caller: &Caller) -> Vec<&str> {
+    caller.scopes().iter().map(String::as_str).collect()
+}
+
+fn actor_of<'a>(caller: &'a Caller, scopes: &'a [&'a str]) -> Actor<'a> {
+    let actor = Actor::new(caller.id(), scopes);
+    match caller.account() {
+        Some(account) => actor.with_account(account),
+        None => actor,
     }
 }
 
