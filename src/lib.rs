@@ -22,6 +22,8 @@ pub mod gate;
 pub mod json;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "remote")]
+pub mod remote;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod stores;
 

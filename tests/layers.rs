@@ -5,13 +5,14 @@
 use std::path::Path;
 
 /// The layers, lowest first.
-const LAYERS: [&str; 7] = [
+const LAYERS: [&str; 8] = [
     "declare",
     "gate",
     "json",
     "approvals",
     "stores",
     "mcp",
+    "remote",
     "console",
 ];
 

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The host's context.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Desk {
     pub refunds_frozen: bool,
 }

@@ -30,7 +30,10 @@ impl Caller {
     /// let caller = cairnloop::mcp::Caller::new("agent-7", ["orders:read"]);
     /// assert_eq!(caller.id(), "agent-7");
     /// ```
-    pub fn new<I: IntoIterator<Item = T>, T: Into<String>>(id: impl Into<String>, scopes: I) -> Self {
+    pub fn new<I: IntoIterator<Item = T>, T: Into<String>>(
+        id: impl Into<String>,
+        scopes: I,
+    ) -> Self {
         Self {
             id: id.into(),
             account: None,

@@ -20,10 +20,10 @@ mod transport;
 pub use approver::ClientApprover;
 #[cfg(feature = "rmcp")]
 pub use caller::Caller;
-#[cfg(feature = "remote")]
-pub(crate) use frame::{Frame, RawArguments, judge};
 #[cfg(feature = "rmcp")]
 pub use frame::FrameLimits;
+#[cfg(feature = "remote")]
+pub(crate) use frame::{Frame, RawArguments, judge};
 pub use projection::{META_APPROVAL_MODE, META_RISK_TIER, ProjectionError};
 #[cfg(feature = "rmcp")]
 pub use server::McpServer;

@@ -298,12 +298,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     }
 
     /// The call's proposal key, when it would await approval.
-    fn proposal_key(
-        &self,
-        caller: &Caller,
-        name: &str,
-        arguments: &str,
-    ) -> Option<IdempotencyKey> {
+    fn proposal_key(&self, caller: &Caller, name: &str, arguments: &str) -> Option<IdempotencyKey> {
         let scopes = scopes_of(caller);
         let actor = actor_of(caller, &scopes);
         self.governor
