@@ -5,6 +5,8 @@
 
 #[path = "fixtures/desk.rs"]
 mod desk;
+#[path = "fixtures/mcp_http.rs"]
+mod mcp_http;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -129,64 +131,15 @@ impl Server {
         body: &str,
         extra: &[(&str, &str)],
     ) -> reqwest::Response {
-        let client = reqwest::Client::new();
-        let mut request = client
-            .post(format!("{}/mcp", self.base))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(body.to_string());
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        for (name, value) in extra {
-            request = request.header(*name, *value);
-        }
-        request.send().await.unwrap()
+        mcp_http::post(&self.base, token, body, extra).await
     }
 
-    /// initialize + initialized: the session id.
     async fn session(&self, token: &str, capabilities: Value) -> String {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": capabilities,
-            "clientInfo": {"name": "test", "version": "1"}}});
-        let response = self.post(Some(token), &init.to_string(), &[]).await;
-        assert_eq!(response.status(), 200);
-        let session = response.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_string();
-        let _ = response.text().await;
-        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let response = self
-            .post(
-                Some(token),
-                &done.to_string(),
-                &[("mcp-session-id", &session)],
-            )
-            .await;
-        assert_eq!(response.status(), 202);
-        session
+        mcp_http::session(&self.base, token, capabilities).await
     }
 }
 
-/// The JSON-RPC messages in a response (an event stream or a JSON body).
-async fn messages(response: reqwest::Response) -> Vec<Value> {
-    let text = response.text().await.unwrap();
-    if text.trim_start().starts_with('{') {
-        return vec![serde_json::from_str(&text).unwrap()];
-    }
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .collect()
-}
-
-fn call(id: u32, name: &str, arguments: &str) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
-    )
-}
+use mcp_http::{call, messages};
 
 async fn lanes(server: &Server, state: LaneState) -> usize {
     server.governor.lanes(state, None, 100).await.unwrap().len()

@@ -71,8 +71,18 @@ impl PostgresStore {
     /// [`StoreError::NewerSchema`] and [`StoreError::Foreign`] for a database it refuses
     /// (nothing is written to it).
     pub fn connect(config: &str) -> Result<Self, StoreError> {
-        let mut client = Client::connect(config, NoTls).map_err(classify)?;
-        migrate(&mut client)?;
+        // The client runs a runtime of its own to connect: on a thread of its own, so that
+        // a host may connect from inside an async runtime too.
+        let client = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let mut client = Client::connect(config, NoTls).map_err(classify)?;
+                    migrate(&mut client)?;
+                    Ok::<_, StoreError>(client)
+                })
+                .join()
+        })
+        .map_err(|_| StoreError::Backend("connecting to PostgreSQL panicked".into()))??;
         Ok(Self {
             worker: Worker::spawn("cairnloop-postgres", client)?,
         })
