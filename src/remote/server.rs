@@ -300,7 +300,14 @@ where
     /// # }
     /// ```
     pub async fn serve(self, address: SocketAddr) -> std::io::Result<()> {
-        let listener = tokio::net::TcpListener::bind(address).await?;
+        use axum::serve::ListenerExt as _;
+        // Answers are small and streamed: Nagle's algorithm would hold each one back
+        // for the client's delayed acknowledgement.
+        let listener = tokio::net::TcpListener::bind(address)
+            .await?
+            .tap_io(|stream| {
+                let _ = stream.set_nodelay(true);
+            });
         axum::serve(listener, self.router()).await
     }
 }
