@@ -116,7 +116,13 @@ async fn serve<S: ApprovalStore + Send + Sync + 'static>(
     base
 }
 
-async fn post(client: &reqwest::Client, base: &str, token: &str, session: Option<&str>, body: String) -> Result<(u16, String), String> {
+async fn post(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    session: Option<&str>,
+    body: String,
+) -> Result<(u16, String), String> {
     let mut request = client
         .post(format!("{base}/mcp"))
         .header("content-type", "application/json")
@@ -145,7 +151,13 @@ fn result_of(text: &str) -> Option<Value> {
         .find(|message| message.get("result").is_some() || message.get("error").is_some())
 }
 
-async fn client_loop(base: String, token: String, client_no: u64, deadline: Instant, counter: Arc<AtomicU64>) -> Tally {
+async fn client_loop(
+    base: String,
+    token: String,
+    client_no: u64,
+    deadline: Instant,
+    counter: Arc<AtomicU64>,
+) -> Tally {
     let http = reqwest::Client::new();
     let mut tally = Tally::default();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -169,13 +181,17 @@ async fn client_loop(base: String, token: String, client_no: u64, deadline: Inst
             1 => (Kind::Blocked, "wipe", 1),
             _ => (Kind::Auto, "lookup", i),
         };
-        let body = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"{name}","arguments":{{"order":{order}}}}}}}"#);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"{name}","arguments":{{"order":{order}}}}}}}"#
+        );
         let started = Instant::now();
         let answer = post(&http, &base, &token, Some(&session), body).await;
         let took = started.elapsed();
         match answer.map(|(status, text)| (status, result_of(&text))) {
             Ok((200, Some(message))) => {
-                let status = message["result"]["structuredContent"]["status"].as_str().unwrap_or("");
+                let status = message["result"]["structuredContent"]["status"]
+                    .as_str()
+                    .unwrap_or("");
                 let expected = match kind {
                     Kind::Auto => "executed",
                     Kind::Approval => "awaiting_approval",
@@ -204,23 +220,41 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[at]
 }
 
-async fn run<S: ApprovalStore + Send + Sync + 'static>(governor: Governor<(), S>, store_name: &str, clients: u64, seconds: u64) {
+async fn run<S: ApprovalStore + Send + Sync + 'static>(
+    governor: Governor<(), S>,
+    store_name: &str,
+    clients: u64,
+    seconds: u64,
+) {
     let governor = Arc::new(governor);
     let (signing, jwks) = keys();
     let base = serve(Arc::clone(&governor), &jwks).await;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let claims = json!({"iss": ISSUER, "aud": format!("{base}/mcp"), "sub": "load", "azp": "bench",
         "scope": "orders:read refunds:write", "exp": now + 3_600});
     let mut header = Header::new(Algorithm::EdDSA);
     header.kid = Some("load".into());
     let token = jsonwebtoken::encode(&header, &claims, &signing).unwrap();
-    println!("store: {store_name}; sink: the store's event log; transport: Streamable HTTP, sessions (2025-06-18), SSE answers");
+    println!(
+        "store: {store_name}; sink: the store's event log; transport: Streamable HTTP, sessions (2025-06-18), SSE answers"
+    );
     println!("clients: {clients}; duration: {seconds} s; mix: 80% auto, 10% approval, 10% blocked");
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let counter = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
-        .map(|no| tokio::spawn(client_loop(base.clone(), token.clone(), no, deadline, Arc::clone(&counter))))
+        .map(|no| {
+            tokio::spawn(client_loop(
+                base.clone(),
+                token.clone(),
+                no,
+                deadline,
+                Arc::clone(&counter),
+            ))
+        })
         .collect();
     let mut all = Tally::default();
     for task in tasks {
@@ -231,7 +265,12 @@ async fn run<S: ApprovalStore + Send + Sync + 'static>(governor: Governor<(), S>
     }
     let elapsed = started.elapsed().as_secs_f64();
     for kind in [Kind::Auto, Kind::Approval, Kind::Blocked] {
-        let mut times: Vec<Duration> = all.latencies.iter().filter(|(k, _)| *k == kind).map(|(_, t)| *t).collect();
+        let mut times: Vec<Duration> = all
+            .latencies
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, t)| *t)
+            .collect();
         times.sort_unstable();
         println!(
             "{kind:?}: {} calls, {:.0}/s, p50 {:.2} ms, p99 {:.2} ms",
@@ -241,7 +280,11 @@ async fn run<S: ApprovalStore + Send + Sync + 'static>(governor: Governor<(), S>
             percentile(&times, 0.99).as_secs_f64() * 1e3,
         );
     }
-    println!("all: {:.0} calls/s; errors: {}", all.latencies.len() as f64 / elapsed, all.errors.len());
+    println!(
+        "all: {:.0} calls/s; errors: {}",
+        all.latencies.len() as f64 / elapsed,
+        all.errors.len()
+    );
     for error in all.errors.iter().take(5) {
         println!("  error: {error}");
     }
@@ -250,15 +293,28 @@ async fn run<S: ApprovalStore + Send + Sync + 'static>(governor: Governor<(), S>
     let mut pending = 0usize;
     let mut after = None;
     loop {
-        let page = governor.lanes(LaneState::Pending, after.as_ref(), 1_000).await.unwrap();
+        let page = governor
+            .lanes(LaneState::Pending, after.as_ref(), 1_000)
+            .await
+            .unwrap();
         let Some(last) = page.last() else { break };
         after = Some(last.key());
         pending += page.len();
         assert!(page.iter().all(|lane| lane.attempts() == 0));
     }
-    let executed = governor.lanes(LaneState::Executed, None, 10).await.unwrap().len();
-    println!("store: {pending} pending lanes for {} proposals answered; {executed} executed", all.proposals);
-    assert_eq!(pending as u64, all.proposals, "a proposal was lost or doubled");
+    let executed = governor
+        .lanes(LaneState::Executed, None, 10)
+        .await
+        .unwrap()
+        .len();
+    println!(
+        "store: {pending} pending lanes for {} proposals answered; {executed} executed",
+        all.proposals
+    );
+    assert_eq!(
+        pending as u64, all.proposals,
+        "a proposal was lost or doubled"
+    );
     assert_eq!(executed, 0);
     assert!(all.errors.is_empty(), "errors other than the limits");
 }
@@ -271,7 +327,13 @@ async fn main() {
         match flag.as_str() {
             "--store" => store = args.next().unwrap_or_default(),
             "--clients" => clients = args.next().and_then(|n| n.parse().ok()).unwrap_or(64),
-            "--seconds" => seconds = args.next().and_then(|n| n.parse().ok()).unwrap_or(30).min(120),
+            "--seconds" => {
+                seconds = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(30)
+                    .min(120)
+            }
             "--bench" => {}
             other => panic!("unknown option {other}"),
         }
@@ -282,7 +344,13 @@ async fn main() {
             let dir = std::env::temp_dir().join(format!("cairnloop-load-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
             let store = SqliteStore::open(dir.join("load.db")).unwrap();
-            run(Governor::new(&TOOLS).with_store(store), "sqlite", clients, seconds).await;
+            run(
+                Governor::new(&TOOLS).with_store(store),
+                "sqlite",
+                clients,
+                seconds,
+            )
+            .await;
             std::fs::remove_dir_all(&dir).unwrap();
         }
         other => panic!("unknown store {other}: memory or sqlite"),

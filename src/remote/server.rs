@@ -202,7 +202,9 @@ where
     }
 
     /// The router: the MCP endpoint at `/mcp` and the protected-resource metadata under
-    /// `/.well-known/oauth-protected-resource`.
+    /// `/.well-known/oauth-protected-resource`. Serve it with `TCP_NODELAY` on its
+    /// connections (as [`RemoteMcp::serve`] does): its answers are small and streamed,
+    /// and Nagle's algorithm would hold each one back for about 40 ms.
     ///
     /// ```
     /// # use std::sync::Arc;

@@ -202,6 +202,16 @@ pub struct TokenVerifier {
     account_claim: Option<String>,
 }
 
+impl core::fmt::Debug for TokenVerifier {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TokenVerifier")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("leeway", &self.leeway)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Deserialize)]
 struct Claims {
     #[serde(default)]
