@@ -23,12 +23,15 @@ use serde_json::{Value, json};
 
 const ISSUER: &str = "https://auth.test";
 
-/// An Ed25519 key made for this test run: the signing key and its public JWKS.
+/// An Ed25519 key made for this test run, and a fixed RSA key (RSA keys are slow to
+/// make in a debug build): the signing keys and the public JWKS with both.
 struct Keys {
     signing: EncodingKey,
+    rsa: EncodingKey,
     jwks: String,
-    /// The public key's bytes, as an attacker would find them (for algorithm confusion).
+    /// The keys' public parts, as an attacker would find them (for algorithm confusion).
     public: Vec<u8>,
+    rsa_public_pem: Vec<u8>,
 }
 
 fn keys(kid: &str) -> Keys {
@@ -48,11 +51,19 @@ fn keys(kid: &str) -> Keys {
         .unwrap()
         .as_bytes()
         .to_vec();
-    let jwks = serde_json::to_string(&JwkSet { keys: vec![jwk] }).unwrap();
+    let rsa = EncodingKey::from_rsa_pem(include_bytes!("fixtures/rsa-test-key.pem")).unwrap();
+    let mut rsa_jwk = Jwk::from_encoding_key(&rsa, Algorithm::RS256).unwrap();
+    rsa_jwk.common.key_id = Some("rsa1".into());
+    let jwks = serde_json::to_string(&JwkSet {
+        keys: vec![jwk, rsa_jwk],
+    })
+    .unwrap();
     Keys {
         signing,
+        rsa,
         jwks,
         public,
+        rsa_public_pem: include_bytes!("fixtures/rsa-test-key.pub.pem").to_vec(),
     }
 }
 
@@ -201,6 +212,60 @@ async fn a_good_token_lists_and_calls_as_its_subject_and_client() {
 }
 
 #[tokio::test]
+async fn an_rs256_token_from_the_rsa_key_is_accepted() {
+    let server = serve(HttpLimits::new(), None).await;
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("rsa1".into());
+    let token = jsonwebtoken::encode(
+        &header,
+        &server.claims("alice", "orders:read"),
+        &server.keys.rsa,
+    )
+    .unwrap();
+    let session = server.session(&token, json!({})).await;
+    let answer = server
+        .post(
+            Some(&token),
+            &call(1, "lookup_order", r#"{"order": 1001}"#),
+            &[("mcp-session-id", &session)],
+        )
+        .await;
+    let ran = messages(answer).await;
+    assert_eq!(
+        ran[0]["result"]["structuredContent"]["output"], "shipped",
+        "{ran:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_session_is_over() {
+    let server = serve(HttpLimits::new(), None).await;
+    let token = server.good("orders:read");
+    let session = server.session(&token, json!({})).await;
+    let deleted = reqwest::Client::new()
+        .delete(format!("{}/mcp", server.base))
+        .bearer_auth(&token)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let after = server
+        .post(Some(&token), &list_body(), &[("mcp-session-id", &session)])
+        .await;
+    assert_eq!(after.status(), 404, "a request on a deleted session");
+    // Without a token, a session cannot be deleted.
+    let anonymous = reqwest::Client::new()
+        .delete(format!("{}/mcp", server.base))
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+#[tokio::test]
 async fn the_metadata_and_the_challenge_point_to_each_other() {
     let server = serve(HttpLimits::new(), None).await;
     let response = server.post(None, &list_body(), &[]).await;
@@ -266,6 +331,19 @@ async fn every_bad_token_is_refused_and_nothing_is_recorded() {
             &EncodingKey::from_secret(&server.keys.public).unwrap(),
         )
         .unwrap()
+    };
+    // HS256 "signed" with the RSA key's public PEM: the classic confusion attack.
+    let confused_rsa = {
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some("rsa1".into());
+        let secret = EncodingKey::from_secret(&server.keys.rsa_public_pem).unwrap();
+        jsonwebtoken::encode(&header, &base, &secret).unwrap()
+    };
+    // An RS256 token under the Ed25519 key's id: the key decides the algorithm.
+    let wrong_key_alg = {
+        let mut header = Header::new(Algorithm::RS256);
+        header.kid = Some("k1".into());
+        jsonwebtoken::encode(&header, &base, &server.keys.rsa).unwrap()
     };
     let payload = base64url(&serde_json::to_vec(&base).unwrap());
     let unsigned = format!("{}.{payload}.", base64url(br#"{"alg":"none","kid":"k1"}"#));
