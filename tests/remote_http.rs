@@ -371,6 +371,16 @@ async fn every_bad_token_is_refused_and_nothing_is_recorded() {
             "algorithm is not accepted",
         ),
         (
+            "HS256 with the RSA public key",
+            Some(confused_rsa),
+            "algorithm is not accepted",
+        ),
+        (
+            "RS256 under an Ed25519 kid",
+            Some(wrong_key_alg),
+            "algorithm is not accepted",
+        ),
+        (
             "expired",
             Some(with(&|c| c["exp"] = json!(now() - 3_600))),
             "expired",
