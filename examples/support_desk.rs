@@ -2,9 +2,9 @@
 //! (good, malformed and hostile) and an operator working the approval queue.
 //!
 //! ```sh
-//! cargo run --features sqlite --example support_desk                       # tables
-//! cargo run --features sqlite --example support_desk -- --json             # JSON lines
-//! cargo run --features sqlite --example support_desk -- --store desk.db    # keep the file
+//! cargo run --example support_desk                       # tables
+//! cargo run --example support_desk -- --json             # JSON lines
+//! cargo run --example support_desk -- --store desk.db    # keep the file
 //! ```
 //!
 //! Approvals live in a SQLite file: a fresh one in the temp directory, or the one given

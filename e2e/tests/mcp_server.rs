@@ -1,10 +1,9 @@
 //! The MCP server goes through the governor: what it answers, and that every call's
 //! decision reaches the governor's audit sink.
-#![cfg(feature = "rmcp")]
 
-#[path = "fixtures/calls.rs"]
+#[path = "../../tests/fixtures/calls.rs"]
 mod calls;
-#[path = "fixtures/desk.rs"]
+#[path = "../../tests/fixtures/desk.rs"]
 mod desk;
 
 use std::sync::Arc;

@@ -1,8 +1,7 @@
 //! The MCP server on its stdio transport, byte for byte: what a strict client sends, and
 //! what comes back (or what would once have been dropped without a word).
-#![cfg(feature = "rmcp")]
 
-#[path = "fixtures/desk.rs"]
+#[path = "../../tests/fixtures/desk.rs"]
 mod desk;
 
 use std::sync::Arc;

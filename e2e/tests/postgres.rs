@@ -4,7 +4,6 @@
 //! The server comes from `scripts/with_postgres.sh` (which `.ci/run` uses), through
 //! `CAIRNLOOP_POSTGRES`. Without it these tests say so and pass, except in CI, where a
 //! missing server is a failure.
-#![cfg(all(feature = "postgres", feature = "conformance"))]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};

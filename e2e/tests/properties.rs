@@ -1,9 +1,8 @@
 //! Properties of the governance core, checked on generated input (proptest).
-#![cfg(all(feature = "serde", feature = "std"))]
 
-#[path = "fixtures/calls.rs"]
+#[path = "../../tests/fixtures/calls.rs"]
 mod calls;
-#[path = "fixtures/desk.rs"]
+#[path = "../../tests/fixtures/desk.rs"]
 mod desk;
 
 use cairnloop::gate::{LaneAction, LaneState, check_scopes};

@@ -1,7 +1,6 @@
 //! A PostgreSQL server stopped mid-run and started again: typed errors while it is down,
 //! nothing committed lost after. A test binary of its own, so that no other test uses
 //! the server while it is stopped.
-#![cfg(feature = "postgres")]
 
 use cairnloop::approvals::StoreError;
 use cairnloop::gate::LaneState;

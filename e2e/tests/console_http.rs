@@ -1,7 +1,6 @@
 //! The approval console's security rules, over HTTP (no browser): sign-in, sessions,
 //! single-use form tokens, escaping, accounts, four eyes, stale pages, expiry and
 //! reconciliation. Each refused request is checked to leave the store as it was.
-#![cfg(feature = "console")]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,8 @@
 //! Two remote MCP server processes (examples/remote_mcp) on one PostgreSQL store: a call
 //! proposed through one is approved by an operator, then made again through both at once,
 //! and runs once. Runs under scripts/with_postgres.sh (CI does); skipped without a server.
-#![cfg(all(feature = "remote", feature = "postgres", feature = "sqlite"))]
 
-#[path = "fixtures/desk.rs"]
+#[path = "../../tests/fixtures/desk.rs"]
 mod desk;
 #[path = "fixtures/mcp_http.rs"]
 mod mcp_http;

@@ -1,9 +1,8 @@
 //! Remote MCP over real HTTP on 127.0.0.1: the server as an OAuth 2.1 resource server.
 //! Tokens are signed by an Ed25519 key the test makes; every bad token, a missing scope,
 //! a forbidden origin and each limit is refused, and nothing runs or is stored.
-#![cfg(all(feature = "remote", feature = "sqlite"))]
 
-#[path = "fixtures/desk.rs"]
+#[path = "../../tests/fixtures/desk.rs"]
 mod desk;
 #[path = "fixtures/mcp_http.rs"]
 mod mcp_http;
