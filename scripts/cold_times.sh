@@ -12,8 +12,14 @@ run() {
   target=$(mktemp -d /tmp/cairnloop-cold.XXXXXX)
   local start end
   start=$(date +%s)
-  CARGO_TARGET_DIR="$target" "$@" >/dev/null 2>&1
+  if ! CARGO_TARGET_DIR="$target" "$@" >"$target.log" 2>&1; then
+    tail -n 30 "$target.log" >&2
+    echo "cold_times.sh: $label failed" >&2
+    rm -rf "$target"
+    exit 1
+  fi
   end=$(date +%s)
+  rm -f "$target.log"
   rm -rf "$target"
   printf '%-60s %4d s\n' "$label" "$((end - start))"
 }

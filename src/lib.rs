@@ -38,6 +38,26 @@ pub use gate::{Blocked, Decision, ModePolicy, decide, execute};
 pub use json::{Governance, ToolCall};
 
 /// The guide's code blocks, compiled and run as doctests.
+/// The guide, rendered where the API docs are: every feature, with examples (each one
+/// compiled and run as a test).
+#[cfg(doc)]
+pub mod _guide {
+    #![doc = include_str!("../docs/guide.md")]
+}
+
+/// The Elixir library this crate re-imagines, part by part.
+#[cfg(doc)]
+pub mod _from_elixir {
+    #![doc = include_str!("../docs/from-elixir.md")]
+}
+
+/// How the crate is tested for reliability: adversarial, property, fuzz and mutation
+/// testing, with figures.
+#[cfg(doc)]
+pub mod _reliability {
+    #![doc = include_str!("../docs/reliability.md")]
+}
+
 #[cfg(all(doctest, feature = "rmcp", feature = "sqlite", feature = "console"))]
 #[doc = include_str!("../docs/guide.md")]
 pub struct GuideDoctests;
