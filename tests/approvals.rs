@@ -1407,15 +1407,15 @@ mod model {
             };
             let mut now = 0u64;
             for _ in 0..12 {
-                let coin = rng.next() % 2 == 0;
+                let coin = rng.next().is_multiple_of(2);
                 let op = match rng.next() % 8 {
                     0 | 1 => Op::Approve {
-                        by_proposer: rng.next() % 4 == 0,
+                        by_proposer: rng.next().is_multiple_of(4),
                     },
                     2 => Op::Reject { with_reason: coin },
                     3 => Op::Defer { with_reason: coin },
                     4 => Op::Execute {
-                        same_actor: rng.next() % 4 != 0,
+                        same_actor: !rng.next().is_multiple_of(4),
                     },
                     5 => Op::Advance(rng.next() % (6 * HOUR)),
                     6 => Op::Rewind,

@@ -242,28 +242,28 @@ impl<C: ?Sized, S> Inner<C, S> {
     fn signed_in(&self, headers: &HeaderMap) -> Result<Signed, Refused> {
         let cookie = session_cookie(headers);
         let current = cookie.map(|id| (id, self.sessions.lookup(id)));
-        if let Some(header) = &self.config.trusted_header {
-            if let Some(name) = headers.get(header.as_str()).and_then(|v| v.to_str().ok()) {
-                let operator = self.config.operator(name).ok_or(Refused::NotAnOperator)?;
-                if let Some((id, Lookup::SignedIn(who))) = &current
-                    && who == operator.id()
-                {
-                    return Ok(Signed {
-                        operator: operator.clone(),
-                        session: (*id).to_string(),
-                        cookie: None,
-                    });
-                }
-                let id = self
-                    .sessions
-                    .open(Some(operator.id()), self.config.session_ttl)
-                    .ok_or(Refused::SignIn)?;
+        if let Some(header) = &self.config.trusted_header
+            && let Some(name) = headers.get(header.as_str()).and_then(|v| v.to_str().ok())
+        {
+            let operator = self.config.operator(name).ok_or(Refused::NotAnOperator)?;
+            if let Some((id, Lookup::SignedIn(who))) = &current
+                && who == operator.id()
+            {
                 return Ok(Signed {
                     operator: operator.clone(),
-                    cookie: cookie_for(self, &id),
-                    session: id,
+                    session: (*id).to_string(),
+                    cookie: None,
                 });
             }
+            let id = self
+                .sessions
+                .open(Some(operator.id()), self.config.session_ttl)
+                .ok_or(Refused::SignIn)?;
+            return Ok(Signed {
+                operator: operator.clone(),
+                cookie: cookie_for(self, &id),
+                session: id,
+            });
         }
         match current {
             Some((id, Lookup::SignedIn(who))) => match self.config.operator(&who) {

@@ -372,17 +372,17 @@ fn take_out(arguments: &mut Value, pointer: &str) -> bool {
 fn classify(mut pointer: String, message: &str) -> FieldError {
     // A missing field is reported at its parent (so may an unknown one be): name the
     // field itself.
-    if message.starts_with("missing field") || message.starts_with("unknown field") {
-        if let Some(name) = message.split('`').nth(1) {
-            let mut token = String::new();
-            push_pointer_token(&mut token, name);
-            let named = pointer
-                .strip_suffix(token.as_str())
-                .is_some_and(|parent| parent.ends_with('/'));
-            if !named {
-                pointer.push('/');
-                pointer.push_str(&token);
-            }
+    if (message.starts_with("missing field") || message.starts_with("unknown field"))
+        && let Some(name) = message.split('`').nth(1)
+    {
+        let mut token = String::new();
+        push_pointer_token(&mut token, name);
+        let named = pointer
+            .strip_suffix(token.as_str())
+            .is_some_and(|parent| parent.ends_with('/'));
+        if !named {
+            pointer.push('/');
+            pointer.push_str(&token);
         }
     }
     let code = if message.starts_with("missing field") {

@@ -67,20 +67,18 @@ impl<C: Send + 'static> Worker<C> {
             .ok()
             .and_then(|jobs| jobs.as_ref().map(|jobs| jobs.send(boxed).is_ok()))
             .unwrap_or(false);
-        if !sent {
-            if let Ok(mut slot) = slot.lock() {
-                slot.value = Some(Err(StoreError::Backend("the store is closed".into())));
-            }
+        if !sent && let Ok(mut slot) = slot.lock() {
+            slot.value = Some(Err(StoreError::Backend("the store is closed".into())));
         }
         Reply { slot }
     }
 
     /// Hands `job` to the worker without waiting: for a guard in `drop`.
     pub(crate) fn detach(&self, job: impl FnOnce(&mut C) + Send + 'static) {
-        if let Ok(jobs) = self.jobs.lock() {
-            if let Some(jobs) = jobs.as_ref() {
-                let _ = jobs.send(Box::new(job));
-            }
+        if let Ok(jobs) = self.jobs.lock()
+            && let Some(jobs) = jobs.as_ref()
+        {
+            let _ = jobs.send(Box::new(job));
         }
     }
 }
@@ -92,10 +90,10 @@ impl<C> Drop for Worker<C> {
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.take();
         }
-        if let Ok(mut thread) = self.thread.lock() {
-            if let Some(thread) = thread.take() {
-                let _ = thread.join();
-            }
+        if let Ok(mut thread) = self.thread.lock()
+            && let Some(thread) = thread.take()
+        {
+            let _ = thread.join();
         }
     }
 }

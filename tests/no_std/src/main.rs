@@ -35,7 +35,11 @@ impl Tool for ReadTemperature {
         if *sensor < 4 {
             Ok(())
         } else {
-            Err(InputErrors::one(FieldError::new("", "out_of_range", "sensor 0 to 3")))
+            Err(InputErrors::one(FieldError::new(
+                "",
+                "out_of_range",
+                "sensor 0 to 3",
+            )))
         }
     }
 
@@ -51,8 +55,12 @@ impl Tool for ReadTemperature {
 struct OpenValve;
 
 impl Tool for OpenValve {
-    const SPEC: ToolSpec =
-        ToolSpec::new("open_valve", "Open valve", "Opens the relief valve.", RiskTier::HighWrite);
+    const SPEC: ToolSpec = ToolSpec::new(
+        "open_valve",
+        "Open valve",
+        "Opens the relief valve.",
+        RiskTier::HighWrite,
+    );
     const SCOPES: &'static [Scope] = &[Scope::new("valves:write")];
     type Input = ();
     type Output = ();
@@ -68,8 +76,10 @@ impl Tool for OpenValve {
     }
 }
 
-static TOOLS: Registry<Sensors> =
-    Registry::new(&[ToolEntry::of::<ReadTemperature>(), ToolEntry::of::<OpenValve>()]);
+static TOOLS: Registry<Sensors> = Registry::new(&[
+    ToolEntry::of::<ReadTemperature>(),
+    ToolEntry::of::<OpenValve>(),
+]);
 
 fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
