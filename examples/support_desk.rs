@@ -7,8 +7,11 @@
 //! cargo run --example support_desk -- --store desk.db    # keep the file
 //! ```
 //!
-//! Approvals live in a SQLite file: a fresh one in the temp directory, or the one given
-//! with `--store PATH`.
+//! Approvals live in a SQLite file: `cairnloop-support-desk.db` in the temp directory, or
+//! the one given with `--store PATH`. Run it twice: the second run first lists what the
+//! first left waiting for a decision. Each proposal has a short id (`#3f2a9c1e`, the
+//! start of its idempotency key) that ties the queue, the decisions, the runs and the
+//! audit trail together. Colour only on a terminal, and never with `NO_COLOR` set.
 //!
 //! Everything goes through one `Governor`: what each actor is shown, each call, each
 //! decision of the operator, each execution, and the audit trail it kept.
@@ -52,8 +55,17 @@ pub enum Record {
         tool: String,
         visible: bool,
     },
+    /// A proposal an earlier run left waiting for a decision.
+    Waiting {
+        id: String,
+        tool: String,
+        proposer: String,
+        preview: String,
+    },
     /// The pipeline's decision on one model call.
     Decision {
+        /// The proposal's short id, when the call awaits approval.
+        id: Option<String>,
         actor: String,
         kind: String,
         tool: String,
@@ -63,6 +75,7 @@ pub enum Record {
     },
     /// One step of the operator on the approval queue, and what it led to.
     Step {
+        id: String,
         who: String,
         tool: String,
         step: String,
@@ -72,6 +85,8 @@ pub enum Record {
     },
     /// A tool that ran, and its output.
     Ran {
+        /// The proposal's short id, for a call that ran after an approval.
+        id: Option<String>,
         actor: String,
         tool: String,
         via: String,
@@ -79,6 +94,7 @@ pub enum Record {
     },
     /// One move of an approval lane, from the store's append-only trail.
     Transition {
+        id: String,
         at_minutes: u64,
         tool: String,
         proposer: String,
@@ -87,6 +103,11 @@ pub enum Record {
         by: Option<String>,
         reason: Option<String>,
     },
+}
+
+/// A proposal's short id: the start of its idempotency key.
+fn short(key: &IdempotencyKey) -> String {
+    key.to_string()[..8].to_string()
 }
 
 /// Runs the whole script and returns what it printed, as records.
@@ -111,6 +132,29 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
     .with_account("acme");
     let actors = [&agent, &billing, &admin];
     let mut records = Vec::new();
+
+    // 0. What earlier runs on this store left waiting. This run's calls carry a dedupe
+    // token of their own (the log's length so far), so they are new proposals.
+    let earlier = pollster::block_on(governor.events()).expect("the store answers");
+    let run = format!("run-{}", earlier.len());
+    let waiting =
+        pollster::block_on(governor.lanes(cairnloop::gate::LaneState::Pending, None, 100))
+            .expect("the store answers");
+    for lane in waiting {
+        let proposal = lane.proposal();
+        records.push(Record::Waiting {
+            id: short(&lane.key()),
+            tool: proposal.tool().into(),
+            proposer: proposal.actor_id().into(),
+            preview: proposal
+                .preview()
+                .text()
+                .lines()
+                .next()
+                .unwrap_or("")
+                .into(),
+        });
+    }
 
     // 1. What each actor is shown: the very gates a call goes through.
     for actor in actors {
@@ -161,6 +205,12 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
             "good",
             "refund_order",
             r#"{"order": 1003, "cents": 500, "reason": "late"}"#,
+        ),
+        (
+            &admin,
+            "good",
+            "internal_note",
+            r#"{"ticket": 44, "body": "Call the customer back tomorrow."}"#,
         ),
         (
             &agent,
@@ -220,24 +270,27 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
     ];
     let mut queue: Vec<(IdempotencyKey, &Actor<'_>, &str, &str)> = Vec::new();
     for (actor, kind, name, arguments) in script {
-        let outcome =
-            pollster::block_on(governor.call(&ToolCall::new(name, arguments), actor, &desk))
-                .expect("a memory store records every decision");
+        let call = ToolCall::new(name, arguments).with_dedupe_token(&run);
+        let outcome = pollster::block_on(governor.call(&call, actor, &desk))
+            .expect("the store records every decision");
+        let mut id = None;
         let detail = match outcome {
             Outcome::Executed(output) => {
                 records.push(Record::Ran {
+                    id: None,
                     actor: actor.id().into(),
                     tool: name.into(),
                     via: "auto".into(),
                     output: output.clone(),
                 });
-                format!("ran: {output}")
+                ran(&output)
             }
             Outcome::Failed(error) => error.to_string(),
             Outcome::AwaitingApproval(lane) => {
-                let preview = lane.proposal().preview().text().replace('\n', " | ");
+                let preview = lane.proposal().preview().text();
                 queue.push((lane.key(), actor, name, arguments));
-                format!("proposal {}…: {preview}", &lane.key().to_string()[..8])
+                id = Some(short(&lane.key()));
+                format!("waits: {}", preview.lines().next().unwrap_or(""))
             }
             Outcome::Blocked(blocked) => blocked.to_string(),
         };
@@ -253,6 +306,7 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
             })
             .expect("every call leaves its decision");
         records.push(Record::Decision {
+            id,
             actor: actor.id().into(),
             kind: kind.into(),
             tool: audit.tool,
@@ -263,8 +317,9 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
     }
 
     // 3. The operator works the queue.
-    let [note, late_note, refund, big_refund, own_refund] = queue.as_slice() else {
-        panic!("expected five proposals, got {}", queue.len());
+    // The sixth proposal is left waiting: the next run shows it.
+    let [note, late_note, refund, big_refund, own_refund, _left] = queue.as_slice() else {
+        panic!("expected six proposals, got {}", queue.len());
     };
     // Every step is recorded with the state its lane is in afterwards.
     let step = |who: &str,
@@ -272,6 +327,7 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
                 what: &str,
                 result: Result<String, ApprovalError>| {
         Record::Step {
+            id: short(&lane.0),
             who: who.into(),
             tool: lane.2.into(),
             step: what.into(),
@@ -346,6 +402,7 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
         let result = pollster::block_on(governor.execute(&lane.0, actor, &desk));
         if let Ok(output) = &result {
             records.push(Record::Ran {
+                id: Some(short(&lane.0)),
                 actor: lane.1.id().into(),
                 tool: lane.2.into(),
                 via: "approval".into(),
@@ -356,7 +413,7 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
             actor.id(),
             lane,
             what,
-            result.map(|output| format!("ran: {output}")),
+            result.map(|output| ran(&output)),
         ));
     }
     records.push(step(
@@ -370,11 +427,17 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
     ));
 
     // 4. The approval lanes' append-only trail.
-    for record in pollster::block_on(governor.events()).expect("memory store") {
+    // This run's part of the log: what earlier runs appended comes before it.
+    for record in pollster::block_on(governor.events())
+        .expect("the store answers")
+        .into_iter()
+        .skip(earlier.len())
+    {
         let AuditRecord::Transition(event) = record else {
             continue;
         };
         records.push(Record::Transition {
+            id: short(&event.key),
             at_minutes: (event.at.unix_millis() - START) / 60_000,
             tool: event.tool,
             proposer: event.proposer,
@@ -387,6 +450,14 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
     records
 }
 
+/// What a run gave back, as a person reads it.
+fn ran(output: &Value) -> String {
+    match output {
+        Value::Null => "ran (no output)".into(),
+        output => format!("ran, output {output}"),
+    }
+}
+
 /// The records as JSON lines, one object per line.
 pub fn json_lines(records: &[Record]) -> String {
     records
@@ -395,29 +466,133 @@ pub fn json_lines(records: &[Record]) -> String {
         .collect()
 }
 
-/// The records as aligned tables.
-fn tables(records: &[Record]) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
+/// The widest line the tables print.
+pub const WIDTH: usize = 100;
+
+/// A time since the script started, as a person says it.
+fn elapsed(minutes: u64) -> String {
+    match minutes {
+        0..=59 => format!("{minutes} min"),
+        60..=1_439 if minutes.is_multiple_of(60) => format!("{} h", minutes / 60),
+        60..=1_439 => format!("{} h {} min", minutes / 60, minutes % 60),
+        _ => format!("{} d {} h", minutes / 1_440, (minutes % 1_440) / 60),
+    }
+}
+
+/// The table writer: every line cut to [`WIDTH`] columns, and colour only when asked.
+struct Out {
+    text: String,
+    colour: bool,
+}
+
+impl Out {
+    fn line(&mut self, line: &str) {
+        let cut: String = if line.chars().count() > WIDTH {
+            line.chars().take(WIDTH - 1).chain(['…']).collect()
+        } else {
+            line.to_string()
+        };
+        let mut cut = cut.trim_end().to_string();
+        if self.colour {
+            for (word, code) in [
+                (" execute ", "32"),
+                (" await_approval ", "33"),
+                (" blocked ", "31"),
+            ] {
+                cut = cut.replacen(word, &format!(" \x1b[{code}m{}\x1b[0m ", word.trim()), 1);
+            }
+        }
+        self.text.push_str(&cut);
+        self.text.push('\n');
+    }
+
+    /// A row whose last column, `detail`, goes on the lines below when it does not fit,
+    /// broken between words: nothing is cut.
+    fn row(&mut self, row: &str, detail: &str) {
+        let joined = format!("{row} {detail}");
+        if joined.chars().count() <= WIDTH || detail.is_empty() {
+            return self.line(&joined);
+        }
+        self.line(row);
+        let indent = "    ↳ ";
+        let mut current = String::from(indent);
+        for word in detail.split(' ') {
+            if current.chars().count() + word.chars().count() + 1 > WIDTH && current != indent {
+                self.line(&current);
+                current = String::from("      ");
+            }
+            if !current.ends_with(' ') {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+        self.line(&current);
+    }
+
+    fn title(&mut self, title: &str) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        if self.colour {
+            self.text.push_str(&format!("\x1b[1m{title}\x1b[0m\n"));
+        } else {
+            self.text.push_str(title);
+            self.text.push('\n');
+        }
+    }
+}
+
+/// The records as aligned tables, each line at most [`WIDTH`] columns; with `colour`,
+/// decisions in green, yellow and red and titles in bold.
+pub fn tables(records: &[Record], colour: bool) -> String {
+    let mut out = Out {
+        text: String::new(),
+        colour,
+    };
+    let hash = |id: &str| format!("#{id}");
+    let waiting: Vec<&Record> = records
+        .iter()
+        .filter(|r| matches!(r, Record::Waiting { .. }))
+        .collect();
+    if !waiting.is_empty() {
+        out.title("STILL WAITING FROM EARLIER RUNS (kept in the SQLite store)");
+        out.line(&format!(
+            "{:<10} {:<14} {:<10} what",
+            "id", "tool", "proposer"
+        ));
+        for record in waiting {
+            if let Record::Waiting {
+                id,
+                tool,
+                proposer,
+                preview,
+            } = record
+            {
+                out.line(&format!(
+                    "{:<10} {tool:<14} {proposer:<10} {preview}",
+                    hash(id)
+                ));
+            }
+        }
+    }
     let tools: Vec<&str> = SUPPORT_DESK
         .tools()
         .iter()
         .map(|t| t.spec().name())
         .collect();
-    let _ = writeln!(out, "WHAT EACH ACTOR SEES");
-    let _ = writeln!(
-        out,
+    out.title("WHAT EACH ACTOR SEES");
+    out.line(&format!(
         "{:<10} {}",
         "actor",
         tools.iter().map(|t| format!("{t:<16}")).collect::<String>()
-    );
+    ));
     let mut row = String::new();
     let mut current = String::new();
     for record in records {
         if let Record::Visible { actor, visible, .. } = record {
             if *actor != current {
                 if !row.is_empty() {
-                    let _ = writeln!(out, "{row}");
+                    out.line(&row);
                 }
                 current.clone_from(actor);
                 row = format!("{actor:<10} ");
@@ -425,16 +600,16 @@ fn tables(records: &[Record]) -> String {
             row.push_str(&format!("{:<16}", if *visible { "yes" } else { "-" }));
         }
     }
-    let _ = writeln!(out, "{row}\n");
+    out.line(&row);
 
-    let _ = writeln!(out, "MODEL CALLS");
-    let _ = writeln!(
-        out,
-        "{:<10} {:<12} {:<24} {:<15} reason",
-        "actor", "kind", "tool", "decision"
-    );
+    out.title("MODEL CALLS");
+    out.line(&format!(
+        "{:<9} {:<11} {:<17} {:<14} {:<9} reason",
+        "actor", "kind", "tool", "decision", "id"
+    ));
     for record in records {
         if let Record::Decision {
+            id,
             actor,
             kind,
             tool,
@@ -444,20 +619,21 @@ fn tables(records: &[Record]) -> String {
         } = record
         {
             let quoted = format!("\"{tool}\"");
-            let _ = writeln!(
-                out,
-                "{actor:<10} {kind:<12} {quoted:<24} {decision:<15} {detail}"
+            let id = id.as_deref().map(hash).unwrap_or_else(|| "-".into());
+            out.row(
+                &format!("{actor:<9} {kind:<11} {quoted:<17} {decision:<14} {id:<9}"),
+                detail,
             );
         }
     }
-    let _ = writeln!(out, "\nAPPROVAL QUEUE");
-    let _ = writeln!(
-        out,
-        "{:<10} {:<15} {:<28} {:<6} {:<18} detail",
-        "who", "tool", "step", "ok", "state now"
-    );
+    out.title("APPROVAL QUEUE: what the operator did");
+    out.line(&format!(
+        "{:<9} {:<9} {:<14} {:<25} {:<4} {:<10} detail",
+        "id", "who", "tool", "step", "ok", "state now"
+    ));
     for record in records {
         if let Record::Step {
+            id,
             who,
             tool,
             step,
@@ -467,34 +643,46 @@ fn tables(records: &[Record]) -> String {
         } = record
         {
             let state = state.as_deref().unwrap_or("-");
-            let _ = writeln!(
-                out,
-                "{who:<10} {tool:<15} {step:<28} {:<6} {state:<18} {detail}",
-                if *ok { "yes" } else { "no" }
+            out.row(
+                &format!(
+                    "{:<9} {who:<9} {tool:<14} {step:<25} {:<4} {state:<10}",
+                    hash(id),
+                    if *ok { "yes" } else { "no" }
+                ),
+                detail,
             );
         }
     }
-    let _ = writeln!(out, "\nWHAT RAN");
-    let _ = writeln!(out, "{:<10} {:<15} {:<10} output", "actor", "tool", "via");
+    out.title("WHAT RAN");
+    out.line(&format!(
+        "{:<9} {:<10} {:<14} {:<9} output",
+        "id", "actor", "tool", "via"
+    ));
     for record in records {
         if let Record::Ran {
+            id,
             actor,
             tool,
             via,
             output,
         } = record
         {
-            let _ = writeln!(out, "{actor:<10} {tool:<15} {via:<10} {output}");
+            let id = id.as_deref().map(hash).unwrap_or_else(|| "-".into());
+            let output = match output {
+                Value::Null => "(no output)".to_string(),
+                other => other.to_string(),
+            };
+            out.line(&format!("{id:<9} {actor:<10} {tool:<14} {via:<9} {output}"));
         }
     }
-    let _ = writeln!(out, "\nAUDIT TRAIL OF THE APPROVAL LANES");
-    let _ = writeln!(
-        out,
-        "{:<8} {:<15} {:<10} {:<18} {:<18} {:<8} reason",
-        "+min", "tool", "proposer", "from", "to", "by"
-    );
+    out.title("AUDIT TRAIL OF THE APPROVAL LANES");
+    out.line(&format!(
+        "{:<11} {:<9} {:<14} {:<10} {:<17} {:<17} {:<7} reason",
+        "+time", "id", "tool", "proposer", "from", "to", "by"
+    ));
     for record in records {
         if let Record::Transition {
+            id,
             at_minutes,
             tool,
             proposer,
@@ -504,16 +692,26 @@ fn tables(records: &[Record]) -> String {
             reason,
         } = record
         {
-            let _ = writeln!(
-                out,
-                "{at_minutes:<8} {tool:<15} {proposer:<10} {:<18} {to:<18} {:<8} {}",
-                from.as_deref().unwrap_or("-"),
-                by.as_deref().unwrap_or("-"),
-                reason.as_deref().unwrap_or("")
+            out.row(
+                &format!(
+                    "{:<11} {:<9} {tool:<14} {proposer:<10} {:<17} {to:<17} {:<7}",
+                    elapsed(*at_minutes),
+                    hash(id),
+                    from.as_deref().unwrap_or("(new)"),
+                    by.as_deref().unwrap_or("-"),
+                ),
+                reason.as_deref().unwrap_or(""),
             );
         }
     }
-    out
+    out.title("LEGEND");
+    out.line("yes / -     the actor is shown the tool (visible means callable) / it is not");
+    out.line("#3f2a9c1e   a proposal's short id (the start of its idempotency key): the same");
+    out.line("            proposal in the calls, the queue, what ran and the trail");
+    out.line("+time       time since the script started (its clock is simulated: 49 h pass)");
+    out.line("ok          whether the step was applied; if not, detail says why");
+    out.line("(new)       the lane was opened: a proposal, waiting for a decision");
+    out.text
 }
 
 const USAGE: &str = "usage: support_desk [--json] [--store PATH]";
@@ -541,9 +739,8 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
-    let path = store.unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("cairnloop-support-desk-{}.db", std::process::id()))
-    });
+    // One file for every run, so that a second run finds what the first left waiting.
+    let path = store.unwrap_or_else(|| std::env::temp_dir().join("cairnloop-support-desk.db"));
     let store = match SqliteStore::open(&path) {
         Ok(store) => store,
         Err(error) => {
@@ -555,7 +752,9 @@ fn main() -> std::process::ExitCode {
     if json {
         print!("{}", json_lines(&records));
     } else {
-        print!("{}", tables(&records));
+        use std::io::IsTerminal;
+        let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        print!("{}", tables(&records, colour));
     }
     std::process::ExitCode::SUCCESS
 }

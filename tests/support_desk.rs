@@ -8,19 +8,27 @@ mod demo;
 
 use serde_json::Value;
 
-fn lines() -> Vec<Value> {
+/// The demo's records from `runs` runs on one fresh store: the last run's.
+fn records(runs: usize) -> Vec<demo::Record> {
     let path = std::env::temp_dir().join(format!(
         "cairnloop-demo-test-{}-{:?}.db",
         std::process::id(),
         std::thread::current().id()
     ));
     let _ = std::fs::remove_file(&path);
-    let store = cairnloop::stores::SqliteStore::open(&path).expect("a fresh store");
-    let lines = demo::json_lines(&demo::run_demo(store));
+    let mut records = Vec::new();
+    for _ in 0..runs {
+        let store = cairnloop::stores::SqliteStore::open(&path).expect("the store");
+        records = demo::run_demo(store);
+    }
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
-    lines
+    records
+}
+
+fn lines() -> Vec<Value> {
+    demo::json_lines(&records(1))
         .lines()
         .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
         .collect()
@@ -64,7 +72,7 @@ fn each_actor_sees_exactly_its_tools() {
 fn every_call_gets_the_decision_its_kind_implies() {
     let lines = lines();
     let decisions = of(&lines, "decision");
-    assert_eq!(decisions.len(), 21);
+    assert_eq!(decisions.len(), 22);
     let codes: Vec<String> = decisions
         .iter()
         .map(|d| {
@@ -78,6 +86,7 @@ fn every_call_gets_the_decision_its_kind_implies() {
         codes,
         [
             "execute",
+            "await_approval",
             "await_approval",
             "await_approval",
             "await_approval",
@@ -192,6 +201,7 @@ fn the_trail_has_every_transition_in_order() {
             "refund_order -->pending",
             "refund_order -->pending",
             "refund_order -->pending",
+            "internal_note -->pending",
             "refund_order pending->approved",
             "internal_note pending->approved",
             "refund_order pending->rejected",
@@ -202,5 +212,94 @@ fn the_trail_has_every_transition_in_order() {
             "internal_note execution_pending->executed",
             "internal_note pending->expired",
         ]
+    );
+}
+
+#[test]
+fn the_tables_fit_in_100_columns_and_colour_changes_nothing_else() {
+    let records = records(1);
+    let plain = demo::tables(&records, false);
+    for line in plain.lines() {
+        assert!(
+            line.chars().count() <= demo::WIDTH,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(!plain.contains('\u{1b}'), "no colour unless asked");
+    let coloured = demo::tables(&records, true);
+    assert!(coloured.contains("\u{1b}[32mexecute\u{1b}[0m"));
+    let mut stripped = String::new();
+    let mut escape = false;
+    for c in coloured.chars() {
+        match (escape, c) {
+            (false, '\u{1b}') => escape = true,
+            (true, 'm') => escape = false,
+            (true, _) => {}
+            (false, c) => stripped.push(c),
+        }
+    }
+    assert_eq!(stripped, plain);
+    // No internal names, and no bare null for a run with no output.
+    assert!(
+        !plain.contains("start_execution") && !plain.contains("null"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn every_id_links_a_proposal_to_its_steps_runs_and_trail() {
+    let lines = lines();
+    let proposed: Vec<&str> = of(&lines, "decision")
+        .iter()
+        .filter_map(|d| d["id"].as_str())
+        .collect();
+    assert_eq!(proposed.len(), 6);
+    assert!(
+        proposed
+            .iter()
+            .all(|id| id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+    );
+    for record in ["step", "transition"] {
+        for line in of(&lines, record) {
+            let id = line["id"].as_str().expect("an id");
+            assert!(
+                proposed.contains(&id),
+                "{record} {line} names no proposal of this run"
+            );
+        }
+    }
+    let ran: Vec<&str> = of(&lines, "ran")
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    assert_eq!(ran.len(), 2);
+    assert!(ran.iter().all(|id| proposed.contains(id)));
+    // The trail's times are numbers, in minutes.
+    assert!(
+        of(&lines, "transition")
+            .iter()
+            .all(|t| t["at_minutes"].is_u64())
+    );
+}
+
+#[test]
+fn a_second_run_shows_what_the_first_left_waiting() {
+    let first = records(1);
+    assert!(
+        !first
+            .iter()
+            .any(|r| matches!(r, demo::Record::Waiting { .. }))
+    );
+    let second = records(2);
+    let waiting: Vec<&demo::Record> = second
+        .iter()
+        .filter(|r| matches!(r, demo::Record::Waiting { .. }))
+        .collect();
+    assert_eq!(waiting.len(), 1, "the note the operator left alone");
+    let table = demo::tables(&second, false);
+    assert!(
+        table.starts_with("STILL WAITING FROM EARLIER RUNS"),
+        "{table}"
     );
 }

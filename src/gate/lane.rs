@@ -167,6 +167,21 @@ impl LaneState {
         )
     }
 
+    /// The state as an operator would say it (`running` for `execution_pending`).
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::gate::LaneState::OutcomeUnknown.words(), "of unknown outcome");
+    /// ```
+    #[must_use]
+    pub const fn words(self) -> &'static str {
+        match self {
+            Self::ExecutionPending => "running",
+            Self::ExecutionFailed => "failed",
+            Self::OutcomeUnknown => "of unknown outcome",
+            other => other.as_str(),
+        }
+    }
+
     /// The wire name, such as `execution_pending`.
     ///
     /// ```
@@ -214,6 +229,31 @@ impl LaneAction {
         Self::Reopen,
     ];
 
+    /// What the move does, as an operator would say it (`run` for `start_execution`).
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::gate::LaneAction::MarkExecuted.verb(), "mark as executed");
+    /// ```
+    #[must_use]
+    pub const fn verb(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Reject => "reject",
+            Self::Defer => "defer",
+            Self::Expire => "expire",
+            Self::StartExecution => "run",
+            Self::Succeed => "record the success of",
+            Self::Fail => "record the failure of",
+            Self::Invalidate => "invalidate",
+            Self::Interrupt => "interrupt",
+            Self::LoseLease => "give up the claim on",
+            Self::MarkExecuted => "mark as executed",
+            Self::MarkFailed => "mark as failed",
+            Self::Close => "close",
+            Self::Reopen => "propose again",
+        }
+    }
+
     /// The wire name, such as `start_execution`.
     ///
     /// ```
@@ -258,10 +298,10 @@ impl fmt::Display for LaneAction {
 /// use cairnloop::gate::{LaneAction, LaneState};
 ///
 /// let err = LaneState::Executed.apply(LaneAction::StartExecution).unwrap_err();
-/// assert_eq!(err.to_string(), "cannot start_execution a lane that is executed");
+/// assert_eq!(err.to_string(), "cannot run a call that is executed");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[error("cannot {action} a lane that is {from}")]
+#[error("cannot {} a call that is {}", action.verb(), from.words())]
 pub struct TransitionError {
     from: LaneState,
     action: LaneAction,
