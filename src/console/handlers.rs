@@ -646,6 +646,34 @@ where
         .into_response()
 }
 
+/// What every decision form passes first: a signed-in operator, a genuine single-use
+/// token, a lane they may see, and a page made from the lane as it is now.
+async fn checked_form<C, S>(
+    inner: &Inner<C, S>,
+    headers: &HeaderMap,
+    key: &str,
+    csrf: &str,
+    version: &str,
+) -> Result<(Signed, ApprovalLane), Response>
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    let signed = inner
+        .signed_in(headers)
+        .map_err(|refused| refused.response(&Method::POST))?;
+    if !inner.sessions.use_token(&signed.session, csrf) {
+        return Err(pages::bad_token(Some(signed.operator.id())));
+    }
+    let Some(lane) = inner.visible_lane(key, &signed.operator).await else {
+        return Err(not_found(&signed.operator));
+    };
+    if version != lane.version().to_string() {
+        return Err(pages::stale(signed.operator.id(), &lane));
+    }
+    Ok((signed, lane))
+}
+
 #[derive(Deserialize)]
 struct DecisionForm {
     #[serde(default)]
@@ -689,20 +717,12 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::POST),
+    let (signed, lane) = match checked_form(&inner, &headers, &key, &form.csrf, &form.version).await
+    {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
     };
     let operator = signed.operator.id();
-    if !inner.sessions.use_token(&signed.session, &form.csrf) {
-        return pages::bad_token(Some(operator));
-    }
-    let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
-        return not_found(&signed.operator);
-    };
-    if form.version != lane.version().to_string() {
-        return pages::stale(operator, &lane);
-    }
     let reason = form.reason.trim();
     let decided = match form.decision.as_str() {
         "approve" => inner.governor.approve(&lane.key(), operator).await,
@@ -793,20 +813,12 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::POST),
+    let (signed, lane) = match checked_form(&inner, &headers, &key, &form.csrf, &form.version).await
+    {
+        Ok(checked) => checked,
+        Err(refused) => return refused,
     };
     let operator = signed.operator.id();
-    if !inner.sessions.use_token(&signed.session, &form.csrf) {
-        return pages::bad_token(Some(operator));
-    }
-    let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
-        return not_found(&signed.operator);
-    };
-    if form.version != lane.version().to_string() {
-        return pages::stale(operator, &lane);
-    }
     let resolution = match form.resolution.as_str() {
         "executed" => Reconciliation::Executed,
         "failed" => Reconciliation::Failed,
