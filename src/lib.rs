@@ -58,6 +58,12 @@ pub mod _reliability {
     #![doc = include_str!("../docs/reliability.md")]
 }
 
-#[cfg(all(doctest, feature = "rmcp", feature = "sqlite", feature = "console", feature = "remote"))]
+#[cfg(all(
+    doctest,
+    feature = "rmcp",
+    feature = "sqlite",
+    feature = "console",
+    feature = "remote"
+))]
 #[doc = include_str!("../docs/guide.md")]
 pub struct GuideDoctests;
