@@ -19,6 +19,14 @@ const TOKENS_KEPT: usize = 64;
 /// again), so that a flood of sign-in pages cannot grow memory without bound.
 const MAX_SESSIONS: usize = 10_000;
 
+/// `at + span`, or a time far enough ahead when a host configured a span past what an
+/// `Instant` can hold: a long setting must not become a panic.
+fn after(at: Instant, span: Duration) -> Instant {
+    at.checked_add(span)
+        .or_else(|| at.checked_add(Duration::from_secs(100 * 365 * 24 * 3_600)))
+        .unwrap_or(at)
+}
+
 /// 32 random bytes as hex: a session id or a form token.
 pub(crate) fn random_token() -> Option<String> {
     let mut bytes = [0u8; 32];
@@ -77,7 +85,7 @@ impl Sessions {
             id.clone(),
             Session {
                 operator: operator.map(str::to_string),
-                expires: now + ttl,
+                expires: after(now, ttl),
                 tokens: VecDeque::new(),
             },
         );
@@ -159,8 +167,8 @@ impl LoginLimiter {
         let map = self.lock();
         keys.iter()
             .filter_map(|key| map.get(key))
-            .filter(|(start, count)| *count >= attempts && now < *start + window)
-            .map(|(start, _)| *start + window - now)
+            .filter(|(start, count)| *count >= attempts && now < after(*start, window))
+            .map(|(start, _)| after(*start, window) - now)
             .max()
     }
 
@@ -168,11 +176,11 @@ impl LoginLimiter {
         let now = Instant::now();
         let mut map = self.lock();
         if map.len() > MAX_SESSIONS {
-            map.retain(|_, (start, _)| now < *start + window);
+            map.retain(|_, (start, _)| now < after(*start, window));
         }
         for key in keys {
             let entry = map.entry(key.clone()).or_insert((now, 0));
-            if now >= entry.0 + window {
+            if now >= after(entry.0, window) {
                 *entry = (now, 0);
             }
             entry.1 += 1;
@@ -210,6 +218,17 @@ mod tests {
         let id = sessions.open(Some("bea"), Duration::ZERO).unwrap();
         assert!(matches!(sessions.lookup(&id), Lookup::Expired));
         assert!(matches!(sessions.lookup("nonsense"), Lookup::Expired));
+    }
+
+    #[test]
+    fn a_span_too_long_for_the_clock_is_no_panic() {
+        let sessions = Sessions::default();
+        let id = sessions.open(Some("bea"), Duration::MAX).unwrap();
+        assert!(matches!(sessions.lookup(&id), Lookup::SignedIn(_)));
+        let limiter = LoginLimiter::default();
+        let keys = ["id:bea".to_string()];
+        limiter.failed(&keys, Duration::MAX);
+        assert!(limiter.blocked(&keys, 1, Duration::MAX).is_some());
     }
 
     #[test]

@@ -258,7 +258,10 @@ where
             verifier: self.verifier,
             limits: self.limits,
             rate: RateCounter::default(),
-            streams: Arc::new(Semaphore::new(self.limits.max_streams())),
+            // tokio's semaphore holds at most MAX_PERMITS: a larger setting is "no limit".
+            streams: Arc::new(Semaphore::new(
+                self.limits.max_streams().min(Semaphore::MAX_PERMITS),
+            )),
             metadata_url,
             registry,
         });
