@@ -157,6 +157,25 @@ struct Signed {
     cookie: Option<HeaderValue>,
 }
 
+/// A page or form is let in only for a signed-in operator: a page is sent to the sign-in
+/// form, a post is answered plainly, and nothing it asked for is done.
+impl<C, S> FromRequestParts<Shared<C, S>> for Signed
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: Send + Sync + 'static,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        inner: &Shared<C, S>,
+    ) -> Result<Self, Self::Rejection> {
+        inner
+            .signed_in(&parts.headers)
+            .map_err(|refused| refused.response(&parts.method))
+    }
+}
+
 impl Signed {
     /// `response` with the session cookie, when there is a new one to set.
     fn with_cookie(&self, mut response: Response) -> Response {
@@ -435,13 +454,9 @@ struct TokenForm {
 
 async fn logout<C: ?Sized + Send + Sync + 'static, S: Send + Sync + 'static>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Signed,
     Form(form): Form<TokenForm>,
 ) -> Response {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::POST),
-    };
     if !inner.sessions.use_token(&signed.session, &form.csrf) {
         return pages::bad_token(Some(signed.operator.id()));
     }
@@ -452,6 +467,42 @@ async fn logout<C: ?Sized + Send + Sync + 'static, S: Send + Sync + 'static>(
 // ---------------------------------------------------------------------------------------
 // Queue
 
+/// The lanes in `state` the operator may see and `keep` admits, read a page at a time up
+/// to [`MAX_QUEUE_SCAN`]; and whether the scan stopped there (the list is then partial).
+async fn visible_lanes<C, S>(
+    inner: &Inner<C, S>,
+    operator: &Operator,
+    state: LaneState,
+    keep: impl Fn(&ApprovalLane) -> bool,
+) -> Result<(Vec<ApprovalLane>, bool), ApprovalError>
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    const PAGE: usize = 500;
+    let mut found = Vec::new();
+    let mut after: Option<IdempotencyKey> = None;
+    let mut read = 0;
+    loop {
+        let page = inner.governor.lanes(state, after.as_ref(), PAGE).await?;
+        let Some(last) = page.last() else {
+            return Ok((found, false));
+        };
+        after = Some(last.key());
+        read += page.len();
+        let full = page.len() == PAGE;
+        found.extend(page.into_iter().filter(|lane| {
+            operator.accounts().includes(lane.proposal().account_id()) && keep(lane)
+        }));
+        if !full {
+            return Ok((found, false));
+        }
+        if read >= MAX_QUEUE_SCAN {
+            return Ok((found, true));
+        }
+    }
+}
+
 async fn pending<C, S>(
     inner: &Inner<C, S>,
     operator: &Operator,
@@ -461,30 +512,10 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let mut found = Vec::new();
-    let mut after: Option<IdempotencyKey> = None;
-    let mut read = 0;
-    let mut partial = false;
-    loop {
-        let page = inner
-            .governor
-            .lanes(LaneState::Pending, after.as_ref(), 500)
-            .await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.key());
-        read += page.len();
-        let full = page.len() == 500;
-        found.extend(page.into_iter().filter(|lane| {
-            operator.accounts().includes(lane.proposal().account_id()) && filter.admits(lane)
-        }));
-        if !full {
-            break;
-        }
-        if read >= MAX_QUEUE_SCAN {
-            partial = true;
-            break;
-        }
-    }
+    let (mut found, partial) = visible_lanes(inner, operator, LaneState::Pending, |lane| {
+        filter.admits(lane)
+    })
+    .await?;
     // Newest first; the key settles ties, so that pages do not shuffle.
     found.sort_by(|a, b| {
         b.proposed_at()
@@ -496,17 +527,13 @@ where
 
 async fn queue<C, S>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Signed,
     Query(filter): Query<QueueFilter>,
 ) -> Response
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::GET),
-    };
     match pending(&inner, &signed.operator, &filter).await {
         Ok((lanes, partial)) => {
             let token = signed.token(&inner);
@@ -532,17 +559,16 @@ where
 
 async fn queue_rows<C, S>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Result<Signed, Response>,
     Query(filter): Query<QueueFilter>,
 ) -> Response
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        // The script sees a status, and asks the person to reload.
-        Err(_) => return StatusCode::UNAUTHORIZED.into_response(),
+    // The script sees a status, not the sign-in page.
+    let Ok(signed) = signed else {
+        return StatusCode::UNAUTHORIZED.into_response();
     };
     match pending(&inner, &signed.operator, &filter).await {
         Ok((lanes, _)) => pages::queue_rows_fragment(&filter, &lanes),
@@ -582,17 +608,13 @@ where
 
 async fn proposal<C, S>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Signed,
     Path(key): Path<String>,
 ) -> Response
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::GET),
-    };
     let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
         return not_found(&signed.operator);
     };
@@ -619,17 +641,13 @@ where
 
 async fn proposal_input<C, S>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Signed,
     Path(key): Path<String>,
 ) -> Response
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::GET),
-    };
     let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
         return not_found(&signed.operator);
     };
@@ -646,11 +664,11 @@ where
         .into_response()
 }
 
-/// What every decision form passes first: a signed-in operator, a genuine single-use
+/// What every decision form of a signed-in operator passes first: a genuine single-use
 /// token, a lane they may see, and a page made from the lane as it is now.
 async fn checked_form<C, S>(
     inner: &Inner<C, S>,
-    headers: &HeaderMap,
+    signed: Signed,
     key: &str,
     csrf: &str,
     version: &str,
@@ -659,9 +677,6 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = inner
-        .signed_in(headers)
-        .map_err(|refused| refused.response(&Method::POST))?;
     if !inner.sessions.use_token(&signed.session, csrf) {
         return Err(pages::bad_token(Some(signed.operator.id())));
     }
@@ -709,7 +724,7 @@ fn refused_decision(error: &ApprovalError, operator: &str, key: &str) -> Respons
 
 async fn decide<C, S>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Signed,
     Path(key): Path<String>,
     Form(form): Form<DecisionForm>,
 ) -> Response
@@ -717,8 +732,7 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let (signed, lane) = match checked_form(&inner, &headers, &key, &form.csrf, &form.version).await
-    {
+    let (signed, lane) = match checked_form(&inner, signed, &key, &form.csrf, &form.version).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
@@ -756,35 +770,16 @@ where
 // ---------------------------------------------------------------------------------------
 // Reconciliation
 
-async fn reconcile_page<C, S>(State(inner): State<Shared<C, S>>, headers: HeaderMap) -> Response
+async fn reconcile_page<C, S>(State(inner): State<Shared<C, S>>, signed: Signed) -> Response
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::GET),
-    };
     let mut lanes = Vec::new();
     for state in [LaneState::Interrupted, LaneState::OutcomeUnknown] {
-        let mut after: Option<IdempotencyKey> = None;
-        loop {
-            let page = match inner.governor.lanes(state, after.as_ref(), 500).await {
-                Ok(page) => page,
-                Err(error) => return store_failure(&error),
-            };
-            let Some(last) = page.last() else { break };
-            after = Some(last.key());
-            let full = page.len() == 500;
-            lanes.extend(page.into_iter().filter(|lane| {
-                signed
-                    .operator
-                    .accounts()
-                    .includes(lane.proposal().account_id())
-            }));
-            if !full || lanes.len() >= MAX_QUEUE_SCAN {
-                break;
-            }
+        match visible_lanes(&inner, &signed.operator, state, |_| true).await {
+            Ok((found, _)) => lanes.extend(found),
+            Err(error) => return store_failure(&error),
         }
     }
     let tokens: Vec<String> = lanes.iter().map(|_| signed.token(&inner)).collect();
@@ -805,7 +800,7 @@ struct ReconcileForm {
 
 async fn reconcile<C, S>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Signed,
     Path(key): Path<String>,
     Form(form): Form<ReconcileForm>,
 ) -> Response
@@ -813,8 +808,7 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let (signed, lane) = match checked_form(&inner, &headers, &key, &form.csrf, &form.version).await
-    {
+    let (signed, lane) = match checked_form(&inner, signed, &key, &form.csrf, &form.version).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
     };
@@ -890,17 +884,13 @@ where
 
 async fn audit<C, S>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Signed,
     Query(filter): Query<AuditFilter>,
 ) -> Response
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::GET),
-    };
     match audit_records(&inner, &signed.operator, &filter, AUDIT_PAGE).await {
         Ok((records, more)) => {
             signed.with_cookie(pages::audit(signed.operator.id(), &filter, &records, more))
@@ -911,17 +901,13 @@ where
 
 async fn audit_export<C, S>(
     State(inner): State<Shared<C, S>>,
-    headers: HeaderMap,
+    signed: Signed,
     Query(filter): Query<AuditFilter>,
 ) -> Response
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    let signed = match inner.signed_in(&headers) {
-        Ok(signed) => signed,
-        Err(refused) => return refused.response(&Method::GET),
-    };
     match audit_records(&inner, &signed.operator, &filter, usize::MAX).await {
         Ok((records, _)) => {
             let mut body = String::new();

@@ -225,19 +225,24 @@ fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> String {
             tier = tier_badge(proposal.risk_tier()),
             actor = Text(proposal.actor_id()),
             account = Text(proposal.account_id().unwrap_or("—")),
-            left = time_left(lane.expires_at(), Timestamp::now()),
+            left = time_left(lane.expires_at(), now),
             short = &lane.key().to_string()[..8],
         );
-        let _ = now;
     }
     rows
 }
 
+/// The lanes on the filter's page of the queue.
+fn page_of<'a>(filter: &QueueFilter, lanes: &'a [ApprovalLane]) -> &'a [ApprovalLane] {
+    let shown = lanes.get(filter.page * QUEUE_PAGE..).unwrap_or(&[]);
+    &shown[..shown.len().min(QUEUE_PAGE)]
+}
+
 pub(crate) fn queue_rows_fragment(filter: &QueueFilter, lanes: &[ApprovalLane]) -> Response {
-    let start = filter.page * QUEUE_PAGE;
-    let shown = lanes.get(start..).unwrap_or(&[]);
-    let shown = &shown[..shown.len().min(QUEUE_PAGE)];
-    respond(StatusCode::OK, queue_rows(shown, Timestamp::now()))
+    respond(
+        StatusCode::OK,
+        queue_rows(page_of(filter, lanes), Timestamp::now()),
+    )
 }
 
 pub(crate) fn queue(
@@ -248,9 +253,7 @@ pub(crate) fn queue(
     lanes: &[ApprovalLane],
     partial: bool,
 ) -> Response {
-    let start = filter.page * QUEUE_PAGE;
-    let shown = lanes.get(start..).unwrap_or(&[]);
-    let shown = &shown[..shown.len().min(QUEUE_PAGE)];
+    let shown = page_of(filter, lanes);
     let mut body = String::new();
     let _ = write!(
         body,
@@ -309,7 +312,7 @@ pub(crate) fn queue(
             Attr(&filter.query(filter.page - 1))
         );
     }
-    if start + QUEUE_PAGE < lanes.len() {
+    if (filter.page + 1) * QUEUE_PAGE < lanes.len() {
         let _ = write!(
             body,
             "<a href=\"/queue?{}\">Older</a>",
