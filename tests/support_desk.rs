@@ -226,6 +226,8 @@ fn the_tables_fit_in_100_columns_and_colour_changes_nothing_else() {
             line.chars().count()
         );
     }
+    // Long reasons wrap onto the next lines: nothing is cut off.
+    assert!(!plain.contains('…'), "a line was cut: {plain}");
     assert!(!plain.contains('\u{1b}'), "no colour unless asked");
     let coloured = demo::tables(&records, true);
     assert!(coloured.contains("\u{1b}[32mexecute\u{1b}[0m"));
