@@ -9,9 +9,9 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
-// The layers, lowest first: declare, gate, json, approvals, stores, mcp. Each builds only
-// on the ones below it (`tests/layers.rs` checks it); the README's "Layers and features"
-// draws them.
+// The layers, lowest first: declare, gate, json, approvals, stores, rig, mcp, remote,
+// console. Each builds only on the ones below it (`tests/layers.rs` checks it); the
+// README's "Layers and features" draws them.
 #[cfg(all(feature = "serde", feature = "std"))]
 pub mod approvals;
 #[cfg(feature = "console")]
@@ -24,6 +24,8 @@ pub mod json;
 pub mod mcp;
 #[cfg(feature = "remote")]
 pub mod remote;
+#[cfg(feature = "rig")]
+pub mod rig;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub mod stores;
 

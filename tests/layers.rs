@@ -5,12 +5,13 @@
 use std::path::Path;
 
 /// The layers, lowest first.
-const LAYERS: [&str; 8] = [
+const LAYERS: [&str; 9] = [
     "declare",
     "gate",
     "json",
     "approvals",
     "stores",
+    "rig",
     "mcp",
     "remote",
     "console",

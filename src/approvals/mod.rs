@@ -4,6 +4,7 @@
 //! [`declare`](crate::declare).
 
 mod audit;
+mod caller;
 mod clock;
 mod config;
 #[cfg(feature = "conformance")]
@@ -11,6 +12,7 @@ pub mod conformance;
 mod error;
 mod governor;
 mod lane;
+mod reply;
 mod service;
 mod store;
 mod unwind;
@@ -18,10 +20,12 @@ mod unwind;
 #[cfg(feature = "tracing")]
 pub use audit::TracingSink;
 pub use audit::{AuditRecord, AuditSink, DiscardAudit};
+pub use caller::Caller;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ApprovalConfig;
 pub use error::{ApprovalError, BoundField, Invalidation, StoreError};
 pub use governor::{Governor, Outcome, Reconciliation, TypedOutcome};
 pub use lane::{ApprovalLane, Claim, TransitionEvent};
+pub use reply::ModelReply;
 pub(crate) use service::Approvals;
 pub use store::{ApprovalStore, MemoryStore};

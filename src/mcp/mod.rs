@@ -5,8 +5,6 @@
 #[cfg(feature = "rmcp")]
 mod approver;
 #[cfg(feature = "rmcp")]
-mod caller;
-#[cfg(feature = "rmcp")]
 mod frame;
 mod projection;
 #[cfg(feature = "rmcp")]
@@ -16,10 +14,11 @@ mod server;
 #[cfg(feature = "rmcp")]
 mod transport;
 
+/// Who makes a call (it lives with the governor, for any transport).
+#[cfg(feature = "rmcp")]
+pub use crate::approvals::Caller;
 #[cfg(feature = "rmcp")]
 pub use approver::ClientApprover;
-#[cfg(feature = "rmcp")]
-pub use caller::Caller;
 #[cfg(feature = "rmcp")]
 pub use frame::FrameLimits;
 #[cfg(feature = "remote")]

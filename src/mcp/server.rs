@@ -19,13 +19,12 @@ use serde_json::Value;
 use super::approver::{
     APPROVAL_INPUT, Answer, ClientApprover, approval_prompt, read_answer, read_echoed_answer,
 };
-use super::caller::Caller;
 use super::frame::RawArguments;
 use super::result::{not_recorded, outcome_result};
 use crate::approvals::{
-    ApprovalError, ApprovalLane, ApprovalStore, Governor, MemoryStore, Outcome,
+    ApprovalError, ApprovalLane, ApprovalStore, Caller, Governor, MemoryStore, Outcome,
 };
-use crate::declare::{Actor, IdempotencyKey};
+use crate::declare::IdempotencyKey;
 use crate::gate::{Blocked, LaneState};
 use crate::json::ToolCall;
 
@@ -210,8 +209,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     }
 
     fn list_for(&self, caller: &Caller) -> Result<Vec<Tool>, ErrorData> {
-        let scopes = scopes_of(caller);
-        let actor = actor_of(caller, &scopes);
+        let scopes = caller.scope_refs();
+        let actor = caller.actor(&scopes);
         let registry = self.governor.registry();
         let projected = self.projected.get_or_init(|| projections(registry));
         let mut tools = Vec::new();
@@ -290,8 +289,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         name: &str,
         arguments: &str,
     ) -> Result<Outcome, ApprovalError> {
-        let scopes = scopes_of(caller);
-        let actor = actor_of(caller, &scopes);
+        let scopes = caller.scope_refs();
+        let actor = caller.actor(&scopes);
         self.governor
             .call(&ToolCall::new(name, arguments), &actor, &self.context)
             .await
@@ -299,8 +298,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
 
     /// The call's proposal key, when it would await approval.
     fn proposal_key(&self, caller: &Caller, name: &str, arguments: &str) -> Option<IdempotencyKey> {
-        let scopes = scopes_of(caller);
-        let actor = actor_of(caller, &scopes);
+        let scopes = caller.scope_refs();
+        let actor = caller.actor(&scopes);
         self.governor
             .proposal_key(&ToolCall::new(name, arguments), &actor, &self.context)
     }
@@ -520,18 +519,6 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         self.decide(caller, name, &arguments, &lane, &approver, answer)
             .await
             .map(Into::into)
-    }
-}
-
-fn scopes_of(caller: &Caller) -> Vec<&str> {
-    caller.scopes().iter().map(String::as_str).collect()
-}
-
-fn actor_of<'a>(caller: &'a Caller, scopes: &'a [&'a str]) -> Actor<'a> {
-    let actor = Actor::new(caller.id(), scopes);
-    match caller.account() {
-        Some(account) => actor.with_account(account),
-        None => actor,
     }
 }
 

@@ -1,15 +1,17 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::declare::Actor;
+
 /// Who makes a call, as a transport that authenticates each request says: the actor (the
 /// agent), its account and scopes, and the person who answers approval prompts for it.
 ///
-/// A server made with [`McpServer::for_callers`](crate::mcp::McpServer::for_callers)
-/// takes the caller from each request (an HTTP transport puts it in the request's
-/// extensions after checking the access token) and refuses a request that has none.
+/// An MCP server made with `McpServer::for_callers` takes the caller from each request
+/// (an HTTP transport puts it in the request's extensions after checking the access
+/// token) and refuses a request that has none; an agent framework's adapter holds one.
 ///
 /// ```
-/// use cairnloop::mcp::Caller;
+/// use cairnloop::approvals::Caller;
 /// let caller = Caller::new("claude-desktop:alice", ["orders:read"])
 ///     .with_account("acme")
 ///     .with_person("alice");
@@ -27,7 +29,7 @@ impl Caller {
     /// A caller with an id and its granted scopes.
     ///
     /// ```
-    /// let caller = cairnloop::mcp::Caller::new("agent-7", ["orders:read"]);
+    /// let caller = cairnloop::approvals::Caller::new("agent-7", ["orders:read"]);
     /// assert_eq!(caller.id(), "agent-7");
     /// ```
     pub fn new<I: IntoIterator<Item = T>, T: Into<String>>(
@@ -45,7 +47,7 @@ impl Caller {
     /// The account it acts in.
     ///
     /// ```
-    /// let caller = cairnloop::mcp::Caller::new("a", ["s"]).with_account("acme");
+    /// let caller = cairnloop::approvals::Caller::new("a", ["s"]).with_account("acme");
     /// assert_eq!(caller.account(), Some("acme"));
     /// ```
     #[must_use]
@@ -57,7 +59,7 @@ impl Caller {
     /// The person at the client, who answers approval prompts.
     ///
     /// ```
-    /// let caller = cairnloop::mcp::Caller::new("a", ["s"]).with_person("alice");
+    /// let caller = cairnloop::approvals::Caller::new("a", ["s"]).with_person("alice");
     /// assert_eq!(caller.person(), Some("alice"));
     /// ```
     #[must_use]
@@ -69,7 +71,7 @@ impl Caller {
     /// The actor's id.
     ///
     /// ```
-    /// assert_eq!(cairnloop::mcp::Caller::new("a", ["s"]).id(), "a");
+    /// assert_eq!(cairnloop::approvals::Caller::new("a", ["s"]).id(), "a");
     /// ```
     #[must_use]
     pub fn id(&self) -> &str {
@@ -79,7 +81,7 @@ impl Caller {
     /// The account, if any.
     ///
     /// ```
-    /// assert_eq!(cairnloop::mcp::Caller::new("a", ["s"]).account(), None);
+    /// assert_eq!(cairnloop::approvals::Caller::new("a", ["s"]).account(), None);
     /// ```
     #[must_use]
     pub fn account(&self) -> Option<&str> {
@@ -89,7 +91,7 @@ impl Caller {
     /// The granted scopes.
     ///
     /// ```
-    /// assert_eq!(cairnloop::mcp::Caller::new("a", ["s"]).scopes(), ["s"]);
+    /// assert_eq!(cairnloop::approvals::Caller::new("a", ["s"]).scopes(), ["s"]);
     /// ```
     #[must_use]
     pub fn scopes(&self) -> &[String] {
@@ -99,10 +101,26 @@ impl Caller {
     /// The person who answers prompts, if the transport knows one.
     ///
     /// ```
-    /// assert_eq!(cairnloop::mcp::Caller::new("a", ["s"]).person(), None);
+    /// assert_eq!(cairnloop::approvals::Caller::new("a", ["s"]).person(), None);
     /// ```
     #[must_use]
     pub fn person(&self) -> Option<&str> {
         self.person.as_deref()
+    }
+
+    /// The scopes as the borrowed list an [`Actor`] takes.
+    #[cfg_attr(not(any(feature = "rmcp", feature = "rig")), allow(dead_code))]
+    pub(crate) fn scope_refs(&self) -> Vec<&str> {
+        self.scopes.iter().map(String::as_str).collect()
+    }
+
+    /// The actor this caller is, with `scopes` from [`Caller::scope_refs`].
+    #[cfg_attr(not(any(feature = "rmcp", feature = "rig")), allow(dead_code))]
+    pub(crate) fn actor<'a>(&'a self, scopes: &'a [&'a str]) -> Actor<'a> {
+        let actor = Actor::new(&self.id, scopes);
+        match &self.account {
+            Some(account) => actor.with_account(account),
+            None => actor,
+        }
     }
 }

@@ -1,0 +1,246 @@
+//! What a model is told about its call, the same whichever agent framework carries it: a
+//! JSON body with a `status` to branch on, and a text that says what to do next.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+
+use serde_json::{Value, json};
+
+use crate::approvals::{ApprovalError, ApprovalLane, Outcome};
+use crate::gate::{Blocked, LaneState};
+
+/// The answer a model gets for one call: the JSON `body` (its `status` is `executed`,
+/// `failed`, `awaiting_approval`, `blocked` (also when the decision could not be
+/// recorded: code `not_recorded`), or the state of a lane that
+/// will not run: `rejected`, `expired`, …), a `text` to act on, and whether the call is an
+/// error for the model. Nothing in it was computed by the model: the proposal id, preview,
+/// field errors and missing scopes come from the governor.
+///
+/// ```
+/// use cairnloop::{Blocked, Outcome};
+///
+/// let reply = Outcome::Blocked(Blocked::UnknownTool).into_reply();
+/// assert_eq!(reply.status(), "blocked");
+/// assert_eq!(reply.body()["code"], "unknown_tool");
+/// assert!(reply.is_error() && reply.text().starts_with("Nothing ran"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelReply {
+    body: Value,
+    text: String,
+    error: bool,
+}
+
+impl ModelReply {
+    /// The JSON body; its `status` is [`ModelReply::status`].
+    ///
+    /// ```
+    /// let reply = cairnloop::Outcome::Executed(serde_json::json!(7)).into_reply();
+    /// assert_eq!(reply.body()["output"], 7);
+    /// ```
+    #[must_use]
+    pub const fn body(&self) -> &Value {
+        &self.body
+    }
+
+    /// The body's `status`.
+    ///
+    /// ```
+    /// let reply = cairnloop::Outcome::Executed(serde_json::json!(7)).into_reply();
+    /// assert_eq!(reply.status(), "executed");
+    /// ```
+    #[must_use]
+    pub fn status(&self) -> &str {
+        self.body["status"].as_str().unwrap_or("")
+    }
+
+    /// The text for the model: what happened and what to do next.
+    ///
+    /// ```
+    /// let reply = cairnloop::Outcome::Executed(serde_json::json!({"n": 7})).into_reply();
+    /// assert_eq!(reply.text(), r#"{"n":7}"#);
+    /// ```
+    #[must_use]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the model should take it as an error: everything but a call that ran, or
+    /// one that waits for a person.
+    ///
+    /// ```
+    /// let reply = cairnloop::Outcome::Executed(serde_json::json!(null)).into_reply();
+    /// assert!(!reply.is_error());
+    /// ```
+    #[must_use]
+    pub const fn is_error(&self) -> bool {
+        self.error
+    }
+
+    /// The body and the text.
+    ///
+    /// ```
+    /// let (body, text) = cairnloop::Outcome::Executed(serde_json::json!(1)).into_reply().into_parts();
+    /// assert_eq!((body["output"].as_i64(), text.as_str()), (Some(1), "1"));
+    /// ```
+    #[must_use]
+    pub fn into_parts(self) -> (Value, String) {
+        (self.body, self.text)
+    }
+
+    /// A call whose decision could not be recorded ([`Governor::call`] returned `error`):
+    /// nothing ran, and a later try may succeed.
+    ///
+    /// [`Governor::call`]: crate::Governor::call
+    ///
+    /// ```
+    /// use cairnloop::{ApprovalError, approvals::{ModelReply, StoreError}};
+    ///
+    /// let error = ApprovalError::Store(StoreError::ReadOnly);
+    /// let reply = ModelReply::not_recorded(&error);
+    /// assert_eq!((reply.status(), reply.body()["code"].as_str()), ("blocked", Some("not_recorded")));
+    /// ```
+    #[must_use]
+    pub fn not_recorded(error: &ApprovalError) -> Self {
+        failure(
+            json!({ "status": "blocked", "blocked": "not_recorded", "code": "not_recorded", "reason": error.to_string() }),
+            format!("Nothing ran: the decision could not be recorded ({error}). Try again later."),
+        )
+    }
+}
+
+impl Outcome {
+    /// What the model is told about this outcome.
+    ///
+    /// ```
+    /// use cairnloop::{Blocked, Outcome};
+    /// let reply = Outcome::Blocked(Blocked::AlwaysBlocked { tool: "wipe" }).into_reply();
+    /// assert!(reply.text().contains("Do not retry"));
+    /// ```
+    #[must_use]
+    pub fn into_reply(self) -> ModelReply {
+        self.into_reply_noting(None)
+    }
+
+    /// As [`Outcome::into_reply`], with `note` said in the text of a call that did not run
+    /// (why an approval prompt decided nothing).
+    pub(crate) fn into_reply_noting(self, note: Option<&str>) -> ModelReply {
+        match self {
+            Self::Executed(output) => ModelReply {
+                text: output.to_string(),
+                body: json!({ "status": "executed", "output": output }),
+                error: false,
+            },
+            Self::Failed(error) => failure(
+                json!({ "status": "failed", "code": "run_failed", "reason": error.to_string() }),
+                format!("The tool ran and failed: {error}"),
+            ),
+            Self::AwaitingApproval(lane) => lane_reply(&lane, note),
+            Self::Blocked(blocked) => blocked_reply(&blocked),
+        }
+    }
+}
+
+fn blocked_reply(blocked: &Blocked) -> ModelReply {
+    let mut body = json!({
+        "status": "blocked",
+        "blocked": blocked.code(),
+        "code": blocked.code(),
+        "reason": blocked.to_string(),
+    });
+    let text = match blocked {
+        Blocked::NeedsInput { errors } => {
+            body["errors"] = serde_json::to_value(errors).unwrap_or(Value::Null);
+            let mut text = format!(
+                "Nothing ran: the arguments have {} error(s). Fix every one and call again:",
+                errors.len()
+            );
+            for error in errors.iter() {
+                let path = if error.path().is_empty() {
+                    "(arguments)"
+                } else {
+                    error.path()
+                };
+                text.push_str(&format!(
+                    "\n- {path}: {} ({})",
+                    error.message(),
+                    error.code()
+                ));
+            }
+            text
+        }
+        Blocked::ScopeMissing { missing } => {
+            body["missing_scopes"] = serde_json::to_value(missing).unwrap_or(Value::Null);
+            format!(
+                "Nothing ran: this actor lacks the scope(s) {missing}. Do not retry; ask the user."
+            )
+        }
+        Blocked::PolicyDenied { reason } => {
+            format!(
+                "Nothing ran: the tool's policy refused this call ({reason}). Do not retry it as it is."
+            )
+        }
+        Blocked::AlwaysBlocked { .. } => {
+            "Nothing ran: this tool is blocked and never runs. Do not retry.".to_string()
+        }
+        other => format!("Nothing ran: {other}."),
+    };
+    failure(body, text)
+}
+
+/// A call with a lane: pending (or deferred) awaits a person and is no error; any other
+/// state (rejected, expired, invalidated, running elsewhere, unknown) is an error that
+/// says so, with its reason.
+fn lane_reply(lane: &ApprovalLane, note: Option<&str>) -> ModelReply {
+    let proposal = lane.proposal();
+    let state = lane.state();
+    let waiting = matches!(state, LaneState::Pending | LaneState::Deferred);
+    let mut body = json!({
+        "status": if waiting { "awaiting_approval" } else { state.as_str() },
+        "proposal_id": lane.key().to_string(),
+        "state": state.as_str(),
+        "tool": proposal.tool(),
+        "risk_tier": proposal.risk_tier().as_str(),
+        "preview": proposal.preview().text(),
+        "required_scopes": proposal.required_scopes(),
+        "expires_at": lane.expires_at().utc().to_string(),
+        "reason": lane.reason(),
+    });
+    let note = note.map(|note| format!(" ({note})")).unwrap_or_default();
+    if waiting {
+        if body["reason"].is_null() {
+            body.as_object_mut().map(|object| object.remove("reason"));
+        }
+        let text = format!(
+            "Nothing has run yet: this call awaits a person's approval{note}. Proposal {key}, \
+             open until {expires}. Tell the user; once it is approved, make exactly the same \
+             call again and it runs once.\n\n{preview}",
+            key = lane.key(),
+            expires = lane.expires_at().utc(),
+            preview = proposal.preview().text(),
+        );
+        return ModelReply {
+            body,
+            text,
+            error: false,
+        };
+    }
+    let reason = lane
+        .reason()
+        .map(|reason| format!(": {reason}"))
+        .unwrap_or_default();
+    let text = format!(
+        "This call is {state} (proposal {key}){reason}{note}. It did not run now. Tell the \
+         user; do not retry it as it is.",
+        key = lane.key(),
+    );
+    failure(body, text)
+}
+
+fn failure(body: Value, text: String) -> ModelReply {
+    ModelReply {
+        body,
+        text,
+        error: true,
+    }
+}
