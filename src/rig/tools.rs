@@ -31,7 +31,7 @@ use crate::approvals::{ApprovalStore, Caller, Governor, MemoryStore};
 /// # use std::sync::Arc;
 /// # use cairnloop::{Governor, Registry, approvals::Caller, rig::RigTools};
 /// # static TOOLS: Registry<()> = Registry::new(&[]);
-/// use rig_agent::tool::{ToolServer, ToolSet};
+/// use rig_agent::tool::{ToolSet, server::ToolServer};
 ///
 /// let governor = Arc::new(Governor::new(&TOOLS));
 /// let governed = RigTools::new(governor, (), Caller::new("agent-7", ["orders:read"]));

@@ -1,0 +1,297 @@
+//! A rig agent whose tools are governed: a scripted model (no network) asks for a tool that
+//! runs at once, one that needs a person's approval and one that is always blocked. The
+//! agent gets the three results and finishes its turn; only the first tool ran.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cairnloop::approvals::{AuditRecord, Caller};
+use cairnloop::gate::LaneState;
+use cairnloop::rig::{RigError, RigTools};
+use cairnloop::{Governor, Registry, ToolEntry};
+use cairnloop_rig_example::{LookupOrder, SHOP, Seen, Shop, governed_agent, tool_results};
+use rig_agent::completion::CompletionRequest;
+use rig_agent::core::message::ToolResultContent;
+use rig_agent::test_utils::{MockCompletionModel, MockTurn};
+use rig_agent::tool::{ToolContext, ToolSet};
+use serde_json::json;
+
+const BOT_SCOPES: [&str; 2] = ["orders:read", "refunds:write"];
+
+struct Desk {
+    governor: Arc<Governor<Shop>>,
+    shop: Shop,
+    governed: RigTools<Shop>,
+}
+
+fn desk() -> Desk {
+    let governor = Arc::new(Governor::new(&SHOP));
+    let shop = Shop::default();
+    let caller = Caller::new("support-bot", BOT_SCOPES).with_account("acme");
+    let governed = RigTools::new(Arc::clone(&governor), shop.clone(), caller);
+    Desk {
+        governor,
+        shop,
+        governed,
+    }
+}
+
+/// What the model was sent as each call's result, by call id.
+fn results(request: &CompletionRequest) -> BTreeMap<String, Seen> {
+    tool_results(request)
+        .into_iter()
+        .map(|seen| (seen.call.clone(), seen))
+        .collect()
+}
+
+#[tokio::test]
+async fn three_calls_reach_the_model_as_results_and_only_the_auto_tool_runs() {
+    let desk = desk();
+    let model = MockCompletionModel::from_turns([
+        MockTurn::tool_call("c1", "lookup_order", json!({ "order": 1001 })),
+        MockTurn::tool_call(
+            "c2",
+            "refund_order",
+            json!({ "order": 1001, "cents": 1250 }),
+        ),
+        MockTurn::tool_call("c3", "delete_customer", json!({ "customer": 7 })),
+        MockTurn::text("Told the user."),
+    ]);
+    let recorded = model.clone();
+    let agent = governed_agent(model, &desk.governed).expect("the tools register");
+
+    let response = agent
+        .prompt("Order 1001 came broken; refund it and delete my account.")
+        .max_turns(5)
+        .await
+        .expect("the agent finishes its turn");
+    assert_eq!(response.output(), "Told the user.");
+
+    // The model was offered the three tools, each saying what its calls meet.
+    let requests = recorded.requests();
+    assert_eq!(requests.len(), 4, "three tool rounds and the final answer");
+    let offered: Vec<(String, String)> = requests[0]
+        .tools
+        .iter()
+        .map(|tool| (tool.name.to_string(), tool.description.clone()))
+        .collect();
+    let names: Vec<&str> = offered.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["lookup_order", "refund_order", "delete_customer"]);
+    assert_eq!(offered[0].1, "Finds an order by its number.");
+    assert!(
+        offered[1].1.contains("A person approves each call"),
+        "{}",
+        offered[1].1
+    );
+    assert!(offered[2].1.contains("blocked"), "{}", offered[2].1);
+    assert_eq!(
+        requests[0].tools[1].parameters["properties"]["cents"]["type"],
+        "integer"
+    );
+
+    let seen = results(&requests[3]);
+    assert_eq!(seen.len(), 3, "{seen:?}");
+
+    // Ran at once: its output.
+    let looked_up = &seen["c1"];
+    assert!(!looked_up.is_error);
+    assert_eq!(
+        looked_up.json,
+        Some(json!("order 1001: shipped on 2026-11-30"))
+    );
+
+    // Awaits a person: the proposal's id and what to tell the user, not an error that
+    // ends anything.
+    let pending = desk
+        .governor
+        .lanes(LaneState::Pending, None, 10)
+        .await
+        .expect("the store answers");
+    assert_eq!(pending.len(), 1);
+    let lane = &pending[0];
+    assert_eq!(lane.proposal().tool(), "refund_order");
+    let refund = &seen["c2"];
+    let body = refund.json.as_ref().expect("a JSON body");
+    assert_eq!(body["status"], "awaiting_approval");
+    assert_eq!(body["proposal_id"], lane.key().to_string());
+    assert_eq!(body["preview"], "Refund 12.50 EUR for order 1001");
+    assert!(
+        refund.text.contains("awaits a person's approval"),
+        "{}",
+        refund.text
+    );
+    assert!(refund.text.contains(&lane.key().to_string()));
+    assert!(refund.text.contains("Tell the user"));
+
+    // Blocked: a refusal with the reason, read by the model.
+    let deleted = &seen["c3"];
+    assert!(deleted.is_error);
+    let body = deleted.json.as_ref().expect("a JSON body");
+    assert_eq!(body["status"], "blocked");
+    // The first gate that fails: the bot lacks the scope (and the tier is blocked anyway).
+    assert_eq!(body["code"], "scope_missing");
+    assert_eq!(body["missing_scopes"], json!(["customers:delete"]));
+    assert!(deleted.text.starts_with("Nothing ran"), "{}", deleted.text);
+
+    // Only the read-only tool ran.
+    assert_eq!(desk.shop.ran(), ["lookup_order(1001)"]);
+
+    // The governor decided, and recorded, each of the three calls.
+    let decisions: Vec<(String, String)> = desk
+        .governor
+        .events()
+        .await
+        .expect("the store answers")
+        .into_iter()
+        .filter_map(|record| match record {
+            AuditRecord::Decision(event) => Some((event.tool, event.decision)),
+            AuditRecord::Transition(_) => None,
+        })
+        .collect();
+    let tools: Vec<&str> = decisions.iter().map(|(tool, _)| tool.as_str()).collect();
+    assert_eq!(tools, ["lookup_order", "refund_order", "delete_customer"]);
+    assert_eq!(decisions[2].1, "blocked");
+}
+
+#[tokio::test]
+async fn an_approved_call_made_again_runs_once_and_then_gives_back_its_output() {
+    let desk = desk();
+    let refund = json!({ "order": 1001, "cents": 1250 });
+    let model = MockCompletionModel::from_turns([
+        MockTurn::tool_call("c1", "refund_order", refund.clone()),
+        MockTurn::text("Asked for approval."),
+    ]);
+    governed_agent(model, &desk.governed)
+        .expect("the tools register")
+        .prompt("refund order 1001")
+        .max_turns(3)
+        .await
+        .expect("the agent finishes its turn");
+    let pending = desk
+        .governor
+        .lanes(LaneState::Pending, None, 10)
+        .await
+        .expect("the store answers");
+    let key = pending[0].key();
+    assert!(
+        desk.shop.ran().is_empty(),
+        "nothing runs before the approval"
+    );
+
+    desk.governor
+        .approve(&key, "ops-lead")
+        .await
+        .expect("an operator approves");
+
+    let model = MockCompletionModel::from_turns([
+        MockTurn::tool_call("c2", "refund_order", refund.clone()),
+        MockTurn::tool_call("c3", "refund_order", refund),
+        MockTurn::text("Refunded."),
+    ]);
+    let recorded = model.clone();
+    governed_agent(model, &desk.governed)
+        .expect("the tools register")
+        .prompt("it is approved now")
+        .max_turns(4)
+        .await
+        .expect("the agent finishes its turn");
+
+    assert_eq!(desk.shop.ran(), ["refund_order(1001, 1250)"], "ran once");
+    let seen = results(&recorded.requests()[2]);
+    for call in ["c2", "c3"] {
+        assert!(!seen[call].is_error, "{call}: {:?}", seen[call]);
+        assert_eq!(
+            seen[call].json,
+            Some(json!("refunded 1250 cents on order 1001")),
+            "{call}"
+        );
+    }
+    let lane = desk.governor.lane(&key).await.expect("the lane is stored");
+    assert_eq!(lane.state(), LaneState::Executed);
+    assert_eq!(lane.attempts(), 1);
+}
+
+#[tokio::test]
+async fn the_argument_text_reaches_the_strict_decoder_as_rig_holds_it() {
+    let desk = desk();
+    let tools = desk.governed.registrations().expect("the tools register");
+    let lookup = tools
+        .iter()
+        .find(|tool| tool.name() == "lookup_order")
+        .expect("lookup_order is offered");
+
+    // A duplicate key would vanish in a parsed map; here it is a field error.
+    let cases = [
+        (r#"{"order":1001,"order":2}"#, "duplicate"),
+        (r#"{"order":0}"#, "/order"),
+        (r#"{"order":"1001"}"#, "/order"),
+        (r#"{"order":1001,"note":"x"}"#, "note"),
+        ("not json", "(arguments)"),
+    ];
+    for (arguments, says) in cases {
+        let result = lookup
+            .execute(arguments.to_string(), &mut ToolContext::new())
+            .await;
+        let error = result
+            .error()
+            .unwrap_or_else(|| panic!("{arguments}: an invalid_args error, got {result:?}"));
+        assert_eq!(error.kind().as_str(), "invalid_args", "{arguments}");
+        let text = result.output().as_content();
+        let ToolResultContent::Text(text) = &text[0] else {
+            panic!("{arguments}: the text comes first");
+        };
+        assert!(text.text.contains(says), "{arguments}: {}", text.text);
+    }
+    assert!(desk.shop.ran().is_empty(), "nothing ran");
+}
+
+#[test]
+fn a_name_rig_already_holds_is_refused_and_nothing_is_added() {
+    let desk = desk();
+    // rig itself replaces a tool of the same name without a word:
+    let refund = desk.governed.registrations().expect("the tools register")[1].clone();
+    let mut set = ToolSet::default();
+    set.add_registered_tool(refund.clone());
+    set.add_registered_tool(refund);
+    assert_eq!(set.len(), 1);
+
+    let error = desk
+        .governed
+        .add_to(&mut set)
+        .expect_err("refund_order is taken");
+    assert_eq!(
+        error,
+        RigError::NameTaken {
+            name: "refund_order".into()
+        }
+    );
+    let names: Vec<&str> = set.names().collect();
+    assert_eq!(names, ["refund_order"], "nothing else was added");
+
+    let mut fresh = ToolSet::default();
+    let added = desk
+        .governed
+        .add_to(&mut fresh)
+        .expect("a fresh set takes them");
+    assert_eq!(added, ["lookup_order", "refund_order", "delete_customer"]);
+    assert!(desk.governed.add_to(&mut fresh).is_err(), "and only once");
+    assert_eq!(fresh.len(), 3);
+}
+
+#[test]
+fn a_tool_without_an_input_schema_is_refused() {
+    static PLAIN: Registry<Shop> = Registry::new(&[ToolEntry::json::<LookupOrder>()]);
+    let governed = RigTools::new(
+        Arc::new(Governor::new(&PLAIN)),
+        Shop::default(),
+        Caller::new("support-bot", BOT_SCOPES),
+    );
+    let mut set = ToolSet::default();
+    assert_eq!(
+        governed.add_to(&mut set).expect_err("no schema"),
+        RigError::NoSchema {
+            name: "lookup_order"
+        }
+    );
+    assert!(set.is_empty());
+}
