@@ -65,7 +65,8 @@ pub mod _reliability {
     feature = "rmcp",
     feature = "sqlite",
     feature = "console",
-    feature = "remote"
+    feature = "remote",
+    feature = "rig"
 ))]
 #[doc = include_str!("../docs/guide.md")]
 pub struct GuideDoctests;

@@ -113,8 +113,9 @@ impl Outcome {
     /// What the model is told about this outcome.
     ///
     /// ```
-    /// use cairnloop::{Blocked, Outcome};
-    /// let reply = Outcome::Blocked(Blocked::AlwaysBlocked { tool: "wipe" }).into_reply();
+    /// use cairnloop::{Blocked, Outcome, gate::ModeSource};
+    /// let blocked = Blocked::AlwaysBlocked { decided_by: ModeSource::Spec };
+    /// let reply = Outcome::Blocked(blocked).into_reply();
     /// assert!(reply.text().contains("Do not retry"));
     /// ```
     #[must_use]
