@@ -20,16 +20,13 @@ use super::error::RigError;
 use super::tools::Shared;
 use crate::approvals::{ApprovalError, ApprovalStore, ModelReply, Outcome};
 use crate::declare::ToolEntry;
-use crate::gate::{Blocked, Verdict};
+use crate::gate::Blocked;
 use crate::json::ToolCall;
 
 /// Said to the model in the description of a tool whose calls a person approves.
 const APPROVAL_NOTE: &str = " A person approves each call before it runs: the first call \
      returns a proposal id to give the user, and the same call made again after the \
      approval runs once.";
-
-/// Said to the model in the description of a tool that its calls are blocked.
-const BLOCKED_NOTE: &str = " Calls from this agent are blocked, and nothing runs:";
 
 pub(crate) struct GovernedTool<C: 'static, S> {
     shared: Arc<Shared<C, S>>,
@@ -39,24 +36,19 @@ pub(crate) struct GovernedTool<C: 'static, S> {
 }
 
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> GovernedTool<C, S> {
-    /// The rig tool for `entry`, whose calls meet `verdict` now.
+    /// The rig tool for `entry`; `approved` when a person approves its calls.
     pub(crate) fn new(
         shared: Arc<Shared<C, S>>,
         entry: &'static ToolEntry<C>,
-        verdict: &Verdict<()>,
+        approved: bool,
     ) -> Result<Self, RigError> {
         let spec = entry.spec();
         let parameters = entry
             .input_schema()
             .ok_or(RigError::NoSchema { name: spec.name() })?;
         let mut description = spec.description().to_string();
-        match verdict {
-            Verdict::Execute { .. } => {}
-            Verdict::AwaitApproval { .. } => description.push_str(APPROVAL_NOTE),
-            Verdict::Blocked(blocked) => {
-                description.push_str(BLOCKED_NOTE);
-                description.push_str(&format!(" {blocked}."));
-            }
+        if approved {
+            description.push_str(APPROVAL_NOTE);
         }
         Ok(Self {
             shared,

@@ -6,7 +6,9 @@ use rig_agent::tool::{RegisteredTool, ToolSet};
 
 use super::error::RigError;
 use super::handler::GovernedTool;
+use super::hook::GovernedHook;
 use crate::approvals::{ApprovalStore, Caller, Governor, MemoryStore};
+use crate::gate::Verdict;
 
 /// A [`Governor`]'s tools for a rig agent, for one caller: each tool the caller may call
 /// becomes a rig tool (its name, description and input schema), and each call the model
@@ -21,11 +23,11 @@ use crate::approvals::{ApprovalStore, Caller, Governor, MemoryStore};
 /// | the tool ran and failed | an error with the tool's message |
 ///
 /// rig's raw argument text goes to the governor's strict decoder as rig holds it, not a map
-/// re-serialised from it. Every tool callable by name is offered, a blocked one with a
-/// description that says it is blocked and why: rig fails the agent's whole run when the
-/// model names a tool it does not hold, so a blocked tool stays registered and the
-/// governor answers, and records, each call to it. The gates run again on every call:
-/// what the descriptions say is only the verdict when the tools were registered.
+/// re-serialised from it. Only the tools the caller may call are offered; the gates run
+/// again on every call, so a tool whose policy turns against the caller after it was
+/// offered is blocked. A model that names a governed tool it was not offered would end
+/// the agent's whole run in rig; with [`RigTools::hook`] added to the agent, the governor
+/// answers (and records) that call as well.
 ///
 /// ```
 /// # use std::sync::Arc;
@@ -39,10 +41,12 @@ use crate::approvals::{ApprovalStore, Caller, Governor, MemoryStore};
 /// let added = governed.add_to(&mut tools)?;
 /// assert_eq!(added.len(), tools.len());
 ///
-/// // An agent gets them through a tool server:
+/// // An agent gets them through a tool server, and the hook beside them:
 /// let server = ToolServer::new().run();
 /// server.add_tools(tools);
-/// // rig_agent::agent::AgentBuilder::new(model).tool_server_handle(server).build()
+/// let hook = governed.hook();
+/// // AgentBuilder::new(model).tool_server_handle(server).add_hook(hook).build()
+/// # let _ = hook;
 /// # Ok::<(), cairnloop::rig::RigError>(())
 /// ```
 pub struct RigTools<
@@ -94,11 +98,10 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> RigTool
         &self.shared.caller
     }
 
-    /// One rig registration for each tool of the registry that can be called by name, in
-    /// the registry's order: the blocked ones too, so that the governor answers (and
-    /// records) a call to one, where rig would end the agent's run on a name it does not
-    /// know. Each description says what the caller's calls meet now: a person's approval,
-    /// or a block and why.
+    /// One rig registration for each tool the caller may call now (its verdict is
+    /// *execute* or *await approval*), in the registry's order; a tool whose calls a person
+    /// approves says so in its description. The others are not offered to the model: a
+    /// call to one is answered by [`RigTools::hook`].
     ///
     /// # Errors
     ///
@@ -122,14 +125,36 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> RigTool
             .governor
             .verdicts(&actor, &shared.context)
             .filter(|(entry, _)| entry.is_callable_by_name())
-            .map(|(entry, verdict)| {
-                let tool = GovernedTool::new(Arc::clone(shared), entry, &verdict)?;
+            .filter_map(|(entry, verdict)| match verdict {
+                Verdict::Execute { .. } => Some((entry, false)),
+                Verdict::AwaitApproval { .. } => Some((entry, true)),
+                Verdict::Blocked(_) => None,
+            })
+            .map(|(entry, approved)| {
+                let tool = GovernedTool::new(Arc::clone(shared), entry, approved)?;
                 RegisteredTool::from_handler(tool).map_err(|report| RigError::Refused {
                     name: entry.spec().name(),
                     reason: report.to_string(),
                 })
             })
             .collect()
+    }
+
+    /// The hook that answers a model naming one of the governor's tools it was not offered:
+    /// the call goes through the governor (which blocks and records it) instead of rig
+    /// ending the run. Add it to the agent with `AgentBuilder::add_hook`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry, approvals::Caller, rig::RigTools};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governed = RigTools::new(Arc::new(Governor::new(&TOOLS)), (), Caller::new("a", ["s"]));
+    /// let hook = governed.hook();
+    /// # let _ = hook;
+    /// ```
+    #[must_use]
+    pub fn hook(&self) -> GovernedHook<C, S> {
+        GovernedHook::new(Arc::clone(&self.shared))
     }
 
     /// Adds [`RigTools::registrations`] to `set`, and returns their names. All or none:

@@ -4,6 +4,7 @@
 //! ran, so that a run can show what did and what did not.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cairnloop::rig::{RigError, RigTools};
@@ -21,13 +22,20 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The host's context: the tools that ran, in order.
+/// The host's context: the tools that ran, in order, and whether refunds are paused (an
+/// operator's switch, read on every call).
 #[derive(Clone, Default)]
 pub struct Shop {
     ran: Arc<Mutex<Vec<String>>>,
+    refunds_paused: Arc<AtomicBool>,
 }
 
 impl Shop {
+    /// Pauses refunds (or resumes them): the refund tool's policy refuses while paused.
+    pub fn pause_refunds(&self, paused: bool) {
+        self.refunds_paused.store(paused, Ordering::SeqCst);
+    }
+
     /// What ran so far, as `tool(arguments)`.
     pub fn ran(&self) -> Vec<String> {
         self.ran
@@ -113,8 +121,12 @@ impl Tool for RefundOrder {
         Ok(())
     }
 
-    fn authorize(_: &cairnloop::Actor<'_>, _: &Shop) -> Result<(), PolicyDenial> {
-        Ok(())
+    fn authorize(_: &cairnloop::Actor<'_>, shop: &Shop) -> Result<(), PolicyDenial> {
+        if shop.refunds_paused.load(Ordering::SeqCst) {
+            Err(PolicyDenial::Denied("refunds are paused"))
+        } else {
+            Ok(())
+        }
     }
 
     fn preview(refund: &Refund, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
@@ -179,7 +191,8 @@ pub static SHOP: Registry<Shop> = Registry::new(&[
     ToolEntry::mcp::<DeleteCustomer>(),
 ]);
 
-/// A rig agent over `model` whose tools are the governed ones (and nothing else).
+/// A rig agent over `model` whose tools are the governed ones (and nothing else), with the
+/// hook that answers a governed tool the model was not offered.
 ///
 /// # Errors
 ///
@@ -198,6 +211,7 @@ where
     Ok(AgentBuilder::new(model)
         .preamble("You help a shop's customers. Tell the user what each tool result says.")
         .tool_server_handle(server)
+        .add_hook(governed.hook())
         .build())
 }
 

@@ -2,8 +2,8 @@
 //! runs with no network and no API key: `cargo run -p cairnloop-rig-example`.
 //!
 //! The model asks for three tools. The read-only one runs; the refund waits for a person;
-//! the deletion is blocked. The model reads each outcome as a tool result and finishes its
-//! turn. An operator approves the refund, the model makes the same call again, and it runs
+//! the deletion (never offered to it) is blocked by the governor. The model reads each
+//! outcome as a tool result and finishes its turn. An operator approves the refund, the model makes the same call again, and it runs
 //! once.
 
 use std::error::Error;
@@ -26,7 +26,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
 
     println!("A rig agent (scripted model, no network) with three governed tools.");
     println!("It acts as `support-bot`, with the scopes orders:read and refunds:write.\n");
-    println!("The model is offered:");
+    println!("The model is offered the tools the bot may call:");
     for tool in governed.registrations()? {
         let definition = tool.descriptor();
         let rig_agent::core::effect::FamilyDescriptor::Tool { description, .. } = definition else {
@@ -34,6 +34,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         };
         say(&format!("  {:<17}", tool.name()), &description);
     }
+    println!("  (not delete_customer: the bot lacks its scope, and it is always blocked)");
 
     let calls = [
         ("c1", "lookup_order", json!({ "order": 1001 })),
@@ -118,8 +119,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
 fn show(name: &str, arguments: &Value, seen: &Seen) {
     println!("  - {name} {arguments}");
     let body = seen.json.clone().unwrap_or(Value::Null);
-    let said = match body.get("status").and_then(Value::as_str) {
-        None => format!("ran, output {body}"),
+    let status = body.get("status").and_then(Value::as_str);
+    let said = match status {
+        _ if !seen.is_error => format!("ran, output {body}"),
+        None => seen.text.clone(),
         Some("awaiting_approval") => format!(
             "awaiting approval: proposal {}, \"{}\"",
             short(body["proposal_id"].as_str().unwrap_or("")),
