@@ -295,12 +295,15 @@ async fn the_argument_text_reaches_the_strict_decoder_as_rig_holds_it() {
         .expect("lookup_order is offered");
 
     // A duplicate key would vanish in a parsed map; here it is a field error.
+    let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
     let cases = [
         (r#"{"order":1001,"order":2}"#, "duplicate"),
         (r#"{"order":0}"#, "/order"),
         (r#"{"order":"1001"}"#, "/order"),
         (r#"{"order":1001,"note":"x"}"#, "note"),
+        (r#"{"order":18446744073709551616}"#, "/order"),
         ("not json", "(arguments)"),
+        (deep.as_str(), "too_deep"),
     ];
     for (arguments, says) in cases {
         let result = lookup
@@ -314,7 +317,7 @@ async fn the_argument_text_reaches_the_strict_decoder_as_rig_holds_it() {
         let ToolResultContent::Text(text) = &text[0] else {
             panic!("{arguments}: the text comes first");
         };
-        assert!(text.text.contains(says), "{arguments}: {}", text.text);
+        assert!(text.text.contains(says), "{:.60}: {}", arguments, text.text);
     }
     assert!(desk.shop.ran().is_empty(), "nothing ran");
 }
