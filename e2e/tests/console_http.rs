@@ -840,3 +840,38 @@ async fn nested_in_a_host_router_every_link_and_redirect_keeps_the_mount() {
     let alone = send(&app.router, "GET", "/login", None, None).await;
     assert!(alone.body.contains("href=\"/assets/console.css\""));
 }
+
+#[tokio::test]
+async fn the_time_left_is_read_on_the_governors_clock() {
+    // The governor decides expiry on its own clock (here a manual one, moved by hand);
+    // the console must show the time left on that clock, not on the machine's.
+    let app = app(operators());
+    let key = propose(&app, "send_message", &message("hello"), None).await;
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    app.clock.advance(Ttl::from_secs(50 * 60));
+
+    let queue = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
+    assert!(queue.body.contains("<td>10 min</td>"), "{}", queue.body);
+    let rows = send(&app.router, "GET", "/queue/rows", Some(&cookie), None).await;
+    assert!(rows.body.contains("<td>10 min</td>"), "{}", rows.body);
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert!(page.body.contains("(10 min)"), "{}", page.body);
+
+    app.clock.advance(Ttl::from_secs(11 * 60));
+    let page = send(
+        &app.router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert!(page.body.contains("(expired)"), "{}", page.body);
+}

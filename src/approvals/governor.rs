@@ -785,7 +785,22 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         Ok(self.approvals.store().events_since(after, limit).await?)
     }
 
-    fn now(&self) -> Result<Timestamp, ApprovalError> {
+    /// The time on the governor's clock: the one its expiries are decided by, so that a
+    /// view of the time left agrees with them.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::ClockUnavailable`] when the clock cannot tell.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry, approvals::ManualClock, gate::Timestamp};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let clock = ManualClock::new(Timestamp::from_unix_millis(60_000));
+    /// let governor = Governor::new(&TOOLS).with_clock(clock);
+    /// assert_eq!(governor.now()?.unix_millis(), 60_000);
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    pub fn now(&self) -> Result<Timestamp, ApprovalError> {
         self.clock.now().ok_or(ApprovalError::ClockUnavailable)
     }
 

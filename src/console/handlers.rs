@@ -551,6 +551,7 @@ where
                 &tools,
                 &lanes,
                 partial,
+                inner.governor.now().ok(),
             ))
         }
         Err(error) => store_failure(&error),
@@ -571,7 +572,7 @@ where
         return StatusCode::UNAUTHORIZED.into_response();
     };
     match pending(&inner, &signed.operator, &filter).await {
-        Ok((lanes, _)) => pages::queue_rows_fragment(&filter, &lanes),
+        Ok((lanes, _)) => pages::queue_rows_fragment(&filter, &lanes, inner.governor.now().ok()),
         Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
 }
@@ -636,6 +637,7 @@ where
         view: view.as_ref(),
         history: &history,
         tokens: &tokens,
+        now: inner.governor.now().ok(),
     }))
 }
 

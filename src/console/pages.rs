@@ -238,11 +238,12 @@ fn page_of<'a>(filter: &QueueFilter, lanes: &'a [ApprovalLane]) -> &'a [Approval
     &shown[..shown.len().min(QUEUE_PAGE)]
 }
 
-pub(crate) fn queue_rows_fragment(filter: &QueueFilter, lanes: &[ApprovalLane]) -> Response {
-    respond(
-        StatusCode::OK,
-        queue_rows(page_of(filter, lanes), Timestamp::now()),
-    )
+pub(crate) fn queue_rows_fragment(
+    filter: &QueueFilter,
+    lanes: &[ApprovalLane],
+    now: Option<Timestamp>,
+) -> Response {
+    respond(StatusCode::OK, queue_rows(page_of(filter, lanes), now))
 }
 
 pub(crate) fn queue(
@@ -252,6 +253,7 @@ pub(crate) fn queue(
     tools: &[&str],
     lanes: &[ApprovalLane],
     partial: bool,
+    now: Option<Timestamp>,
 ) -> Response {
     let shown = page_of(filter, lanes);
     let mut body = String::new();
@@ -302,7 +304,7 @@ pub(crate) fn queue(
          <th>Account</th><th>Time left</th><th>Id</th></tr></thead>\
          <tbody id=\"queue-rows\" data-refresh=\"/queue/rows?{}\">{}</tbody></table>",
         Attr(&filter.query(filter.page)),
-        queue_rows(shown, Timestamp::now())
+        queue_rows(shown, now)
     );
     body.push_str("<nav class=\"pages\">");
     if filter.page > 0 {
@@ -340,6 +342,8 @@ pub(crate) struct ProposalView<'a> {
     pub(crate) history: &'a [AuditRecord],
     /// Form tokens: approve, reject, defer.
     pub(crate) tokens: &'a [String; 3],
+    /// The governor's time, for the time left.
+    pub(crate) now: Option<Timestamp>,
 }
 
 pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
@@ -360,7 +364,7 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
         Text(proposal.account_id().unwrap_or("—")),
         lane.proposed_at().utc(),
         lane.expires_at().utc(),
-        time_left(lane.expires_at(), Timestamp::now()),
+        time_left(lane.expires_at(), view.now),
         key,
         state = lane.state().as_str(),
     );
