@@ -36,18 +36,18 @@ pub(crate) struct GovernedTool<C: 'static, S> {
 }
 
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> GovernedTool<C, S> {
-    /// The rig tool for `entry`; `approved` when a person approves its calls.
+    /// The rig tool for `entry`; `needs_approval` when a person approves its calls.
     pub(crate) fn new(
         shared: Arc<Shared<C, S>>,
         entry: &'static ToolEntry<C>,
-        approved: bool,
+        needs_approval: bool,
     ) -> Result<Self, RigError> {
         let spec = entry.spec();
         let parameters = entry
             .input_schema()
             .ok_or(RigError::NoSchema { name: spec.name() })?;
         let mut description = spec.description().to_string();
-        if approved {
+        if needs_approval {
             description.push_str(APPROVAL_NOTE);
         }
         Ok(Self {

@@ -130,8 +130,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> RigTool
                 Verdict::AwaitApproval { .. } => Some((entry, true)),
                 Verdict::Blocked(_) => None,
             })
-            .map(|(entry, approved)| {
-                let tool = GovernedTool::new(Arc::clone(shared), entry, approved)?;
+            .map(|(entry, needs_approval)| {
+                let tool = GovernedTool::new(Arc::clone(shared), entry, needs_approval)?;
                 RegisteredTool::from_handler(tool).map_err(|report| RigError::Refused {
                     name: entry.spec().name(),
                     reason: report.to_string(),
