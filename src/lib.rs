@@ -39,10 +39,10 @@ pub use gate::{Blocked, Decision, ModePolicy, decide, execute};
 #[cfg(feature = "serde")]
 pub use json::{Governance, ToolCall};
 
-/// The guide's code blocks, compiled and run as doctests.
 /// The guide, rendered where the API docs are: every feature, with examples (each one
-/// compiled and run as a test).
-#[cfg(doc)]
+/// compiled and run as a test, through `GuideDoctests` below, when every feature it shows
+/// is on).
+#[cfg(all(doc, not(doctest)))]
 pub mod _guide {
     #![doc = include_str!("../docs/guide.md")]
 }
