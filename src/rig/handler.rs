@@ -123,10 +123,10 @@ fn tool_result(outcome: Result<Outcome, ApprovalError>) -> ToolResult {
             );
         }
     };
+    // (The tool's own name always resolves: no call here is an unknown tool.)
     let error = match &outcome {
         Outcome::Failed(_) => ToolExecutionError::other,
         Outcome::Blocked(Blocked::NeedsInput { .. }) => ToolExecutionError::invalid_args,
-        Outcome::Blocked(Blocked::UnknownTool) => ToolExecutionError::not_found,
         _ => ToolExecutionError::refused,
     };
     let reply = outcome.into_reply();

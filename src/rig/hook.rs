@@ -1,7 +1,6 @@
 //! The answer to a model that names a governed tool it was not offered: rig would end the
 //! whole run on that name; this hook puts the call through the governor instead.
 
-use alloc::string::String;
 use alloc::sync::Arc;
 
 use rig_agent::agent::{
@@ -53,10 +52,6 @@ impl<C: 'static, S> Clone for GovernedHook<C, S> {
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> AgentHook
     for GovernedHook<C, S>
 {
-    fn name(&self) -> Option<String> {
-        Some("cairnloop::rig::GovernedHook".into())
-    }
-
     async fn on_invalid_tool_call(
         &self,
         _ctx: &HookContext,

@@ -91,7 +91,10 @@ impl Tool for LookupOrder {
     async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
         let order = call.input().order;
         call.context().record(format!("lookup_order({order})"));
-        Ok(format!("order {order}: shipped on 2026-11-30"))
+        match order {
+            1001 => Ok(format!("order {order}: shipped on 2026-11-30")),
+            _ => Err(format!("no order {order}")),
+        }
     }
 }
 

@@ -372,3 +372,70 @@ fn a_tool_without_an_input_schema_is_refused() {
     );
     assert!(set.is_empty());
 }
+
+#[tokio::test]
+async fn each_outcome_has_its_own_rig_disposition() {
+    let desk = desk();
+    let tools = desk.governed.registrations().expect("the tools register");
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|tool| tool.name() == name)
+            .expect("offered")
+            .clone()
+    };
+    let run = |name: &'static str, arguments: &'static str| {
+        let tool = tool(name);
+        async move {
+            tool.execute(arguments.to_string(), &mut ToolContext::new())
+                .await
+        }
+    };
+
+    let ran = run("lookup_order", r#"{"order":1001}"#).await;
+    assert!(ran.is_success(), "{ran:?}");
+
+    // Nothing ran and nothing failed: rig's "skipped".
+    let waits = run("refund_order", r#"{"order":1001,"cents":1250}"#).await;
+    assert!(waits.is_skipped(), "{waits:?}");
+
+    // The tool ran and failed: an error of kind `other`, with the tool's message.
+    let failed = run("lookup_order", r#"{"order":404}"#).await;
+    let error = failed.error().expect("an execution error");
+    assert_eq!(error.kind().as_str(), "other");
+    assert!(
+        error.message().contains("no order 404"),
+        "{}",
+        error.message()
+    );
+
+    // Blocked by a policy: a refusal, not an execution error.
+    desk.shop.pause_refunds(true);
+    let refused = run("refund_order", r#"{"order":1002,"cents":1}"#).await;
+    assert!(
+        refused.refusal().is_some() && refused.error().is_none(),
+        "{refused:?}"
+    );
+    assert_eq!(desk.shop.ran(), ["lookup_order(1001)", "lookup_order(404)"]);
+}
+
+#[tokio::test]
+async fn a_handler_asked_to_run_another_tool_runs_nothing() {
+    use rig_agent::core::effect::EffectKind;
+    use rig_agent::core::serve::serve_inline;
+
+    let desk = desk();
+    let tools = desk.governed.registrations().expect("the tools register");
+    let lookup = &tools[0];
+    assert_eq!(lookup.name(), "lookup_order");
+    // Arguments that `lookup_order` would accept, under another tool's name.
+    let asked = EffectKind::ToolCall {
+        name: "refund_order".into(),
+        args: r#"{"order":1001}"#.into(),
+    };
+    let answer = serve_inline(lookup.handler(), asked).await;
+    assert!(answer.is_err(), "{answer:?}");
+    assert!(desk.shop.ran().is_empty(), "nothing ran");
+    let events = desk.governor.events().await.expect("the store answers");
+    assert!(events.is_empty(), "the governor was not asked: {events:?}");
+}
