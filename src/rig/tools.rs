@@ -141,7 +141,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> RigTool
     }
 
     /// The hook that answers a model naming one of the governor's tools it was not offered:
-    /// the call goes through the governor (which blocks and records it) instead of rig
+    /// the call goes through the governor (which decides and records it) instead of rig
     /// ending the run. Add it to the agent with `AgentBuilder::add_hook`.
     ///
     /// ```
