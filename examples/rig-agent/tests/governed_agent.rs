@@ -439,3 +439,46 @@ async fn a_handler_asked_to_run_another_tool_runs_nothing() {
     let events = desk.governor.events().await.expect("the store answers");
     assert!(events.is_empty(), "the governor was not asked: {events:?}");
 }
+
+#[tokio::test]
+async fn a_decision_that_cannot_be_recorded_runs_nothing_and_says_try_later() {
+    use cairnloop::stores::{SqliteOptions, SqliteStore};
+
+    // A store file made, then opened read-only: no decision can be written to it.
+    let dir = std::env::temp_dir().join(format!(
+        "cairnloop-rig-readonly-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    ));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let path = dir.join("approvals.db");
+    drop(SqliteStore::open(&path).expect("a new store"));
+    let store = SqliteStore::open_with(&path, SqliteOptions::new().read_only())
+        .expect("the store, read-only");
+    let shop = Shop::default();
+    let governor = Arc::new(Governor::new(&SHOP).with_store(store));
+    let governed = RigTools::new(
+        governor,
+        shop.clone(),
+        Caller::new("support-bot", BOT_SCOPES),
+    );
+    let tools = governed.registrations().expect("the tools register");
+
+    for (tool, arguments) in [
+        (&tools[0], r#"{"order":1001}"#),
+        (&tools[1], r#"{"order":1001,"cents":1250}"#),
+    ] {
+        let result = tool
+            .execute(arguments.to_string(), &mut ToolContext::new())
+            .await;
+        let error = result.error().expect("an execution error");
+        assert_eq!(error.retryable(), Some(true), "{}", tool.name());
+        assert!(
+            error.message().contains("could not be recorded"),
+            "{}",
+            error.message()
+        );
+    }
+    assert!(shop.ran().is_empty(), "nothing ran without its record");
+    std::fs::remove_dir_all(&dir).expect("the temp dir goes");
+}
