@@ -854,24 +854,11 @@ async fn the_time_left_is_read_on_the_governors_clock() {
     assert!(queue.body.contains("<td>10 min</td>"), "{}", queue.body);
     let rows = send(&app.router, "GET", "/queue/rows", Some(&cookie), None).await;
     assert!(rows.body.contains("<td>10 min</td>"), "{}", rows.body);
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let proposal = format!("/proposals/{key}");
+    let page = send(&app.router, "GET", &proposal, Some(&cookie), None).await;
     assert!(page.body.contains("(10 min)"), "{}", page.body);
 
     app.clock.advance(Ttl::from_secs(11 * 60));
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let page = send(&app.router, "GET", &proposal, Some(&cookie), None).await;
     assert!(page.body.contains("(expired)"), "{}", page.body);
 }
