@@ -1,5 +1,7 @@
 //! Approvals (features `serde` and `std`): the [`Governor`], the approval
-//! service over a store, the store contract and the memory store, clocks and audit sinks.
+//! service over a store, the store contract and the memory store, clocks and audit sinks;
+//! who calls ([`Caller`]) and what a model is told of its call ([`ModelReply`]), for every
+//! surface an agent reaches the governor through.
 //! It builds on [`json`](crate::json), [`gate`](crate::gate) and
 //! [`declare`](crate::declare).
 
