@@ -33,6 +33,8 @@ pub enum AuditRecord {
 /// [`TracingSink`] (feature `tracing`) emits `tracing` events instead, for hosts that ship
 /// logs (to OpenTelemetry, say) with their usual subscriber.
 ///
+/// [`TracingSink`]: https://docs.rs/cairnloop/latest/cairnloop/approvals/struct.TracingSink.html
+///
 /// ```
 /// use std::sync::Mutex;
 /// use cairnloop::approvals::{AuditRecord, AuditSink};

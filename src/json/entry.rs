@@ -91,6 +91,8 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     /// Whether the tool can be called by name (it was registered with
     /// [`ToolEntry::json`] or [`ToolEntry::mcp`]).
     ///
+    /// [`ToolEntry::mcp`]: https://docs.rs/cairnloop/latest/cairnloop/declare/struct.ToolEntry.html#method.mcp
+    ///
     /// ```
     /// # use cairnloop::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
     /// # struct Ping;
