@@ -339,6 +339,30 @@ fn mcp_tools_list(c: &mut Criterion) {
 }
 
 // ---------------------------------------------------------------------------------------
+// 4b. Against an agent framework's own dispatch: rig's tool set running the same tool by
+//     name (parse, its future, the output as a tool result), without governance; the
+//     governed call by name; and the governed tool inside rig's tool set.
+
+fn rig_dispatch(c: &mut Criterion) {
+    let plain = benches::rig_plain();
+    let governed_in_rig = benches::rig_governed();
+    let discarding = benches::discarding();
+    assert!(benches::rig_call(&plain, SHIPMENT) && benches::rig_call(&governed_in_rig, SHIPMENT));
+    let mut group = c.benchmark_group("rig_dispatch");
+    group.bench_function("rig", |b| {
+        b.iter(|| benches::rig_call(&plain, black_box(SHIPMENT)))
+    });
+    group.bench_function("cairnloop", |b| {
+        b.iter(|| benches::call(&discarding, Path::Executes, black_box(SHIPMENT)))
+    });
+    group.bench_function("cairnloop_in_rig", |b| {
+        b.iter(|| benches::rig_call(&governed_in_rig, black_box(SHIPMENT)))
+    });
+    group.bench_function("floor", |b| b.iter(|| benches::floor(black_box(SHIPMENT))));
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------
 // 5. The idempotency key.
 
 fn idempotency_key(c: &mut Criterion) {
@@ -438,6 +462,15 @@ fn report() {
             1.2,
         ),
         ("idempotency_key", "cairnloop".into(), "floor".into(), 1.5),
+        // No budget of their own: how the governed call compares with rig's dispatch.
+        ("rig_dispatch", "rig".into(), "floor".into(), f64::INFINITY),
+        ("rig_dispatch", "cairnloop".into(), "rig".into(), 1.0),
+        (
+            "rig_dispatch",
+            "cairnloop_in_rig".into(),
+            "rig".into(),
+            f64::INFINITY,
+        ),
     ];
     println!(
         "\n{:<18} {:<20} {:>12} {:>12} {:>7} {:>6}  met",
@@ -464,6 +497,7 @@ fn main() {
     by_name_call(&mut criterion);
     visibility(&mut criterion);
     mcp_tools_list(&mut criterion);
+    rig_dispatch(&mut criterion);
     idempotency_key(&mut criterion);
     criterion.final_summary();
     report();

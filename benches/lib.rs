@@ -13,7 +13,7 @@ use cairnloop::{
 use serde::{Deserialize, Serialize};
 
 /// The input: five fields, as a model would send them.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[allow(dead_code, reason = "decoded, not read")]
 pub struct Shipment {
     pub order: u32,
@@ -67,6 +67,57 @@ pub static SHIPPING: Registry<()> = Registry::new(&[
 ]);
 
 /// The paths the budgets name, each a call by name of [`SHIPMENT`].
+/// The same auto tool with its input schema, as rig needs it.
+pub static SHIPPING_WITH_SCHEMAS: Registry<()> = Registry::new(&[ToolEntry::mcp::<Ship>()]);
+
+/// The same tool written for rig alone: no governance, rig's own typed dispatch.
+pub struct RigShip;
+
+impl rig_agent::core::tool::PortableTool for RigShip {
+    const NAME: &'static str = "ship";
+    type Args = Shipment;
+    type Output = ();
+    type Error = std::convert::Infallible;
+
+    fn description(&self) -> String {
+        "Ships an order.".into()
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(Shipment)).unwrap_or_default()
+    }
+
+    async fn call(&self, _: Shipment) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// rig's tool set holding `RigShip`.
+pub fn rig_plain() -> rig_agent::tool::ToolSet {
+    let mut set = rig_agent::tool::ToolSet::default();
+    set.add_tool(RigShip);
+    set
+}
+
+/// rig's tool set holding the governed `ship` (cairnloop's tool through rig).
+pub fn rig_governed() -> rig_agent::tool::ToolSet {
+    let governor =
+        std::sync::Arc::new(Governor::new(&SHIPPING_WITH_SCHEMAS).with_audit_sink(DiscardAudit));
+    let caller = cairnloop::approvals::Caller::new("agent", ["orders:write"]);
+    let mut set = rig_agent::tool::ToolSet::default();
+    cairnloop::rig::RigTools::new(governor, (), caller)
+        .add_to(&mut set)
+        .expect("the tool registers");
+    set
+}
+
+/// One call of `ship` through a rig tool set, by name, as rig's agent loop makes it;
+/// whether it succeeded.
+pub fn rig_call(set: &rig_agent::tool::ToolSet, arguments: &str) -> bool {
+    let mut context = rig_agent::tool::ToolContext::new();
+    run(set.execute("ship", arguments, &mut context)).is_success()
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum Path {
     /// Decode, gates, run, output as JSON.
