@@ -243,6 +243,18 @@ async fn sign_in(router: &Router, operator: &str, secret: &str) -> String {
     cookie_of(&answer)
 }
 
+/// A proposal's page, as the operator signed in with `cookie` sees it.
+async fn proposal_page(router: &Router, key: &IdempotencyKey, cookie: &str) -> Answer {
+    send(
+        router,
+        "GET",
+        &format!("/proposals/{key}"),
+        Some(cookie),
+        None,
+    )
+    .await
+}
+
 async fn propose(
     app: &App,
     tool: &str,
@@ -367,14 +379,7 @@ async fn hostile_text_from_the_model_renders_inert() {
     let big = propose(&app, "send_message", &message(&long), None).await;
     let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
     let queue = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &key, &cookie).await;
     for html in [&queue.body, &page.body] {
         assert!(!html.contains("<script>alert"), "a script tag got through");
         assert!(!html.contains("<img src=x"), "an image tag got through");
@@ -384,14 +389,7 @@ async fn hostile_text_from_the_model_renders_inert() {
     assert!(page.body.contains("U+202E") && page.body.contains("U+200B"));
     assert!(!page.body.contains("href=\"javascript:"));
     // A 1 MiB argument is cut on the page, with the whole input one link away.
-    let big_page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{big}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let big_page = proposal_page(&app.router, &big, &cookie).await;
     assert!(
         big_page.body.len() < 64 * 1024,
         "{} bytes",
@@ -422,14 +420,7 @@ async fn the_form_comes_from_the_schema_and_a_custom_view_replaces_it() {
     .await;
     let wire = propose(&app, "wire", r#"{"cents": 500}"#, None).await;
     let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{note}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &note, &cookie).await;
     assert!(
         page.body.contains("<small>Who gets it.</small>"),
         "the field's doc comment"
@@ -438,14 +429,7 @@ async fn the_form_comes_from_the_schema_and_a_custom_view_replaces_it() {
         page.body
             .contains("readonly value=\"customer@example.com\"")
     );
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{wire}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &wire, &cookie).await;
     assert!(
         page.body
             .contains("<div class=\"custom\">Transfer for agent-7</div>")
@@ -458,14 +442,7 @@ async fn approving_works_once_through_the_governor() {
     let app = app(operators());
     let key = propose(&app, "send_message", &message("hi"), None).await;
     let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &key, &cookie).await;
     let (_, version) = state(&app, &key).await;
     let approve = &tokens(&page.body)[0];
     let form = format!("csrf={approve}&version={version}&decision=approve");
@@ -524,14 +501,7 @@ async fn bad_tokens_the_proposer_expiry_and_missing_reasons_change_nothing() {
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
     // Another session's token is not this session's.
     let other = sign_in(&app.router, "ops-lead", "lead-token").await;
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&other),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &key, &other).await;
     let foreign = format!(
         "csrf={}&version={version}&decision=approve",
         tokens(&page.body)[0]
@@ -543,14 +513,7 @@ async fn bad_tokens_the_proposer_expiry_and_missing_reasons_change_nothing() {
         StatusCode::FORBIDDEN
     );
     // A reject without a reason.
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&lead),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &key, &lead).await;
     let form = format!(
         "csrf={}&version={version}&decision=reject&reason=%20",
         tokens(&page.body)[1]
@@ -563,14 +526,7 @@ async fn bad_tokens_the_proposer_expiry_and_missing_reasons_change_nothing() {
     );
     // The proposer, signed in as an operator, may not approve their own call.
     let agent = sign_in(&app.router, "agent-7", "agent-token").await;
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&agent),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &key, &agent).await;
     let form = format!(
         "csrf={}&version={version}&decision=approve",
         tokens(&page.body)[0]
@@ -584,14 +540,7 @@ async fn bad_tokens_the_proposer_expiry_and_missing_reasons_change_nothing() {
     );
     assert_eq!(state(&app, &key).await, before);
     // Past the proposal's time: refused as expired.
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&lead),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &key, &lead).await;
     app.clock.advance(Ttl::from_secs(3_601));
     let form = format!(
         "csrf={}&version={version}&decision=approve",
@@ -608,14 +557,7 @@ async fn an_expired_session_is_refused_and_changes_nothing() {
     let key = propose(&app, "send_message", &message("hi"), None).await;
     let before = state(&app, &key).await;
     let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
-    let page = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{key}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let page = proposal_page(&app.router, &key, &cookie).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let form = format!(
         "csrf={}&version={}&decision=approve",
@@ -645,14 +587,7 @@ async fn an_operator_sees_and_decides_only_their_accounts() {
     let cookie = sign_in(&app.router, "globex-ops", "globex-token").await;
     let queue = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
     assert!(queue.body.contains(&globex.to_string()) && !queue.body.contains(&acme.to_string()));
-    let hidden = send(
-        &app.router,
-        "GET",
-        &format!("/proposals/{acme}"),
-        Some(&cookie),
-        None,
-    )
-    .await;
+    let hidden = proposal_page(&app.router, &acme, &cookie).await;
     assert_eq!(hidden.status, StatusCode::NOT_FOUND);
     let audit = send(&app.router, "GET", "/audit.jsonl", Some(&cookie), None).await;
     assert!(
@@ -854,11 +789,10 @@ async fn the_time_left_is_read_on_the_governors_clock() {
     assert!(queue.body.contains("<td>10 min</td>"), "{}", queue.body);
     let rows = send(&app.router, "GET", "/queue/rows", Some(&cookie), None).await;
     assert!(rows.body.contains("<td>10 min</td>"), "{}", rows.body);
-    let proposal = format!("/proposals/{key}");
-    let page = send(&app.router, "GET", &proposal, Some(&cookie), None).await;
+    let page = proposal_page(&app.router, &key, &cookie).await;
     assert!(page.body.contains("(10 min)"), "{}", page.body);
 
     app.clock.advance(Ttl::from_secs(11 * 60));
-    let page = send(&app.router, "GET", &proposal, Some(&cookie), None).await;
+    let page = proposal_page(&app.router, &key, &cookie).await;
     assert!(page.body.contains("(expired)"), "{}", page.body);
 }
