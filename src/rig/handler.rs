@@ -148,5 +148,6 @@ fn output_of(reply: ModelReply) -> ToolOutput {
         ToolResultContent::text(text),
         ToolResultContent::json(body),
     ])
+    // Two blocks are never the empty list `content` refuses.
     .unwrap_or_else(|_| ToolOutput::text(String::new()))
 }
