@@ -14,8 +14,6 @@ use std::task::Wake;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
 use crate::declare::{Actor, ApprovalMode, RiskTier, Scope, ToolSpec};
 use crate::gate::{LaneAction, LaneState, ModePolicy, Timestamp};
@@ -119,7 +117,7 @@ fn lane(n: u64) -> ApprovalLane {
         scopes: &[] as &[Scope],
         actor: &actor,
         dedupe_token: None,
-        input: json!({ "n": n }),
+        input: format!("{{\"n\":{n}}}"),
         own_preview: None,
         mode,
         host_floor: ApprovalMode::Auto,

@@ -1,5 +1,5 @@
 use alloc::boxed::Box;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
@@ -563,8 +563,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     Some(Ok(())) => Some(own),
                     _ => None,
                 };
-                let input = serde_json::to_value(pending.input())
-                    .map_err(|error| ApprovalError::Encoding(error.to_string()))?;
+                let input = crate::json::canonical_text(pending.input())
+                    .map_err(ApprovalError::Encoding)?;
                 let proposal = Proposal::from_draft(Draft {
                     spec,
                     scopes: entry.scopes(),

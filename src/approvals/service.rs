@@ -540,24 +540,20 @@ fn revalidate<C: ?Sized + 'static>(
     if policy != *was {
         return changed(BoundField::Mode, &describe(was), &describe(&policy));
     }
-    let value = (codec.to_json)(&input).map_err(|error| Invalidation::Changed {
+    let canonical = (codec.canonical)(&input).map_err(|error| Invalidation::Changed {
         field: BoundField::Arguments,
         was: proposal.input().to_string(),
         now: error,
     })?;
-    let key = IdempotencyKey::for_call(
+    let key = IdempotencyKey::for_canonical_call(
         spec.name(),
-        &value,
+        &canonical,
         Some(actor.id()),
         actor.account(),
         proposal.dedupe_token(),
     );
     if key != lane.key() {
-        return changed(
-            BoundField::Arguments,
-            &proposal.input(),
-            &crate::json::canonical_json(&value),
-        );
+        return changed(BoundField::Arguments, &proposal.input(), &canonical);
     }
     Ok((codec, input, spec.is_idempotent()))
 }

@@ -37,8 +37,9 @@ pub(crate) struct Codec<C: ?Sized + 'static> {
     pub(crate) decode: fn(&str, &InputLimits) -> Result<ErasedInput, InputErrors>,
     /// The tool's own preview of an input.
     pub(crate) preview: fn(&ErasedInput, &mut dyn fmt::Write) -> Option<fmt::Result>,
-    /// The input as the tool receives it, as JSON: the source of canonical form and key.
-    pub(crate) to_json: fn(&ErasedInput) -> Result<Value, String>,
+    /// The input as the tool receives it, as RFC 8785 canonical JSON: the text its
+    /// snapshot, key and fallback preview are made from.
+    pub(crate) canonical: fn(&ErasedInput) -> Result<String, String>,
     /// Runs the tool through the one function that calls `Tool::run`.
     pub(crate) run: for<'a> fn(ErasedInput, &'a Actor<'a>, &'a C, RunKey<'a>) -> RunFuture<'a>,
     /// The input's JSON Schema, when registered with `ToolEntry::mcp`.

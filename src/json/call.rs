@@ -260,7 +260,7 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
         scopes: entry.scopes(),
         actor,
         dedupe_token,
-        input: (codec.to_json)(input)?,
+        input: (codec.canonical)(input)?,
         own_preview,
         mode,
         host_floor: policy.tier_floor(spec.risk_tier()),
@@ -276,8 +276,8 @@ pub(crate) fn proposal_key<C: ?Sized + 'static>(
     actor: &Actor<'_>,
     dedupe_token: Option<&str>,
 ) -> Option<crate::declare::IdempotencyKey> {
-    let input = (codec.to_json)(input).ok()?;
-    Some(crate::declare::IdempotencyKey::for_call(
+    let input = (codec.canonical)(input).ok()?;
+    Some(crate::declare::IdempotencyKey::for_canonical_call(
         entry.spec().name(),
         &input,
         Some(actor.id()),

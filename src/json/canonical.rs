@@ -65,15 +65,21 @@ fn write_value<W: Write + ?Sized>(out: &mut W, value: &Value) -> fmt::Result {
             }
             out.write_str("]")
         }
-        Value::Object(object) => {
-            if in_utf16_order(object) {
-                write_entries(out, object.iter())
-            } else {
-                let mut entries: Vec<(&String, &Value)> = object.iter().collect();
-                entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-                write_entries(out, entries.into_iter())
-            }
-        }
+        Value::Object(object) => write_object(out, object),
+    }
+}
+
+/// Writes the canonical text of an object.
+pub(crate) fn write_object<W: Write + ?Sized>(
+    out: &mut W,
+    object: &serde_json::Map<String, Value>,
+) -> fmt::Result {
+    if in_utf16_order(object) {
+        write_entries(out, object.iter())
+    } else {
+        let mut entries: Vec<(&String, &Value)> = object.iter().collect();
+        entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+        write_entries(out, entries.into_iter())
     }
 }
 

@@ -14,6 +14,7 @@ use crate::declare::{
     RunFuture, RunKey, Tool, ToolEntry,
 };
 use crate::gate::execute;
+use crate::json::canonical_text;
 use crate::json::strict::decode_text;
 
 impl<C: ?Sized + 'static> ToolEntry<C> {
@@ -171,7 +172,7 @@ where
     Codec {
         decode: decode_input::<T>,
         preview: preview_input::<T>,
-        to_json: input_json::<T>,
+        canonical: input_canonical::<T>,
         run: run_input::<T>,
         #[cfg(feature = "schemars")]
         schema: None,
@@ -200,7 +201,7 @@ where
     T::preview(input.downcast_ref::<T::Input>()?, out)
 }
 
-fn input_json<T>(input: &ErasedInput) -> Result<Value, String>
+fn input_canonical<T>(input: &ErasedInput) -> Result<String, String>
 where
     T: Tool,
     T::Input: Serialize + 'static,
@@ -208,7 +209,7 @@ where
     let input = input
         .downcast_ref::<T::Input>()
         .ok_or_else(|| RunError::InputType.to_string())?;
-    serde_json::to_value(input).map_err(|error| error.to_string())
+    canonical_text(input)
 }
 
 /// The key of a call that runs at once, derived only when its tool asks for it.
@@ -221,8 +222,8 @@ where
     T: Tool + ?Sized,
     T::Input: Serialize,
 {
-    let input = serde_json::to_value(input).ok()?;
-    Some(IdempotencyKey::for_call(
+    let input = canonical_text(input).ok()?;
+    Some(IdempotencyKey::for_canonical_call(
         T::SPEC.name(),
         &input,
         Some(actor.id()),

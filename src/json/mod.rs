@@ -8,6 +8,7 @@
 mod audit;
 mod call;
 mod canonical;
+mod canonical_writer;
 mod entry;
 mod key;
 mod preview;
@@ -21,6 +22,7 @@ pub use audit::AuditEvent;
 pub(crate) use call::{Admitted, decode_stored, gate_call, proposal_key, propose_call, run_ready};
 pub use call::{Governance, ToolCall};
 pub use canonical::canonical_json;
+pub(crate) use canonical_writer::canonical_text;
 pub(crate) use entry::derive_key;
 #[cfg(feature = "console")]
 pub(crate) use preview::is_secret_name;

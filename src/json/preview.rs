@@ -100,14 +100,27 @@ impl Preview {
         mode: &ModeResolution,
         input: &Map<String, Value>,
     ) -> Self {
+        let mut canonical = String::with_capacity(128);
+        let _ = crate::json::canonical::write_object(&mut canonical, input);
+        Self::fallback_of_canonical(spec, scopes, mode, &canonical)
+    }
+
+    /// [`Preview::fallback`] of an input already written as canonical JSON (a proposal
+    /// writes it once, for its snapshot, its key and this): each row's value is shown as
+    /// that text shows it. An input that is not an object shows as one row, `value`.
+    pub(crate) fn fallback_of_canonical(
+        spec: &ToolSpec,
+        scopes: &[Scope],
+        mode: &ModeResolution,
+        canonical: &str,
+    ) -> Self {
         let mut text = String::with_capacity(256);
-        let _ = write!(
-            text,
-            "{}\nrisk: {}, approval: {}\nscopes: ",
-            spec.title(),
-            spec.risk_tier(),
-            mode.resolved()
-        );
+        text.push_str(spec.title());
+        text.push_str("\nrisk: ");
+        text.push_str(spec.risk_tier().as_str());
+        text.push_str(", approval: ");
+        text.push_str(mode.resolved().as_str());
+        text.push_str("\nscopes: ");
         if scopes.is_empty() {
             text.push_str("none");
         }
@@ -118,33 +131,32 @@ impl Preview {
             text.push_str(scope.as_str());
         }
         text.push_str("\ninput:");
-        // Sized for a handful of short fields, so that a typical input grows nothing.
+        // Each row is written where it will be shown, `\n  path: value`; rows come in
+        // canonical order, which is nearly always path order too.
         let mut rows = Rows {
-            text: String::with_capacity(256),
-            rows: Vec::with_capacity(input.len().min(MAX_ROWS)),
-            path: String::with_capacity(64),
+            first: text.len(),
+            text,
+            rows: Vec::with_capacity(8),
+            path: String::with_capacity(32),
         };
-        // An empty input has no rows; flattened, it would show as one row with no path.
-        rows.fields(input, false);
-        // Paths are unique (keys of one object, indices of one array): by path alone.
-        let Rows {
-            text: all,
-            mut rows,
-            ..
-        } = rows;
-        rows.sort_unstable_by(|a, b| all[a.path.clone()].cmp(&all[b.path.clone()]));
-        if rows.is_empty() {
+        let mut scan = Scan {
+            text: canonical,
+            at: 0,
+        };
+        if canonical.starts_with('{') {
+            // An empty input has no rows; flattened, it would show as one row with no
+            // path.
+            if canonical != "{}" {
+                rows.value(&mut scan, false);
+            }
+        } else {
+            rows.path.push_str("value");
+            rows.value(&mut scan, false);
+        }
+        let first = rows.first;
+        let mut text = rows.in_path_order();
+        if text.len() == first {
             text.push_str(" none");
-        }
-        let shown = rows.len().min(MAX_ROWS);
-        for row in &rows[..shown] {
-            text.push_str("\n  ");
-            text.push_str(&all[row.path.clone()]);
-            text.push_str(": ");
-            text.push_str(&all[row.value.clone()]);
-        }
-        if rows.len() > shown {
-            let _ = write!(text, "\n  … and {} more", rows.len() - shown);
         }
         Self::new(text, PreviewSource::Fallback)
     }
@@ -171,99 +183,240 @@ const SECRET_WORDS: [&str; 8] = [
 ];
 
 pub(crate) fn is_secret_name(name: &str) -> bool {
-    // Names are short: a window compare beats building a lowercase copy and a searcher.
+    // Names are short, and most of their letters begin no secret word: a place is
+    // compared with the words only when its letter begins one.
     let name = name.as_bytes();
-    SECRET_WORDS.iter().any(|word| {
-        let word = word.as_bytes();
-        name.windows(word.len()).any(|window| {
-            // The first letter rules out most places before a whole compare.
-            window[0].to_ascii_lowercase() == word[0] && window.eq_ignore_ascii_case(word)
-        })
+    (0..name.len()).any(|at| {
+        let rest = &name[at..];
+        let first = rest[0].to_ascii_lowercase();
+        first.is_ascii_lowercase()
+            && FIRST_LETTERS & (1 << (first - b'a')) != 0
+            && SECRET_WORDS.iter().any(|word| {
+                let word = word.as_bytes();
+                word[0] == first
+                    && rest.len() >= word.len()
+                    && rest[..word.len()].eq_ignore_ascii_case(word)
+            })
     })
 }
 
+/// The first letters of [`SECRET_WORDS`], one bit per letter of the alphabet.
+const FIRST_LETTERS: u32 = {
+    let mut letters = 0;
+    let mut i = 0;
+    while i < SECRET_WORDS.len() {
+        letters |= 1 << (SECRET_WORDS[i].as_bytes()[0] - b'a');
+        i += 1;
+    }
+    letters
+};
+
 /// The rows of a preview, written into one text: a row is two ranges of it, so that
 /// a row costs no allocation of its own.
+/// The preview's rows, written into its text, `\n  path: value` each.
 struct Rows {
     text: String,
+    /// Where the first row begins.
+    first: usize,
     rows: Vec<Row>,
     /// The path of the value being flattened.
     path: String,
 }
 
+/// A row's path and value in the text (the row itself begins three bytes before its
+/// path, at its `\n  `).
 struct Row {
     path: Range<usize>,
     value: Range<usize>,
 }
 
-impl Rows {
-    /// The rows under `object`, whose own path is the current one.
-    fn fields(&mut self, object: &Map<String, Value>, masked: bool) {
-        let parent = self.path.len();
-        for (key, item) in object {
-            if parent > 0 {
-                self.path.push('.');
+/// The `\n  ` before each row's path.
+const ROW_START: &str = "\n  ";
+
+/// A reader of canonical JSON text (which the pipeline wrote itself: no whitespace, keys
+/// quoted). It never panics on other text: it stops.
+struct Scan<'t> {
+    text: &'t str,
+    at: usize,
+}
+
+impl<'t> Scan<'t> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    /// Steps over `byte` if it is next.
+    fn eat(&mut self, byte: u8) -> bool {
+        let next = self.peek() == Some(byte);
+        if next {
+            self.at += 1;
+        }
+        next
+    }
+
+    /// The string starting here, quotes included.
+    fn string(&mut self) -> &'t str {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        let mut at = start + 1;
+        while let Some(&byte) = bytes.get(at) {
+            match byte {
+                b'"' => {
+                    at += 1;
+                    break;
+                }
+                b'\\' => at += 2,
+                _ => at += 1,
             }
-            self.key(key);
-            self.value(item, masked || is_secret_name(key));
-            self.path.truncate(parent);
         }
+        self.at = at.min(bytes.len());
+        self.text.get(start..self.at).unwrap_or_default()
     }
 
-    /// A key as a path shows it: as it is when plain, else quoted with its escapes.
-    fn key(&mut self, key: &str) {
-        let plain = !key.is_empty()
-            && key
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if plain {
-            self.path.push_str(key);
-        } else {
-            let start = self.path.len();
-            let _ = crate::json::canonical::write_string(&mut self.path, key);
-            escape_invisible(&mut self.path, start);
+    /// A value without rows of its own (a string, number, literal, `{}` or `[]`).
+    fn scalar(&mut self) -> &'t str {
+        if self.peek() == Some(b'"') {
+            return self.string();
         }
+        let start = self.at;
+        let bytes = self.text.as_bytes();
+        let mut at = start;
+        if matches!(bytes.get(at), Some(b'{' | b'[')) {
+            at += 2;
+        }
+        while let Some(byte) = bytes.get(at) {
+            if matches!(byte, b',' | b'}' | b']') {
+                break;
+            }
+            at += 1;
+        }
+        self.at = at.min(bytes.len());
+        self.text.get(start..self.at).unwrap_or_default()
     }
+}
 
-    fn value(&mut self, value: &Value, masked: bool) {
-        match value {
-            Value::Object(object) if !object.is_empty() => self.fields(object, masked),
-            Value::Array(items) if !items.is_empty() => {
+impl Rows {
+    fn value(&mut self, scan: &mut Scan<'_>, masked: bool) {
+        let bytes = scan.text.as_bytes();
+        let opens = |close| bytes.get(scan.at + 1).is_some_and(|next| *next != close);
+        match scan.peek() {
+            Some(b'{') if opens(b'}') => {
+                scan.at += 1;
                 let parent = self.path.len();
-                for (i, item) in items.iter().enumerate() {
-                    let _ = write!(self.path, "[{i}]");
-                    self.value(item, masked);
+                loop {
+                    let key = scan.string();
+                    if !scan.eat(b':') {
+                        return;
+                    }
+                    if parent > 0 {
+                        self.path.push('.');
+                    }
+                    let secret = self.key(key);
+                    self.value(scan, masked || secret);
                     self.path.truncate(parent);
+                    if !scan.eat(b',') {
+                        scan.eat(b'}');
+                        return;
+                    }
                 }
             }
-            _ => {
+            Some(b'[') if opens(b']') => {
+                scan.at += 1;
+                let parent = self.path.len();
+                for i in 0.. {
+                    let _ = write!(self.path, "[{i}]");
+                    self.value(scan, masked);
+                    self.path.truncate(parent);
+                    if !scan.eat(b',') {
+                        scan.eat(b']');
+                        return;
+                    }
+                }
+            }
+            Some(_) => {
+                let value = scan.scalar();
+                self.text.push_str(ROW_START);
                 let path_start = self.text.len();
                 self.text.push_str(&self.path);
+                let path_end = self.text.len();
+                self.text.push_str(": ");
                 let start = self.text.len();
                 if masked {
                     self.text.push_str(MASK);
                 } else {
-                    match value {
-                        Value::String(text) => {
-                            let _ = crate::json::canonical::write_string(&mut self.text, text);
-                        }
-                        // Numbers, booleans, null, and an empty object or array.
-                        other => {
-                            let _ = write!(self.text, "{other}");
-                        }
-                    }
+                    // Canonical text already writes a string as the preview shows it.
+                    self.text.push_str(value);
                     escape_invisible(&mut self.text, start);
                     self.shorten(start);
                 }
                 self.rows.push(Row {
-                    path: path_start..start,
+                    path: path_start..path_end,
                     value: start..self.text.len(),
                 });
             }
+            None => {}
         }
     }
 
-    /// Cuts the text written from `start` to at most `MAX_VALUE_CHARS` characters.
+    /// Adds `quoted` (a key as canonical text) to the path, bare if it is plain;
+    /// whether it names a secret.
+    fn key(&mut self, quoted: &str) -> bool {
+        let bare = quoted
+            .strip_prefix('"')
+            .and_then(|key| key.strip_suffix('"'))
+            .unwrap_or(quoted);
+        let plain = !bare.is_empty()
+            && bare
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if plain {
+            self.path.push_str(bare);
+            return is_secret_name(bare);
+        }
+        let start = self.path.len();
+        self.path.push_str(quoted);
+        escape_invisible(&mut self.path, start);
+        if bare.contains('\\') {
+            // Escapes spell control characters, quotes and backslashes: the name is read
+            // as the tool sees it.
+            let name = serde_json::from_str::<String>(quoted);
+            // Text it cannot read is masked: the fallback errs on the side of hiding.
+            return name.map_or(true, |name| is_secret_name(&name));
+        }
+        is_secret_name(bare)
+    }
+
+    /// The text with its rows sorted by path, and those past the limit counted.
+    fn in_path_order(self) -> String {
+        let Self {
+            mut text,
+            first,
+            mut rows,
+            ..
+        } = self;
+        // Paths are unique (keys of one object, indices of one array): by path alone.
+        let sorted = rows
+            .windows(2)
+            .all(|pair| text.get(pair[0].path.clone()) < text.get(pair[1].path.clone()));
+        if sorted && rows.len() <= MAX_ROWS {
+            return text;
+        }
+        let all = text.split_off(first);
+        rows.sort_unstable_by(|a, b| {
+            all.get(a.path.start - first..a.path.end - first)
+                .cmp(&all.get(b.path.start - first..b.path.end - first))
+        });
+        let shown = rows.len().min(MAX_ROWS);
+        for row in &rows[..shown] {
+            let whole = row.path.start - ROW_START.len() - first..row.value.end - first;
+            text.push_str(all.get(whole).unwrap_or_default());
+        }
+        if rows.len() > shown {
+            let _ = write!(text, "\n  … and {} more", rows.len() - shown);
+        }
+        text
+    }
+
     fn shorten(&mut self, start: usize) {
         // A text of at most MAX_VALUE_CHARS bytes has at most as many characters.
         if self.text.len() - start > MAX_VALUE_CHARS
@@ -327,6 +480,18 @@ mod tests {
         assert!(text.contains("\"a\\n  amount\": 1"), "{text}");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn a_secret_name_is_one_holding_a_secret_word_in_any_case(
+            name in "[a-zA-Z_ -]{0,6}(?:PassWord|passwd|SECRET|token|Key|credential|authorization|cookie)?[a-zA-Z_é-]{0,6}",
+        ) {
+            // Told apart by another means: a lowercase copy searched for each word.
+            let lower = name.to_lowercase();
+            let expected = SECRET_WORDS.iter().any(|word| lower.contains(word));
+            proptest::prop_assert_eq!(is_secret_name(&name), expected, "{}", name);
+        }
+    }
+
     #[test]
     fn secrets_are_masked_below_their_field() {
         let text = rows(
@@ -348,6 +513,11 @@ mod tests {
             "\n  list: []\n  meta: {}\n  order.id: 7\n  tags[0]: \"a\"\n  tags[1]: \"b\""
         );
         assert_eq!(rows(serde_json::json!({})), " none");
+        // Canonical order puts "a" before "a-x"; path order puts "a-x" before "a.b".
+        assert_eq!(
+            rows(serde_json::json!({"a": {"b": 1}, "a-x": 2})),
+            "\n  a-x: 2\n  a.b: 1"
+        );
     }
 
     #[test]

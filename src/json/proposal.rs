@@ -1,11 +1,9 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use serde_json::{Map, Value};
-
 use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, Scope, ToolSpec};
 use crate::gate::{ModeResolution, ModeSource};
-use crate::json::{Preview, PreviewSource, canonical_json};
+use crate::json::{Preview, PreviewSource};
 
 /// The policy in force when a call was decided: what the spec declared, what was
 /// resolved, which source decided, and the justification of a loosened spec.
@@ -93,8 +91,8 @@ pub(crate) struct Draft<'a> {
     pub(crate) scopes: &'static [Scope],
     pub(crate) actor: &'a Actor<'a>,
     pub(crate) dedupe_token: Option<&'a str>,
-    /// The input as the tool receives it, as JSON.
-    pub(crate) input: Value,
+    /// The input as the tool receives it, as RFC 8785 canonical JSON.
+    pub(crate) input: String,
     /// The tool's own preview, if it wrote one.
     pub(crate) own_preview: Option<String>,
     pub(crate) mode: ModeResolution,
@@ -115,8 +113,9 @@ impl Proposal {
             mode,
             host_floor,
         } = draft;
-        // Written once: the snapshot of the input, and the text its key is hashed from.
-        let canonical_input = canonical_json(&input);
+        // Written once: the snapshot of the input, the text its key is hashed from, and
+        // the source of the fallback preview.
+        let canonical_input = input;
         let idempotency_key = IdempotencyKey::for_canonical_call(
             spec.name(),
             &canonical_input,
@@ -126,14 +125,7 @@ impl Proposal {
         );
         let preview = match own_preview {
             Some(text) => Preview::new(text, PreviewSource::Tool),
-            None => match &input {
-                Value::Object(fields) => Preview::fallback(spec, scopes, &mode, fields),
-                other => {
-                    let mut fields = Map::new();
-                    fields.insert("value".to_string(), other.clone());
-                    Preview::fallback(spec, scopes, &mode, &fields)
-                }
-            },
+            None => Preview::fallback_of_canonical(spec, scopes, &mode, &canonical_input),
         };
         Self {
             fields: alloc::sync::Arc::new(Fields {

@@ -1,0 +1,915 @@
+//! RFC 8785 text written straight from a typed value, without building a
+//! `serde_json::Value` first: a proposal's snapshot and key, and a run key, cost one pass
+//! over the input.
+//!
+//! The text must be byte for byte what [`canonical_json`] writes for
+//! `serde_json::to_value(input)`, since keys already stored were hashed from that. So
+//! whatever the value route treats in its own way (a repeated key, a key that is not a
+//! string, a key that needs an escape, a non-finite or 32-bit float, a 128-bit integer,
+//! serde_json's private number and raw-text types) makes this writer *unsure*, and the
+//! value route writes the text instead.
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+use core::fmt;
+use core::ops::Range;
+
+use serde::Serialize;
+use serde::ser::{
+    self, Impossible, SerializeMap, SerializeSeq, SerializeStruct, SerializeStructVariant,
+    SerializeTuple, SerializeTupleStruct, SerializeTupleVariant, Serializer,
+};
+
+use super::canonical::{canonical_json, write_string};
+
+/// The canonical text of `input`: written straight from it, or, where the direct writer
+/// is unsure, through `serde_json::to_value` (whose error, if any, is returned).
+pub(crate) fn canonical_text<T: Serialize + ?Sized>(input: &T) -> Result<String, String> {
+    let mut state = State {
+        out: String::with_capacity(128),
+        entries: Vec::with_capacity(8),
+        scratch: String::new(),
+    };
+    if input.serialize(Canonical { state: &mut state }).is_ok() {
+        return Ok(state.out);
+    }
+    serde_json::to_value(input)
+        .map(|value| canonical_json(&value))
+        .map_err(|error| error.to_string())
+}
+
+/// The writer could not vouch for the text (or the value's own `Serialize` failed): the
+/// value route decides.
+#[derive(Debug)]
+struct Unsure;
+
+impl fmt::Display for Unsure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("left to the value route")
+    }
+}
+
+impl core::error::Error for Unsure {}
+
+impl ser::Error for Unsure {
+    fn custom<M: fmt::Display>(_: M) -> Self {
+        Unsure
+    }
+}
+
+/// The text so far, and the entries of the objects being written (one stack for all of
+/// them, so that nesting allocates nothing more).
+struct State {
+    out: String,
+    entries: Vec<Entry>,
+    /// Where an object's entries wait while they are put in order.
+    scratch: String,
+}
+
+/// One entry of an object, as ranges of the text: the key without its quotes, the value.
+#[derive(Clone)]
+struct Entry {
+    key: Range<usize>,
+    value: Range<usize>,
+    /// The key's first eight bytes, big-endian, zero-padded: most keys are told apart
+    /// by it alone (a key holds no zero byte: those need an escape).
+    prefix: u64,
+}
+
+/// 2^53: every integer up to it in size is exactly a double, and prints as its digits.
+const EXACT: u64 = 1 << 53;
+
+struct Canonical<'s> {
+    state: &'s mut State,
+}
+
+impl<'s> Canonical<'s> {
+    fn push(self, text: &str) -> Result<(), Unsure> {
+        self.state.out.push_str(text);
+        Ok(())
+    }
+
+    /// A number the value route keeps as a double.
+    fn double(self, double: f64) -> Result<(), Unsure> {
+        if !double.is_finite() {
+            // The value route turns it into `null`.
+            return Err(Unsure);
+        }
+        if double == 0.0 {
+            return self.push("0"); // ECMAScript prints -0 as 0
+        }
+        self.push(ryu_js::Buffer::new().format_finite(double))
+    }
+
+    fn unsigned(self, int: u64) -> Result<(), Unsure> {
+        if int <= EXACT {
+            self.push(itoa::Buffer::new().format(int))
+        } else {
+            #[allow(clippy::cast_precision_loss, reason = "RFC 8785 numbers are doubles")]
+            self.double(int as f64)
+        }
+    }
+
+    fn signed(self, int: i64) -> Result<(), Unsure> {
+        if int.unsigned_abs() <= EXACT {
+            self.push(itoa::Buffer::new().format(int))
+        } else {
+            #[allow(clippy::cast_precision_loss, reason = "RFC 8785 numbers are doubles")]
+            self.double(int as f64)
+        }
+    }
+
+    /// `{"variant":` before an enum variant's content; its compound closes it.
+    fn open_variant(&mut self, variant: &str) -> Result<(), Unsure> {
+        self.state.out.push('{');
+        write_key(&mut self.state.out, variant)?;
+        self.state.out.push(':');
+        Ok(())
+    }
+
+    fn seq(self, closes_variant: bool) -> Seq<'s> {
+        self.state.out.push('[');
+        Seq {
+            state: self.state,
+            first: true,
+            closes_variant,
+        }
+    }
+
+    fn object(self, closes_variant: bool) -> Object<'s> {
+        self.state.out.push('{');
+        Object {
+            start: self.state.out.len(),
+            base: self.state.entries.len(),
+            key: 0..0,
+            prefix: 0,
+            state: self.state,
+            closes_variant,
+        }
+    }
+}
+
+/// A key as canonical text, when it needs no escape (the value route's text for one that
+/// does is left to it: the writer compares keys as written).
+fn write_key(out: &mut String, key: &str) -> Result<(), Unsure> {
+    if key
+        .bytes()
+        .any(|byte| byte == b'"' || byte == b'\\' || byte < b' ')
+    {
+        return Err(Unsure);
+    }
+    out.push('"');
+    out.push_str(key);
+    out.push('"');
+    Ok(())
+}
+
+/// serde_json's own types that serialise as a struct with a private name (its exact
+/// numbers and raw text): left to the value route.
+fn is_private(name: &str) -> bool {
+    name.starts_with("$serde_json::private::")
+}
+
+impl<'s> Serializer for Canonical<'s> {
+    type Ok = ();
+    type Error = Unsure;
+    type SerializeSeq = Seq<'s>;
+    type SerializeTuple = Seq<'s>;
+    type SerializeTupleStruct = Seq<'s>;
+    type SerializeTupleVariant = Seq<'s>;
+    type SerializeMap = Object<'s>;
+    type SerializeStruct = Object<'s>;
+    type SerializeStructVariant = Object<'s>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Unsure> {
+        self.push(if v { "true" } else { "false" })
+    }
+
+    fn serialize_i8(self, v: i8) -> Result<(), Unsure> {
+        self.signed(v.into())
+    }
+
+    fn serialize_i16(self, v: i16) -> Result<(), Unsure> {
+        self.signed(v.into())
+    }
+
+    fn serialize_i32(self, v: i32) -> Result<(), Unsure> {
+        self.signed(v.into())
+    }
+
+    fn serialize_i64(self, v: i64) -> Result<(), Unsure> {
+        self.signed(v)
+    }
+
+    fn serialize_u8(self, v: u8) -> Result<(), Unsure> {
+        self.unsigned(v.into())
+    }
+
+    fn serialize_u16(self, v: u16) -> Result<(), Unsure> {
+        self.unsigned(v.into())
+    }
+
+    fn serialize_u32(self, v: u32) -> Result<(), Unsure> {
+        self.unsigned(v.into())
+    }
+
+    fn serialize_u64(self, v: u64) -> Result<(), Unsure> {
+        self.unsigned(v)
+    }
+
+    fn serialize_f32(self, _: f32) -> Result<(), Unsure> {
+        // The value route widens it in its own way.
+        Err(Unsure)
+    }
+
+    fn serialize_f64(self, v: f64) -> Result<(), Unsure> {
+        self.double(v)
+    }
+
+    fn serialize_char(self, v: char) -> Result<(), Unsure> {
+        self.serialize_str(v.encode_utf8(&mut [0; 4]))
+    }
+
+    fn serialize_str(self, v: &str) -> Result<(), Unsure> {
+        write_string(&mut self.state.out, v).map_err(|_| Unsure)
+    }
+
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Unsure> {
+        let out = &mut self.state.out;
+        out.push('[');
+        for (i, byte) in v.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(itoa::Buffer::new().format(*byte));
+        }
+        out.push(']');
+        Ok(())
+    }
+
+    fn serialize_none(self) -> Result<(), Unsure> {
+        self.push("null")
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Unsure> {
+        value.serialize(self)
+    }
+
+    fn serialize_unit(self) -> Result<(), Unsure> {
+        self.push("null")
+    }
+
+    fn serialize_unit_struct(self, _: &'static str) -> Result<(), Unsure> {
+        self.push("null")
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<(), Unsure> {
+        self.serialize_str(variant)
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<(), Unsure> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        mut self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Unsure> {
+        self.open_variant(variant)?;
+        value.serialize(Canonical {
+            state: &mut *self.state,
+        })?;
+        self.push("}")
+    }
+
+    fn serialize_seq(self, _: Option<usize>) -> Result<Seq<'s>, Unsure> {
+        Ok(self.seq(false))
+    }
+
+    fn serialize_tuple(self, _: usize) -> Result<Seq<'s>, Unsure> {
+        Ok(self.seq(false))
+    }
+
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Seq<'s>, Unsure> {
+        Ok(self.seq(false))
+    }
+
+    fn serialize_tuple_variant(
+        mut self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Seq<'s>, Unsure> {
+        self.open_variant(variant)?;
+        Ok(self.seq(true))
+    }
+
+    fn serialize_map(self, _: Option<usize>) -> Result<Object<'s>, Unsure> {
+        Ok(self.object(false))
+    }
+
+    fn serialize_struct(self, name: &'static str, _: usize) -> Result<Object<'s>, Unsure> {
+        if is_private(name) {
+            return Err(Unsure);
+        }
+        Ok(self.object(false))
+    }
+
+    fn serialize_struct_variant(
+        mut self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Object<'s>, Unsure> {
+        self.open_variant(variant)?;
+        Ok(self.object(true))
+    }
+
+    fn serialize_i128(self, _: i128) -> Result<(), Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_u128(self, _: u128) -> Result<(), Unsure> {
+        Err(Unsure)
+    }
+}
+
+/// An array, a tuple, or a tuple variant's content.
+struct Seq<'s> {
+    state: &'s mut State,
+    first: bool,
+    closes_variant: bool,
+}
+
+impl Seq<'_> {
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
+        if !self.first {
+            self.state.out.push(',');
+        }
+        self.first = false;
+        value.serialize(Canonical {
+            state: &mut *self.state,
+        })
+    }
+
+    fn close(self) -> Result<(), Unsure> {
+        self.state.out.push(']');
+        if self.closes_variant {
+            self.state.out.push('}');
+        }
+        Ok(())
+    }
+}
+
+impl SerializeSeq for Seq<'_> {
+    type Ok = ();
+    type Error = Unsure;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Unsure> {
+        self.close()
+    }
+}
+
+impl SerializeTuple for Seq<'_> {
+    type Ok = ();
+    type Error = Unsure;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Unsure> {
+        self.close()
+    }
+}
+
+impl SerializeTupleStruct for Seq<'_> {
+    type Ok = ();
+    type Error = Unsure;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Unsure> {
+        self.close()
+    }
+}
+
+impl SerializeTupleVariant for Seq<'_> {
+    type Ok = ();
+    type Error = Unsure;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
+        self.element(value)
+    }
+
+    fn end(self) -> Result<(), Unsure> {
+        self.close()
+    }
+}
+
+/// A map, a struct, or a struct variant's content. Entries are written where they come,
+/// and their ranges kept: most inputs arrive in canonical order already, and need
+/// nothing more; the others are put in order at the end.
+struct Object<'s> {
+    state: &'s mut State,
+    /// Where the first entry begins (after the `{`).
+    start: usize,
+    /// This object's first entry on the shared stack.
+    base: usize,
+    /// The key just written, waiting for its value, and its prefix.
+    key: Range<usize>,
+    prefix: u64,
+    closes_variant: bool,
+}
+
+impl Object<'_> {
+    fn write_key_with(
+        &mut self,
+        write: impl FnOnce(&mut String) -> Result<(), Unsure>,
+    ) -> Result<(), Unsure> {
+        let out = &mut self.state.out;
+        if self.state.entries.len() > self.base {
+            out.push(',');
+        }
+        let quote = out.len();
+        write(out)?;
+        self.key = quote + 1..out.len() - 1;
+        let mut prefix = [0; 8];
+        let key = out.as_bytes().get(self.key.clone()).unwrap_or_default();
+        let len = key.len().min(8);
+        prefix[..len].copy_from_slice(&key[..len]);
+        self.prefix = u64::from_be_bytes(prefix);
+        out.push(':');
+        Ok(())
+    }
+
+    fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
+        let start = self.state.out.len();
+        value.serialize(Canonical {
+            state: &mut *self.state,
+        })?;
+        let end = self.state.out.len();
+        self.state.entries.push(Entry {
+            key: self.key.clone(),
+            value: start..end,
+            prefix: self.prefix,
+        });
+        Ok(())
+    }
+
+    fn close(self) -> Result<(), Unsure> {
+        let State {
+            out,
+            entries,
+            scratch,
+        } = self.state;
+        let mine = &mut entries[self.base..];
+        // Byte order is RFC 8785's (UTF-16) order unless a key holds a character beyond
+        // the Basic Multilingual Plane (a lead byte of 0xF0 or more).
+        let basic = mine
+            .iter()
+            .all(|entry| key_of(out, entry, 0).iter().all(|byte| *byte < 0xF0));
+        let in_order = basic
+            && mine
+                .windows(2)
+                .all(|pair| match pair[0].prefix.cmp(&pair[1].prefix) {
+                    Ordering::Equal => key_of(out, &pair[0], 0) < key_of(out, &pair[1], 0),
+                    order => order == Ordering::Less,
+                });
+        if !in_order {
+            scratch.clear();
+            scratch.push_str(out.get(self.start..).unwrap_or_default());
+            out.truncate(self.start);
+            let start = self.start;
+            let key = |entry: &Entry| key_of(scratch, entry, start);
+            if basic {
+                mine.sort_unstable_by(|a, b| {
+                    a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b)))
+                });
+            } else {
+                let utf16 = |entry: &Entry| {
+                    core::str::from_utf8(key(entry))
+                        .unwrap_or_default()
+                        .encode_utf16()
+                };
+                mine.sort_unstable_by(|a, b| utf16(a).cmp(utf16(b)));
+            }
+            if mine.windows(2).any(|pair| key(&pair[0]) == key(&pair[1])) {
+                // The value route keeps the last of a repeated key.
+                return Err(Unsure);
+            }
+            for (i, entry) in mine.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let quoted = entry.key.start - 1 - start..entry.value.end - start;
+                out.push_str(scratch.get(quoted).unwrap_or_default());
+            }
+        }
+        entries.truncate(self.base);
+        out.push('}');
+        if self.closes_variant {
+            out.push('}');
+        }
+        Ok(())
+    }
+}
+
+/// The key of `entry` in `text`, which begins at `from` of the whole text.
+fn key_of<'t>(text: &'t str, entry: &Entry, from: usize) -> &'t [u8] {
+    text.get(entry.key.start - from..entry.key.end - from)
+        .unwrap_or_default()
+        .as_bytes()
+}
+
+impl SerializeMap for Object<'_> {
+    type Ok = ();
+    type Error = Unsure;
+
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Unsure> {
+        self.write_key_with(|out| key.serialize(MapKey { out }))
+    }
+
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
+        self.value(value)
+    }
+
+    fn end(self) -> Result<(), Unsure> {
+        self.close()
+    }
+}
+
+impl SerializeStruct for Object<'_> {
+    type Ok = ();
+    type Error = Unsure;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Unsure> {
+        self.write_key_with(|out| write_key(out, key))?;
+        self.value(value)
+    }
+
+    fn end(self) -> Result<(), Unsure> {
+        self.close()
+    }
+}
+
+impl SerializeStructVariant for Object<'_> {
+    type Ok = ();
+    type Error = Unsure;
+
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Unsure> {
+        self.write_key_with(|out| write_key(out, key))?;
+        self.value(value)
+    }
+
+    fn end(self) -> Result<(), Unsure> {
+        self.close()
+    }
+}
+
+/// A map's key: a string (or a character, or a newtype of one). serde_json also turns
+/// numbers and booleans into keys; those are left to it.
+struct MapKey<'o> {
+    out: &'o mut String,
+}
+
+macro_rules! unsure_keys {
+    ($($method:ident($($arg:ty),*)),* $(,)?) => {
+        $(
+            fn $method(self, $(_: $arg),*) -> Result<(), Unsure> {
+                Err(Unsure)
+            }
+        )*
+    };
+}
+
+impl Serializer for MapKey<'_> {
+    type Ok = ();
+    type Error = Unsure;
+    type SerializeSeq = Impossible<(), Unsure>;
+    type SerializeTuple = Impossible<(), Unsure>;
+    type SerializeTupleStruct = Impossible<(), Unsure>;
+    type SerializeTupleVariant = Impossible<(), Unsure>;
+    type SerializeMap = Impossible<(), Unsure>;
+    type SerializeStruct = Impossible<(), Unsure>;
+    type SerializeStructVariant = Impossible<(), Unsure>;
+
+    fn serialize_str(self, v: &str) -> Result<(), Unsure> {
+        write_key(self.out, v)
+    }
+
+    fn serialize_char(self, v: char) -> Result<(), Unsure> {
+        write_key(self.out, v.encode_utf8(&mut [0; 4]))
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &T,
+    ) -> Result<(), Unsure> {
+        value.serialize(self)
+    }
+
+    unsure_keys!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_i128(i128),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_u128(u128),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str),
+        serialize_unit_variant(&'static str, u32, &'static str),
+    );
+
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<(), Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &T,
+    ) -> Result<(), Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Unsure> {
+        Err(Unsure)
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, Unsure> {
+        Err(Unsure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::collections::BTreeMap;
+    use alloc::string::String;
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use proptest::prelude::*;
+    use serde::Serialize;
+    use serde::ser::{SerializeMap, Serializer};
+
+    use super::{Canonical, State, canonical_text};
+    use crate::json::canonical_json;
+
+    /// The direct writer alone: `None` where it leaves the text to the value route.
+    fn direct<T: Serialize>(input: &T) -> Option<String> {
+        let mut state = State {
+            out: String::new(),
+            entries: Vec::new(),
+            scratch: String::new(),
+        };
+        input.serialize(Canonical { state: &mut state }).ok()?;
+        Some(state.out)
+    }
+
+    /// The value route: what keys were always hashed from.
+    fn by_value<T: Serialize>(input: &T) -> String {
+        canonical_json(&serde_json::to_value(input).expect("serialisable"))
+    }
+
+    #[derive(Clone, Debug, Serialize)]
+    enum Kind {
+        Plain,
+        Wrapped(u8),
+        Pair(i32, bool),
+        Shaped { zeta: u8, alpha: String },
+    }
+
+    /// Fields declared out of canonical order, nesting, every shape of enum.
+    #[derive(Clone, Debug, Serialize)]
+    struct Call {
+        zulu: u64,
+        alpha: i64,
+        #[serde(rename = "é")]
+        accented: f64,
+        #[serde(rename = "😀")]
+        astral: bool,
+        #[serde(rename = "\u{ff61}")]
+        beyond_astral_in_utf8: Option<String>,
+        nested: BTreeMap<String, Vec<Kind>>,
+        tuple: (char, ()),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        skipped: Option<u8>,
+    }
+
+    fn kind() -> impl Strategy<Value = Kind> {
+        prop_oneof![
+            Just(Kind::Plain),
+            any::<u8>().prop_map(Kind::Wrapped),
+            (any::<i32>(), any::<bool>()).prop_map(|(a, b)| Kind::Pair(a, b)),
+            (any::<u8>(), ".{0,6}").prop_map(|(zeta, alpha)| Kind::Shaped { zeta, alpha }),
+        ]
+    }
+
+    fn call() -> impl Strategy<Value = Call> {
+        (
+            any::<u64>(),
+            any::<i64>(),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()),
+            any::<bool>(),
+            proptest::option::of(".{0,8}"),
+            proptest::collection::btree_map(
+                "[a-zA-Z0-9_é😀\u{ff61}-]{0,5}",
+                proptest::collection::vec(kind(), 0..3),
+                0..4,
+            ),
+            any::<char>(),
+            proptest::option::of(any::<u8>()),
+        )
+            .prop_map(
+                |(zulu, alpha, accented, astral, beyond, nested, c, skipped)| Call {
+                    zulu,
+                    alpha,
+                    accented,
+                    astral,
+                    beyond_astral_in_utf8: beyond,
+                    nested,
+                    tuple: (c, ()),
+                    skipped,
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn the_direct_text_is_the_value_routes(call in call()) {
+            let written = direct(&call);
+            // Every shape here is one the writer vouches for: the fast way is taken.
+            prop_assert!(written.is_some());
+            prop_assert_eq!(written.unwrap(), by_value(&call));
+        }
+
+        #[test]
+        fn maps_of_any_string_keys_agree(map in proptest::collection::btree_map(".{0,4}", any::<i16>(), 0..6)) {
+            // Keys with control characters, quotes or backslashes go the value route.
+            prop_assert_eq!(canonical_text(&map).unwrap(), by_value(&map));
+        }
+
+        #[test]
+        fn any_double_agrees(double in any::<f64>(), single in any::<f32>()) {
+            prop_assert_eq!(canonical_text(&double).unwrap(), by_value(&double));
+            prop_assert_eq!(canonical_text(&single).unwrap(), by_value(&single));
+        }
+    }
+
+    #[test]
+    fn keys_in_utf16_order_not_byte_order() {
+        // U+FF61 sorts after U+1F600 in UTF-8 bytes' terms reversed: UTF-16 puts the
+        // surrogate pair (0xD83D…) before 0xFF61.
+        let text = direct(&BTreeMap::from([("\u{ff61}", 1), ("😀", 2)])).unwrap();
+        assert_eq!(text, "{\"😀\":2,\"\u{ff61}\":1}");
+    }
+
+    /// A map that repeats a key, as a hand-written `Serialize` (or `flatten`) can.
+    struct Repeats;
+
+    impl Serialize for Repeats {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(None)?;
+            map.serialize_entry("b", &1)?;
+            map.serialize_entry("a", &2)?;
+            map.serialize_entry("b", &3)?;
+            map.end()
+        }
+    }
+
+    #[test]
+    fn what_the_value_route_treats_its_own_way_is_left_to_it() {
+        let cases: Vec<(Option<String>, String, String)> = vec![
+            (
+                direct(&Repeats),
+                canonical_text(&Repeats).unwrap(),
+                by_value(&Repeats),
+            ),
+            (
+                direct(&BTreeMap::from([(1u8, true)])),
+                canonical_text(&BTreeMap::from([(1u8, true)])).unwrap(),
+                by_value(&BTreeMap::from([(1u8, true)])),
+            ),
+            (
+                direct(&f64::NAN),
+                canonical_text(&f64::NAN).unwrap(),
+                by_value(&f64::NAN),
+            ),
+            (
+                direct(&1.5f32),
+                canonical_text(&1.5f32).unwrap(),
+                by_value(&1.5f32),
+            ),
+            (
+                direct(&7i128),
+                canonical_text(&7i128).unwrap(),
+                by_value(&7i128),
+            ),
+            (
+                direct(&BTreeMap::from([("a\nb", 1)])),
+                canonical_text(&BTreeMap::from([("a\nb", 1)])).unwrap(),
+                by_value(&BTreeMap::from([("a\nb", 1)])),
+            ),
+        ];
+        for (direct, text, expected) in cases {
+            assert_eq!(direct, None, "{expected}");
+            assert_eq!(text, expected);
+        }
+        assert_eq!(by_value(&Repeats), r#"{"a":2,"b":3}"#);
+    }
+
+    #[test]
+    fn a_serialize_error_is_the_value_routes_error() {
+        struct Fails;
+        impl Serialize for Fails {
+            fn serialize<S: Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+                Err(serde::ser::Error::custom("no"))
+            }
+        }
+        assert_eq!(canonical_text(&Fails), Err("no".into()));
+    }
+
+    #[test]
+    fn numbers_print_as_ecmascript_prints_doubles() {
+        let text = direct(&(9_007_199_254_740_993u64, -0.0f64, 1e21f64, 0.1f64, u64::MAX)).unwrap();
+        assert_eq!(text, "[9007199254740992,0,1e+21,0.1,18446744073709552000]");
+    }
+}
