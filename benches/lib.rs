@@ -5,10 +5,14 @@
 //! `governance.rs` times them with criterion, `allocations.rs` counts their allocations,
 //! and `profile.rs` runs one path in a loop for callgrind.
 
-use cairnloop::approvals::{AuditSink, DiscardAudit, MemoryStore};
+use cairnloop::approvals::{
+    ApprovalLane, ApprovalStore, AuditRecord, AuditSink, DiscardAudit, MemoryStore, StoreError,
+    TransitionEvent,
+};
+use cairnloop::gate::LaneState;
 use cairnloop::{
-    Actor, Governor, InputErrors, Invocation, PolicyDenial, Registry, RiskTier, Scope, Tool,
-    ToolCall, ToolEntry, ToolSpec,
+    Actor, Governor, IdempotencyKey, InputErrors, Invocation, PolicyDenial, Registry, RiskTier,
+    Scope, Tool, ToolCall, ToolEntry, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
 
@@ -169,10 +173,70 @@ pub fn discarding() -> Governor<(), MemoryStore> {
     governor(DiscardAudit)
 }
 
+/// A governor whose sink and store both discard: a proposal's figure is the pipeline's
+/// (decode, gates, canonical text, key, preview, snapshots, the lane opened), without a
+/// store's bookkeeping, which the store benches measure on their own.
+pub fn discarding_all() -> Governor<(), DiscardStore> {
+    Governor::new(&SHIPPING)
+        .with_audit_sink(DiscardAudit)
+        .with_store(DiscardStore)
+}
+
+/// A store that keeps nothing: every lane is new, nothing is found. For measuring the
+/// pipeline alone; no host would use it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DiscardStore;
+
+impl ApprovalStore for DiscardStore {
+    async fn insert(
+        &self,
+        lane: ApprovalLane,
+        _: TransitionEvent,
+    ) -> Result<(ApprovalLane, bool), StoreError> {
+        Ok((lane, true))
+    }
+
+    async fn get(&self, _: &IdempotencyKey) -> Result<Option<ApprovalLane>, StoreError> {
+        Ok(None)
+    }
+
+    async fn transition(
+        &self,
+        _: u64,
+        _: ApprovalLane,
+        _: TransitionEvent,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn transition_detached(&self, _: u64, _: ApprovalLane, _: TransitionEvent) {}
+
+    async fn append(&self, _: AuditRecord) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn events_since(&self, _: u64, _: usize) -> Result<Vec<(u64, AuditRecord)>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    async fn list(
+        &self,
+        _: LaneState,
+        _: Option<&IdempotencyKey>,
+        _: usize,
+    ) -> Result<Vec<ApprovalLane>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
 /// One call of `path` through `governor`; its outcome's code. A proposal is made on a
 /// fresh key each time only if the store is fresh: callers that repeat it measure the
 /// repeat (the same proposal found again) unless they pass `fresh`.
-pub fn call(governor: &Governor<(), MemoryStore>, path: Path, arguments: &str) -> &'static str {
+pub fn call<S: ApprovalStore>(
+    governor: &Governor<(), S>,
+    path: Path,
+    arguments: &str,
+) -> &'static str {
     let (name, scoped) = path.call();
     let scopes: &[&str] = if scoped { &["orders:write"] } else { &[] };
     let actor = Actor::new("agent", scopes);
@@ -192,6 +256,14 @@ pub fn run<F: std::future::Future>(future: F) -> F::Output {
         std::task::Poll::Ready(output) => output,
         std::task::Poll::Pending => pollster::block_on(future),
     }
+}
+
+/// `count` argument texts like [`SHIPMENT`], each with its own order number (from
+/// `first`): each is a new proposal to a governor that has not seen it.
+pub fn distinct_shipments(first: u64, count: u64) -> Vec<String> {
+    (first..first + count)
+        .map(|order| SHIPMENT.replacen("1001", &order.to_string(), 1))
+        .collect()
 }
 
 /// The floor: decode the same text with serde_json, call the tool's function directly,

@@ -287,15 +287,20 @@ impl MemoryStore {
         event: TransitionEvent,
     ) -> Result<(ApprovalLane, bool), StoreError> {
         let mut memory = self.lock()?;
-        if let Some(existing) = memory.lanes.get(&lane.key()) {
-            return Ok((existing.clone(), false));
+        use std::collections::btree_map;
+        let full = memory.lanes.len() >= self.capacity;
+        // One search of the tree, whether the key is there or not.
+        match memory.lanes.entry(lane.key()) {
+            btree_map::Entry::Occupied(existing) => return Ok((existing.get().clone(), false)),
+            btree_map::Entry::Vacant(_) if full => {
+                return Err(StoreError::Full {
+                    capacity: self.capacity,
+                });
+            }
+            btree_map::Entry::Vacant(vacant) => {
+                vacant.insert(lane.clone());
+            }
         }
-        if memory.lanes.len() >= self.capacity {
-            return Err(StoreError::Full {
-                capacity: self.capacity,
-            });
-        }
-        memory.lanes.insert(lane.key(), lane.clone());
         memory.events.push(AuditRecord::Transition(event));
         Ok((lane, true))
     }
