@@ -450,8 +450,17 @@ fn precedence_unknown_before_input_before_scope_before_policy_before_mode() {
         blocked(call(&nobody, &desk, "refund_order", args)).code(),
         "scope_missing"
     );
-    // A denying policy on an always-blocked tool: policy wins.
+    // Bad input and a denying policy (the scopes held): input wins.
     let agent = Actor::new("agent-9", EVERY_SCOPE);
+    assert_eq!(
+        blocked(call(&agent, &desk, "refund_order", "[")).code(),
+        "needs_input"
+    );
+    assert_eq!(
+        blocked(call(&agent, &desk, "refund_order", args)).code(),
+        "policy_denied"
+    );
+    // A denying policy on an always-blocked tool: policy wins.
     assert_eq!(
         blocked(call(&agent, &desk, "delete_customer", r#"{"customer": 9}"#)).code(),
         "policy_denied"

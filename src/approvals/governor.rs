@@ -476,16 +476,21 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         context: &C,
     ) -> Result<Outcome, ApprovalError> {
         match lane.state() {
-            LaneState::Approved => match self.execute(&lane.key(), actor, context).await {
-                Ok(output) => Ok(Outcome::Executed(output)),
-                Err(ApprovalError::ExecutionFailed { error, .. }) => Ok(Outcome::Failed(error)),
-                // Refused before anything ran (invalidated, expired, another caller won
-                // the claim), or ran with its outcome unrecorded: the lane says where it
-                // stands now.
-                Err(_) => Ok(Outcome::AwaitingApproval(Box::new(
-                    self.lane(&lane.key()).await?,
-                ))),
-            },
+            // Boxed: the run of an approved call is most of this state, and every call
+            // (also one that runs at once or is blocked) would otherwise carry and move
+            // it; a repeat of an approved call is the rare case.
+            LaneState::Approved => {
+                match Box::pin(self.execute(&lane.key(), actor, context)).await {
+                    Ok(output) => Ok(Outcome::Executed(output)),
+                    Err(ApprovalError::ExecutionFailed { error, .. }) => Ok(Outcome::Failed(error)),
+                    // Refused before anything ran (invalidated, expired, another caller won
+                    // the claim), or ran with its outcome unrecorded: the lane says where it
+                    // stands now.
+                    Err(_) => Ok(Outcome::AwaitingApproval(Box::new(
+                        self.lane(&lane.key()).await?,
+                    ))),
+                }
+            }
             LaneState::Executed => match lane.output() {
                 Some(output) => Ok(Outcome::Executed(output.clone())),
                 None => Ok(Outcome::AwaitingApproval(Box::new(lane))),

@@ -487,7 +487,7 @@ fn revalidate<C: ?Sized + 'static>(
     let codec = entry.and_then(ToolEntry::codec);
     let verdict = run_gates(
         entry.map(Subject::of),
-        |_| match codec {
+        || match codec {
             Some(codec) => decode_stored(codec, proposal.input(), governance.limits()),
             None => Err(Blocked::NotCallableByName),
         },

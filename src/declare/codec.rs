@@ -35,6 +35,9 @@ pub(crate) enum RunKey<'a> {
 pub(crate) struct Codec<C: ?Sized + 'static> {
     /// Argument text → the tool's input, strictly, then `Tool::validate`.
     pub(crate) decode: fn(&str, &InputLimits) -> Result<ErasedInput, InputErrors>,
+    /// The same verdict as `decode`, for a call that will be blocked anyway: the input is
+    /// decoded and validated, then dropped (never type-erased).
+    pub(crate) check: fn(&str, &InputLimits) -> Result<(), InputErrors>,
     /// The tool's own preview of an input.
     pub(crate) preview: fn(&ErasedInput, &mut dyn fmt::Write) -> Option<fmt::Result>,
     /// The input as the tool receives it, as RFC 8785 canonical JSON: the text its

@@ -295,7 +295,7 @@ pub fn decide<'a, T: Tool + ?Sized>(
     let subject = Subject::new(spec, T::SCOPES, T::authorize);
     let verdict = run_gates(
         Some(subject),
-        |_| validated::<T>(input),
+        || validated::<T>(input),
         actor,
         context,
         policy,
@@ -402,6 +402,32 @@ impl<I> Verdict<I> {
     }
 }
 
+/// Gate 1 of [`run_gates`]: the call's input, decoded and validated. An input that gate 2
+/// or 3 will block anyway is only checked, not kept (a call by name then builds no
+/// type-erased input).
+pub(crate) trait InputGate<C: ?Sized> {
+    /// What the call goes on with.
+    type Input;
+
+    /// The input, decoded and validated → `NeedsInput` (or what it says).
+    fn decode(self) -> Result<Self::Input, Blocked>;
+
+    /// The same verdict as [`InputGate::decode`], without keeping the input.
+    fn check(self) -> Result<(), Blocked>;
+}
+
+impl<I, C: ?Sized, F: FnOnce() -> Result<I, Blocked>> InputGate<C> for F {
+    type Input = I;
+
+    fn decode(self) -> Result<I, Blocked> {
+        self()
+    }
+
+    fn check(self) -> Result<(), Blocked> {
+        self().map(drop)
+    }
+}
+
 /// The gate sequence, the one place it is written. In order, the first failure wins:
 /// 0. the tool resolved (`subject` is `None` for a name no tool has) → `UnknownTool`;
 /// 1. `input` decodes and validates the call's input → `NeedsInput` (or what it says);
@@ -409,26 +435,33 @@ impl<I> Verdict<I> {
 /// 3. the tool's policy → `PolicyDenied`;
 /// 4. the strictest mode of spec, host tier floor and hook → `AlwaysBlocked`, else
 ///    execute (`Auto`) or await approval.
-pub(crate) fn run_gates<I, C: ?Sized>(
+///
+/// Gates 2 and 3 need no input (a policy sees the actor and the context only), so they
+/// are decided first; the answer still follows the order above.
+pub(crate) fn run_gates<G: InputGate<C>, C: ?Sized>(
     subject: Option<Subject<'_, C>>,
-    input: impl FnOnce(&Subject<'_, C>) -> Result<I, Blocked>,
+    input: G,
     actor: &Actor<'_>,
     context: &C,
     policy: &ModePolicy<C>,
-) -> Verdict<I> {
+) -> Verdict<G::Input> {
     let Some(subject) = subject else {
         return Verdict::Blocked(Blocked::UnknownTool);
     };
-    let input = match input(&subject) {
+    let later = match check_scopes(subject.scopes, actor) {
+        Err(missing) => Some(Blocked::ScopeMissing { missing }),
+        Ok(()) => (subject.authorize)(actor, context)
+            .err()
+            .map(|reason| Blocked::PolicyDenied { reason }),
+    };
+    if let Some(later) = later {
+        // An invalid input is still reported first.
+        return Verdict::Blocked(input.check().err().unwrap_or(later));
+    }
+    let input = match input.decode() {
         Ok(input) => input,
         Err(blocked) => return Verdict::Blocked(blocked),
     };
-    if let Err(missing) = check_scopes(subject.scopes, actor) {
-        return Verdict::Blocked(Blocked::ScopeMissing { missing });
-    }
-    if let Err(reason) = (subject.authorize)(actor, context) {
-        return Verdict::Blocked(Blocked::PolicyDenied { reason });
-    }
     let mode = policy.resolve(subject.spec, actor, context);
     match mode.resolved() {
         ApprovalMode::AlwaysBlock => Verdict::Blocked(Blocked::AlwaysBlocked {
@@ -464,7 +497,7 @@ pub fn verdict_for<C: ?Sized + 'static>(
     context: &C,
     policy: &ModePolicy<C>,
 ) -> Verdict<()> {
-    run_gates(Some(Subject::of(entry)), |_| Ok(()), actor, context, policy)
+    run_gates(Some(Subject::of(entry)), || Ok(()), actor, context, policy)
 }
 
 /// Runs an allowed call: the one place in this crate that calls [`Tool::run`]. It takes

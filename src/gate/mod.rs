@@ -11,7 +11,7 @@ mod visibility;
 pub use access::{MissingScopes, check_scopes};
 pub use decision::{Blocked, Decision, Pending, Verdict, decide, execute, verdict_for};
 #[cfg(feature = "serde")]
-pub(crate) use decision::{Subject, run_gates};
+pub(crate) use decision::{InputGate, Subject, run_gates};
 pub use lane::{LaneAction, LaneState, TransitionError};
 pub use mode_policy::{ModeHook, ModePolicy, ModeResolution, ModeSource};
 pub use time::{Timestamp, Ttl, Utc};

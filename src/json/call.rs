@@ -4,7 +4,7 @@ use core::fmt;
 use crate::declare::{
     Actor, Codec, ErasedInput, InputLimits, Registry, RunFuture, RunKey, ToolEntry,
 };
-use crate::gate::{Blocked, ModePolicy, Subject, Verdict, run_gates};
+use crate::gate::{Blocked, InputGate, ModePolicy, Subject, Verdict, run_gates};
 use crate::json::Proposal;
 use crate::json::proposal::Draft;
 
@@ -207,22 +207,50 @@ pub(crate) fn gate_call<C: ?Sized + 'static>(
     let entry = registry.get(call.name());
     let verdict = run_gates(
         entry.map(Subject::of),
-        |_| {
-            let entry = entry.ok_or(Blocked::UnknownTool)?;
-            let codec = entry.codec().ok_or(Blocked::NotCallableByName)?;
-            let input = (codec.decode)(call.arguments(), governance.limits())
-                .map_err(|errors| Blocked::NeedsInput { errors })?;
-            Ok(Admitted {
-                entry,
-                codec,
-                input,
-            })
+        ByName {
+            entry,
+            arguments: call.arguments(),
+            limits: governance.limits(),
         },
         actor,
         context,
         governance.mode_policy(),
     );
     (entry, verdict)
+}
+
+/// Gate 1 of a call by name: its argument text, through the tool's codec.
+struct ByName<'a, C: ?Sized + 'static> {
+    entry: Option<&'static ToolEntry<C>>,
+    arguments: &'a str,
+    limits: &'a InputLimits,
+}
+
+impl<C: ?Sized + 'static> ByName<'_, C> {
+    fn codec(&self) -> Result<(&'static ToolEntry<C>, &'static Codec<C>), Blocked> {
+        let entry = self.entry.ok_or(Blocked::UnknownTool)?;
+        Ok((entry, entry.codec().ok_or(Blocked::NotCallableByName)?))
+    }
+}
+
+impl<C: ?Sized + 'static> InputGate<C> for ByName<'_, C> {
+    type Input = Admitted<C>;
+
+    fn decode(self) -> Result<Admitted<C>, Blocked> {
+        let (entry, codec) = self.codec()?;
+        let input = (codec.decode)(self.arguments, self.limits)
+            .map_err(|errors| Blocked::NeedsInput { errors })?;
+        Ok(Admitted {
+            entry,
+            codec,
+            input,
+        })
+    }
+
+    fn check(self) -> Result<(), Blocked> {
+        let (_, codec) = self.codec()?;
+        (codec.check)(self.arguments, self.limits).map_err(|errors| Blocked::NeedsInput { errors })
+    }
 }
 
 /// Runs a call by name that passed the gates: through the tool's codec, which calls the

@@ -171,6 +171,7 @@ where
 {
     Codec {
         decode: decode_input::<T>,
+        check: check_input::<T>,
         preview: preview_input::<T>,
         canonical: input_canonical::<T>,
         run: run_input::<T>,
@@ -191,6 +192,15 @@ where
     let input: T::Input = decode_text(arguments, limits)?;
     T::validate(&input)?;
     Ok(Box::new(input))
+}
+
+fn check_input<T>(arguments: &str, limits: &InputLimits) -> Result<(), InputErrors>
+where
+    T: Tool,
+    T::Input: DeserializeOwned + Send + 'static,
+{
+    let input: T::Input = decode_text(arguments, limits)?;
+    T::validate(&input)
 }
 
 fn preview_input<T>(input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result>

@@ -47,7 +47,11 @@ impl Watch {
         }
     }
 
+    // The fast way tracks nothing: each of these is one inlined test there, and the
+    // tracking itself stays out of line.
+
     /// How long the path is now (0 when not tracking).
+    #[inline]
     fn mark(&self) -> usize {
         self.track
             .as_ref()
@@ -55,6 +59,7 @@ impl Watch {
     }
 
     /// Back to a path `mark` returned.
+    #[inline]
     fn back_to(&self, mark: usize) {
         if let Some(track) = &self.track {
             track.borrow_mut().path.truncate(mark);
@@ -62,12 +67,10 @@ impl Watch {
     }
 
     /// One step down: a key or an index.
+    #[inline]
     fn step(&self, token: &dyn fmt::Display) {
         if let Some(track) = &self.track {
-            let path = &mut track.borrow_mut().path;
-            path.push('/');
-            let token = token.to_string();
-            super::strict::push_pointer_token(path, &token);
+            step_on(track, token);
         }
     }
 
@@ -96,6 +99,14 @@ impl Watch {
             self.doubt();
         }
     }
+}
+
+#[inline(never)]
+fn step_on(track: &RefCell<Tracking>, token: &dyn fmt::Display) {
+    let path = &mut track.borrow_mut().path;
+    path.push('/');
+    let token = token.to_string();
+    super::strict::push_pointer_token(path, &token);
 }
 
 /// `text` decoded into `T` in one pass, when the watch vouches that the strict parse
