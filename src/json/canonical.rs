@@ -125,6 +125,12 @@ fn write_entries<'v, W: Write + ?Sized>(
 }
 
 pub(crate) fn write_string<W: Write + ?Sized>(out: &mut W, string: &str) -> fmt::Result {
+    if !needs_escape(string) {
+        // Most strings: one pass that the compiler can widen, and three writes.
+        out.write_str("\"")?;
+        out.write_str(string)?;
+        return out.write_str("\"");
+    }
     out.write_str("\"")?;
     // Runs of characters that need no escape are written as one slice. Every character
     // to escape is ASCII, and no byte of a multi-byte character is: bytes will do.
@@ -151,4 +157,12 @@ pub(crate) fn write_string<W: Write + ?Sized>(out: &mut W, string: &str) -> fmt:
     }
     out.write_str(&string[plain..])?;
     out.write_str("\"")
+}
+
+/// Whether any byte of `string` is escaped in JSON text: a quote, a backslash or a
+/// control character. No early exit, so that the check runs over many bytes at a time.
+pub(crate) fn needs_escape(string: &str) -> bool {
+    string.bytes().fold(false, |found, byte| {
+        found | (byte < b' ') | (byte == b'"') | (byte == b'\\')
+    })
 }

@@ -21,14 +21,14 @@ use serde::ser::{
     SerializeTuple, SerializeTupleStruct, SerializeTupleVariant, Serializer,
 };
 
-use super::canonical::{canonical_json, write_string};
+use super::canonical::{canonical_json, needs_escape, write_string};
 
 /// The canonical text of `input`: written straight from it, or, where the direct writer
 /// is unsure, through `serde_json::to_value` (whose error, if any, is returned).
 pub(crate) fn canonical_text<T: Serialize + ?Sized>(input: &T) -> Result<String, String> {
     let mut state = State {
         out: String::with_capacity(128),
-        entries: Vec::with_capacity(8),
+        entries: Entries::new(),
         scratch: String::new(),
     };
     if input.serialize(Canonical { state: &mut state }).is_ok() {
@@ -62,19 +62,106 @@ impl ser::Error for Unsure {
 /// them, so that nesting allocates nothing more).
 struct State {
     out: String,
-    entries: Vec<Entry>,
+    entries: Entries,
     /// Where an object's entries wait while they are put in order.
     scratch: String,
 }
 
-/// One entry of an object, as ranges of the text: the key without its quotes, the value.
-#[derive(Clone)]
+/// One entry of an object, by where it is in the text: its key (without the quotes),
+/// then `":`, then its value, which ends at `value_end`.
+#[derive(Clone, Copy)]
 struct Entry {
-    key: Range<usize>,
-    value: Range<usize>,
+    key_start: usize,
+    key_end: usize,
+    value_end: usize,
     /// The key's first eight bytes, big-endian, zero-padded: most keys are told apart
     /// by it alone (a key holds no zero byte: those need an escape).
     prefix: u64,
+}
+
+impl Entry {
+    const EMPTY: Self = Self {
+        key_start: 0,
+        key_end: 0,
+        value_end: 0,
+        prefix: 0,
+    };
+
+    /// The key, in `text`, which begins at `from` of the whole text.
+    fn key(self, text: &str, from: usize) -> &[u8] {
+        text.get(self.key_start - from..self.key_end - from)
+            .unwrap_or_default()
+            .as_bytes()
+    }
+
+    /// The whole entry, `"key":value`, in `text`, which begins at `from`.
+    fn whole(self, text: &str, from: usize) -> &str {
+        text.get(self.key_start - 1 - from..self.value_end - from)
+            .unwrap_or_default()
+    }
+}
+
+/// How many entries are kept on the stack before they move to the heap: most inputs
+/// have fewer, and then cost no allocation for them.
+const INLINE: usize = 8;
+
+/// The entries of the objects being written, one stack for all of them.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "on the stack on purpose: most inputs then allocate nothing for their entries"
+)]
+enum Entries {
+    Inline { items: [Entry; INLINE], len: usize },
+    Heap(Vec<Entry>),
+}
+
+impl Entries {
+    fn new() -> Self {
+        Self::Inline {
+            items: [Entry::EMPTY; INLINE],
+            len: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Inline { len, .. } => *len,
+            Self::Heap(entries) => entries.len(),
+        }
+    }
+
+    fn push(&mut self, entry: Entry) {
+        match self {
+            Self::Inline { items, len } => match items.get_mut(*len) {
+                Some(free) => {
+                    *free = entry;
+                    *len += 1;
+                }
+                None => {
+                    let mut heap = Vec::with_capacity(INLINE * 2);
+                    heap.extend_from_slice(items);
+                    heap.push(entry);
+                    *self = Self::Heap(heap);
+                }
+            },
+            Self::Heap(entries) => entries.push(entry),
+        }
+    }
+
+    /// The entries from `base` on.
+    fn from(&mut self, base: usize) -> &mut [Entry] {
+        match self {
+            Self::Inline { items, len } => items.get_mut(base..*len).unwrap_or_default(),
+            Self::Heap(entries) => entries.get_mut(base..).unwrap_or_default(),
+        }
+    }
+
+    fn truncate(&mut self, to: usize) {
+        match self {
+            Self::Inline { len, .. } => *len = (*len).min(to),
+            Self::Heap(entries) => entries.truncate(to),
+        }
+    }
 }
 
 /// 2^53: every integer up to it in size is exactly a double, and prints as its digits.
@@ -144,6 +231,7 @@ impl<'s> Canonical<'s> {
             base: self.state.entries.len(),
             key: 0..0,
             prefix: 0,
+            basic: true,
             state: self.state,
             closes_variant,
         }
@@ -153,10 +241,7 @@ impl<'s> Canonical<'s> {
 /// A key as canonical text, when it needs no escape (the value route's text for one that
 /// does is left to it: the writer compares keys as written).
 fn write_key(out: &mut String, key: &str) -> Result<(), Unsure> {
-    if key
-        .bytes()
-        .any(|byte| byte == b'"' || byte == b'\\' || byte < b' ')
-    {
+    if needs_escape(key) {
         return Err(Unsure);
     }
     out.push('"');
@@ -440,6 +525,9 @@ struct Object<'s> {
     /// The key just written, waiting for its value, and its prefix.
     key: Range<usize>,
     prefix: u64,
+    /// No key so far holds a character beyond the Basic Multilingual Plane (a lead byte
+    /// of 0xF0 or more): byte order is then RFC 8785's (UTF-16) order.
+    basic: bool,
     closes_variant: bool,
 }
 
@@ -460,19 +548,22 @@ impl Object<'_> {
         let len = key.len().min(8);
         prefix[..len].copy_from_slice(&key[..len]);
         self.prefix = u64::from_be_bytes(prefix);
+        if !key.is_ascii() && key.iter().any(|byte| *byte >= 0xF0) {
+            self.basic = false;
+        }
         out.push(':');
         Ok(())
     }
 
     fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
-        let start = self.state.out.len();
         value.serialize(Canonical {
             state: &mut *self.state,
         })?;
         let end = self.state.out.len();
         self.state.entries.push(Entry {
-            key: self.key.clone(),
-            value: start..end,
+            key_start: self.key.start,
+            key_end: self.key.end,
+            value_end: end,
             prefix: self.prefix,
         });
         Ok(())
@@ -484,17 +575,13 @@ impl Object<'_> {
             entries,
             scratch,
         } = self.state;
-        let mine = &mut entries[self.base..];
-        // Byte order is RFC 8785's (UTF-16) order unless a key holds a character beyond
-        // the Basic Multilingual Plane (a lead byte of 0xF0 or more).
-        let basic = mine
-            .iter()
-            .all(|entry| key_of(out, entry, 0).iter().all(|byte| *byte < 0xF0));
+        let mine = entries.from(self.base);
+        let basic = self.basic;
         let in_order = basic
             && mine
                 .windows(2)
                 .all(|pair| match pair[0].prefix.cmp(&pair[1].prefix) {
-                    Ordering::Equal => key_of(out, &pair[0], 0) < key_of(out, &pair[1], 0),
+                    Ordering::Equal => pair[0].key(out, 0) < pair[1].key(out, 0),
                     order => order == Ordering::Less,
                 });
         if !in_order {
@@ -502,7 +589,7 @@ impl Object<'_> {
             scratch.push_str(out.get(self.start..).unwrap_or_default());
             out.truncate(self.start);
             let start = self.start;
-            let key = |entry: &Entry| key_of(scratch, entry, start);
+            let key = |entry: &Entry| entry.key(scratch, start);
             if basic {
                 mine.sort_unstable_by(|a, b| {
                     a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b)))
@@ -515,7 +602,9 @@ impl Object<'_> {
                 };
                 mine.sort_unstable_by(|a, b| utf16(a).cmp(utf16(b)));
             }
-            if mine.windows(2).any(|pair| key(&pair[0]) == key(&pair[1])) {
+            let repeated =
+                |pair: &[Entry]| pair[0].prefix == pair[1].prefix && key(&pair[0]) == key(&pair[1]);
+            if mine.windows(2).any(repeated) {
                 // The value route keeps the last of a repeated key.
                 return Err(Unsure);
             }
@@ -523,8 +612,7 @@ impl Object<'_> {
                 if i > 0 {
                     out.push(',');
                 }
-                let quoted = entry.key.start - 1 - start..entry.value.end - start;
-                out.push_str(scratch.get(quoted).unwrap_or_default());
+                out.push_str(entry.whole(scratch, start));
             }
         }
         entries.truncate(self.base);
@@ -534,13 +622,6 @@ impl Object<'_> {
         }
         Ok(())
     }
-}
-
-/// The key of `entry` in `text`, which begins at `from` of the whole text.
-fn key_of<'t>(text: &'t str, entry: &Entry, from: usize) -> &'t [u8] {
-    text.get(entry.key.start - from..entry.key.end - from)
-        .unwrap_or_default()
-        .as_bytes()
 }
 
 impl SerializeMap for Object<'_> {
@@ -730,14 +811,14 @@ mod tests {
     use serde::Serialize;
     use serde::ser::{SerializeMap, Serializer};
 
-    use super::{Canonical, State, canonical_text};
+    use super::{Canonical, Entries, State, canonical_text};
     use crate::json::canonical_json;
 
     /// The direct writer alone: `None` where it leaves the text to the value route.
     fn direct<T: Serialize>(input: &T) -> Option<String> {
         let mut state = State {
             out: String::new(),
-            entries: Vec::new(),
+            entries: Entries::new(),
             scratch: String::new(),
         };
         input.serialize(Canonical { state: &mut state }).ok()?;
@@ -832,6 +913,42 @@ mod tests {
             prop_assert_eq!(canonical_text(&double).unwrap(), by_value(&double));
             prop_assert_eq!(canonical_text(&single).unwrap(), by_value(&single));
         }
+    }
+
+    /// A map written in the order given (a struct's fields come in declaration order).
+    struct AsGiven<V>(Vec<(String, V)>);
+
+    impl<V: Serialize> Serialize for AsGiven<V> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut map = serializer.serialize_map(Some(self.0.len()))?;
+            for (key, value) in &self.0 {
+                map.serialize_entry(key, value)?;
+            }
+            map.end()
+        }
+    }
+
+    #[test]
+    fn objects_past_the_stacks_inline_room_agree() {
+        // 9 entries out of order outside, then 10 out of order inside, opened while the
+        // outer ones are held: the stack moves to the heap halfway through.
+        let inner = AsGiven((0..10).rev().map(|i| (alloc::format!("z{i}"), i)).collect());
+        let mut outer: Vec<(String, AsGiven<u32>)> = (0..9)
+            .rev()
+            .map(|i| (alloc::format!("k{i}"), AsGiven(Vec::new())))
+            .collect();
+        outer.push(("a".into(), inner));
+        let outer = AsGiven(outer);
+        let written = direct(&outer).expect("vouched for");
+        assert_eq!(written, by_value(&outer));
+        assert!(written.starts_with(r#"{"a":{"z0":0,"z1":1,"#), "{written}");
+        let wide = AsGiven(
+            (0..40)
+                .rev()
+                .map(|i| (alloc::format!("w{i:02}"), 1))
+                .collect(),
+        );
+        assert_eq!(direct(&wide).unwrap(), by_value(&wide));
     }
 
     #[test]

@@ -131,30 +131,32 @@ impl Preview {
             text.push_str(scope.as_str());
         }
         text.push_str("\ninput:");
-        // Each row is written where it will be shown, `\n  path: value`; rows come in
+        // Each row is written where it will be shown, `\n  path: value`: rows come in
         // canonical order, which is nearly always path order too.
+        let first = text.len();
         let mut rows = Rows {
-            first: text.len(),
             text,
-            rows: Vec::with_capacity(8),
+            first,
+            keep: false,
+            rows: Vec::new(),
+            count: 0,
+            last: 0..0,
+            unordered: false,
             path: String::with_capacity(32),
         };
-        let mut scan = Scan {
-            text: canonical,
-            at: 0,
-        };
-        if canonical.starts_with('{') {
-            // An empty input has no rows; flattened, it would show as one row with no
-            // path.
-            if canonical != "{}" {
-                rows.value(&mut scan, false);
-            }
+        rows.read(canonical);
+        let mut text = if rows.unordered || rows.count > MAX_ROWS {
+            // Out of path order, or more than are shown: once more, each row kept, then
+            // sorted.
+            rows.text.truncate(first);
+            rows.path.clear();
+            rows.keep = true;
+            rows.count = 0;
+            rows.read(canonical);
+            rows.in_path_order()
         } else {
-            rows.path.push_str("value");
-            rows.value(&mut scan, false);
-        }
-        let first = rows.first;
-        let mut text = rows.in_path_order();
+            rows.text
+        };
         if text.len() == first {
             text.push_str(" none");
         }
@@ -171,6 +173,9 @@ impl core::fmt::Display for Preview {
 const MAX_ROWS: usize = 40;
 const MAX_VALUE_CHARS: usize = 120;
 const MASK: &str = "******";
+/// The words that make a field's name secret, as the fallback's documentation lists them:
+/// the oracle [`is_secret_name`] is tested against.
+#[cfg(test)]
 const SECRET_WORDS: [&str; 8] = [
     "password",
     "passwd",
@@ -183,33 +188,24 @@ const SECRET_WORDS: [&str; 8] = [
 ];
 
 pub(crate) fn is_secret_name(name: &str) -> bool {
-    // Names are short, and most of their letters begin no secret word: a place is
-    // compared with the words only when its letter begins one.
+    // Names are short: each place is looked at once, and compared whole only with the
+    // words its letter begins (`| 0x20` lowers an ASCII letter, and turns no other byte
+    // into one). The words are `SECRET_WORDS`; a test holds the two lists together.
     let name = name.as_bytes();
-    (0..name.len()).any(|at| {
-        let rest = &name[at..];
-        let first = rest[0].to_ascii_lowercase();
-        first.is_ascii_lowercase()
-            && FIRST_LETTERS & (1 << (first - b'a')) != 0
-            && SECRET_WORDS.iter().any(|word| {
-                let word = word.as_bytes();
-                word[0] == first
-                    && rest.len() >= word.len()
-                    && rest[..word.len()].eq_ignore_ascii_case(word)
-            })
+    let word_at = |at: usize, word: &[u8]| {
+        name.get(at..at + word.len())
+            .is_some_and(|here| here.eq_ignore_ascii_case(word))
+    };
+    (0..name.len()).any(|at| match name[at] | 0x20 {
+        b'p' => word_at(at, b"password") || word_at(at, b"passwd"),
+        b's' => word_at(at, b"secret"),
+        b't' => word_at(at, b"token"),
+        b'k' => word_at(at, b"key"),
+        b'c' => word_at(at, b"credential") || word_at(at, b"cookie"),
+        b'a' => word_at(at, b"authorization"),
+        _ => false,
     })
 }
-
-/// The first letters of [`SECRET_WORDS`], one bit per letter of the alphabet.
-const FIRST_LETTERS: u32 = {
-    let mut letters = 0;
-    let mut i = 0;
-    while i < SECRET_WORDS.len() {
-        letters |= 1 << (SECRET_WORDS[i].as_bytes()[0] - b'a');
-        i += 1;
-    }
-    letters
-};
 
 /// The rows of a preview, written into one text: a row is two ranges of it, so that
 /// a row costs no allocation of its own.
@@ -218,7 +214,14 @@ struct Rows {
     text: String,
     /// Where the first row begins.
     first: usize,
+    /// Whether each row is kept in `rows`, to be sorted; otherwise only counted, and
+    /// watched for order.
+    keep: bool,
     rows: Vec<Row>,
+    count: usize,
+    /// The last row's path, and whether a row came before the one it follows.
+    last: Range<usize>,
+    unordered: bool,
     /// The path of the value being flattened.
     path: String,
 }
@@ -296,6 +299,24 @@ impl<'t> Scan<'t> {
 }
 
 impl Rows {
+    /// A row for each value of the input written as `canonical`.
+    fn read(&mut self, canonical: &str) {
+        let mut scan = Scan {
+            text: canonical,
+            at: 0,
+        };
+        if canonical.starts_with('{') {
+            // An empty input has no rows; flattened, it would show as one row with no
+            // path.
+            if canonical != "{}" {
+                self.value(&mut scan, false);
+            }
+        } else {
+            self.path.push_str("value");
+            self.value(&mut scan, false);
+        }
+    }
+
     fn value(&mut self, scan: &mut Scan<'_>, masked: bool) {
         let bytes = scan.text.as_bytes();
         let opens = |close| bytes.get(scan.at + 1).is_some_and(|next| *next != close);
@@ -349,10 +370,21 @@ impl Rows {
                     escape_invisible(&mut self.text, start);
                     self.shorten(start);
                 }
-                self.rows.push(Row {
+                let row = Row {
                     path: path_start..path_end,
                     value: start..self.text.len(),
-                });
+                };
+                if self.keep {
+                    self.rows.push(row);
+                } else {
+                    if self.count > 0
+                        && self.text.get(row.path.clone()) <= self.text.get(self.last.clone())
+                    {
+                        self.unordered = true;
+                    }
+                    self.last = row.path;
+                }
+                self.count += 1;
             }
             None => {}
         }
@@ -386,7 +418,7 @@ impl Rows {
         is_secret_name(bare)
     }
 
-    /// The text with its rows sorted by path, and those past the limit counted.
+    /// The text with its kept rows sorted by path, and those past the limit counted.
     fn in_path_order(self) -> String {
         let Self {
             mut text,
@@ -395,12 +427,6 @@ impl Rows {
             ..
         } = self;
         // Paths are unique (keys of one object, indices of one array): by path alone.
-        let sorted = rows
-            .windows(2)
-            .all(|pair| text.get(pair[0].path.clone()) < text.get(pair[1].path.clone()));
-        if sorted && rows.len() <= MAX_ROWS {
-            return text;
-        }
         let all = text.split_off(first);
         rows.sort_unstable_by(|a, b| {
             all.get(a.path.start - first..a.path.end - first)
@@ -431,9 +457,13 @@ impl Rows {
 /// Spells out, in what was written to `text` from `start`, the characters that would
 /// hide or reorder what an operator reads.
 fn escape_invisible(text: &mut String, start: usize) {
-    let written = &text[start..];
-    // Most text has none of them (they are all outside ASCII): keep it as it is.
-    if written.is_ascii() || !written.chars().any(invisible) {
+    let written = text.get(start..).unwrap_or_default();
+    // Most text has none of them: they are all outside ASCII, and each begins in UTF-8
+    // with the byte 0xE2 or 0xEF. Text that cannot hold one is kept as it is.
+    if written.is_ascii() || !written.bytes().any(|byte| byte == 0xE2 || byte == 0xEF) {
+        return;
+    }
+    if !written.chars().any(invisible) {
         return;
     }
     let written = text.split_off(start);
@@ -540,6 +570,18 @@ mod tests {
         let text = Preview::fallback(&spec, &[], &mode, &exact).to_string();
         assert!(text.contains("\nscopes: none\n"), "{text}");
         assert!(text.ends_with("f39: 39"), "{text}");
+    }
+
+    #[test]
+    fn every_invisible_character_begins_with_a_byte_the_quick_check_looks_for() {
+        let mut buffer = [0; 4];
+        for c in (0..=0x10_FFFF)
+            .filter_map(char::from_u32)
+            .filter(|c| invisible(*c))
+        {
+            let lead = c.encode_utf8(&mut buffer).as_bytes()[0];
+            assert!(lead == 0xE2 || lead == 0xEF, "{c:?}");
+        }
     }
 
     #[test]

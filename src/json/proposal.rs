@@ -1,3 +1,4 @@
+use alloc::borrow::Cow;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -70,8 +71,9 @@ pub struct Proposal {
 
 #[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Fields {
-    tool: String,
-    title: String,
+    // Borrowed from the tool's spec when made here; owned when read back from a store.
+    tool: Cow<'static, str>,
+    title: Cow<'static, str>,
     risk_tier: RiskTier,
     actor_id: String,
     account_id: Option<String>,
@@ -129,8 +131,8 @@ impl Proposal {
         };
         Self {
             fields: alloc::sync::Arc::new(Fields {
-                tool: spec.name().to_string(),
-                title: spec.title().to_string(),
+                tool: Cow::Borrowed(spec.name()),
+                title: Cow::Borrowed(spec.title()),
                 risk_tier: spec.risk_tier(),
                 actor_id: actor.id().to_string(),
                 account_id: actor.account().map(ToString::to_string),
