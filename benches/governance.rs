@@ -123,6 +123,25 @@ fn typed_decision(c: &mut Criterion) {
         })
     });
     group.finish();
+    paired(
+        "typed_decision",
+        "auto/cairnloop",
+        2.0,
+        || {
+            black_box(matches!(
+                decide::<Lookup>(black_box(7), black_box(&actor), &(), &policy),
+                Decision::Execute { .. }
+            ));
+        },
+        || {
+            black_box(floor_decision(
+                black_box(&required),
+                black_box(&granted),
+                allow,
+                ApprovalMode::Auto,
+            ));
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -217,6 +236,22 @@ fn by_name_call(c: &mut Criterion) {
     // Floor: decode, a direct call, and the output as JSON (the governor returns JSON).
     group.bench_function("floor", |b| b.iter(|| benches::floor(black_box(SHIPMENT))));
     group.finish();
+    let floor = || {
+        black_box(benches::floor(black_box(SHIPMENT)));
+    };
+    paired(
+        "by_name_call",
+        "cairnloop",
+        2.5,
+        || {
+            black_box(benches::call(
+                &discarding,
+                Path::Executes,
+                black_box(SHIPMENT),
+            ));
+        },
+        floor,
+    );
 
     let mut group = c.benchmark_group("by_name_blocked");
     for (path, name) in [
@@ -230,6 +265,21 @@ fn by_name_call(c: &mut Criterion) {
     }
     group.bench_function("floor", |b| b.iter(|| benches::floor(black_box(SHIPMENT))));
     group.finish();
+    for (path, name) in [
+        (Path::UnknownTool, "gate0"),
+        (Path::ScopeMissing, "gate2"),
+        (Path::PolicyDenied, "gate3"),
+    ] {
+        paired(
+            "by_name_blocked",
+            name,
+            1.2,
+            || {
+                black_box(benches::call(&discarding, path, black_box(SHIPMENT)));
+            },
+            floor,
+        );
+    }
 
     let mut group = c.benchmark_group("proposal");
     // The pipeline's figure: a sink and a store that discard (a store's bookkeeping is
@@ -265,6 +315,19 @@ fn by_name_call(c: &mut Criterion) {
     });
     group.bench_function("floor", |b| b.iter(|| benches::floor(black_box(SHIPMENT))));
     group.finish();
+    paired(
+        "proposal",
+        "cairnloop",
+        6.0,
+        || {
+            black_box(benches::call(
+                &pipeline,
+                Path::Proposal,
+                black_box(SHIPMENT),
+            ));
+        },
+        floor,
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -305,6 +368,29 @@ fn visibility(c: &mut Criterion) {
         })
     });
     group.finish();
+    paired(
+        "visibility_1000",
+        "cairnloop",
+        2.0,
+        || {
+            black_box(cairnloop::gate::visible(&R1000, black_box(&actor), &(), &policy).count());
+        },
+        || {
+            black_box(
+                required
+                    .iter()
+                    .filter(|req| {
+                        req.iter().all(|r| {
+                            black_box(&granted)
+                                .iter()
+                                .any(|g| g.as_bytes() == r.as_bytes())
+                        })
+                    })
+                    .filter(|_| black_box(deny as fn() -> bool)())
+                    .count(),
+            );
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -358,6 +444,22 @@ fn mcp_tools_list(c: &mut Criterion) {
         b.iter(|| serde_json::to_vec(black_box(&precomputed)).unwrap().len())
     });
     group.finish();
+    paired(
+        "mcp_tools_list_100",
+        "cairnloop",
+        1.2,
+        || {
+            let tools = server.list_tools_for_actor().unwrap();
+            black_box(
+                serde_json::to_vec(&rmcp::model::ListToolsResult::with_all_items(tools))
+                    .unwrap()
+                    .len(),
+            );
+        },
+        || {
+            black_box(serde_json::to_vec(black_box(&precomputed)).unwrap().len());
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -402,9 +504,122 @@ fn idempotency_key(c: &mut Criterion) {
         b.iter(|| Sha256::digest(serde_json::to_vec(black_box(&envelope)).unwrap()))
     });
     group.finish();
+    paired(
+        "idempotency_key",
+        "cairnloop",
+        1.5,
+        || {
+            black_box(IdempotencyKey::for_call(
+                "ship",
+                black_box(&input),
+                Some("agent"),
+                Some("acme"),
+                None,
+            ));
+        },
+        || {
+            black_box(Sha256::digest(
+                serde_json::to_vec(black_box(&envelope)).unwrap(),
+            ));
+        },
+    );
 }
 
 // ---------------------------------------------------------------------------------------
+
+// ---------------------------------------------------------------------------------------
+// Paired ratios. Criterion times ours, then the floor, seconds apart; on a shared machine
+// whose speed drifts, the ratio of those two medians drifts too. So each budget is also
+// measured in turns: many short rounds, each timing ours and the floor back to back (in
+// alternating order), each round giving one ratio. The median round is the figure.
+
+/// The paired ratios measured in this run: group, bench, goal, and the median, lowest
+/// and highest round.
+static PAIRED: std::sync::Mutex<Vec<(&str, &str, f64, f64, f64, f64)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Whether the bench `group/bench` is selected by the filter given on the command line
+/// (criterion's: here, words that the name contains, `a|b` for either).
+fn selected(group: &str, bench: &str) -> bool {
+    let name = format!("{group}/{bench}");
+    let mut args = std::env::args().skip(1);
+    let mut filters = Vec::new();
+    while let Some(arg) = args.next() {
+        if arg.starts_with("--") {
+            let takes_value = [
+                "--warm-up-time",
+                "--measurement-time",
+                "--sample-size",
+                "--save-baseline",
+                "--baseline",
+                "--profile-time",
+                "--noise-threshold",
+                "--significance-level",
+                "--confidence-level",
+                "--nresamples",
+                "--color",
+                "--output-format",
+                "--plotting-backend",
+            ];
+            if takes_value.contains(&arg.as_str()) {
+                args.next();
+            }
+            continue;
+        }
+        filters.push(arg);
+    }
+    filters.is_empty()
+        || filters
+            .iter()
+            .any(|filter| filter.split('|').any(|word| name.contains(word)))
+}
+
+/// Times ours against the floor in 41 rounds of turns (see above) and keeps the result
+/// for the report.
+fn paired(
+    group: &'static str,
+    bench: &'static str,
+    goal: f64,
+    mut ours: impl FnMut(),
+    mut floor: impl FnMut(),
+) {
+    if !selected(group, bench) {
+        return;
+    }
+    let time = |f: &mut dyn FnMut(), n: u64| {
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        start.elapsed().as_secs_f64()
+    };
+    // Enough floor iterations for a round of about a millisecond.
+    let mut n = 1;
+    while time(&mut floor, n) < 1e-3 {
+        n *= 2;
+    }
+    let mut ratios: Vec<f64> = (0..41)
+        .map(|round| {
+            let (a, b) = if round % 2 == 0 {
+                let a = time(&mut ours, n);
+                (a, time(&mut floor, n))
+            } else {
+                let b = time(&mut floor, n);
+                (time(&mut ours, n), b)
+            };
+            a / b
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let (median, low, high) = (
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1],
+    );
+    if let Ok(mut paired) = PAIRED.lock() {
+        paired.push((group, bench, goal, median, low, high));
+    }
+}
 
 /// The median of one benchmark, in nanoseconds, from criterion's own estimates.
 fn median(group: &str, bench: &str) -> Option<f64> {
@@ -521,6 +736,22 @@ fn report() {
             }
             _ => println!("{group:<18} {ours:<20} (not measured in this run)"),
         }
+    }
+    let paired = PAIRED
+        .lock()
+        .map(|paired| paired.clone())
+        .unwrap_or_default();
+    if paired.is_empty() {
+        return;
+    }
+    println!(
+        "\npaired ratios (41 rounds of ours and the floor in turns)\n{:<18} {:<20} {:>7} {:>15} {:>6}  met",
+        "group", "bench", "median", "rounds", "goal"
+    );
+    for (group, bench, goal, median, low, high) in paired {
+        let met = if median <= goal { "yes" } else { "NO" };
+        let range = format!("{low:.2}-{high:.2}");
+        println!("{group:<18} {bench:<20} {median:>7.2} {range:>15} {goal:>6.2}  {met}");
     }
 }
 

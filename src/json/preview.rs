@@ -397,10 +397,11 @@ impl Rows {
             .strip_prefix('"')
             .and_then(|key| key.strip_suffix('"'))
             .unwrap_or(quoted);
+        // One pass without an early exit: most keys are plain.
         let plain = !bare.is_empty()
-            && bare
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            && bare.bytes().fold(true, |plain, b| {
+                plain & (b.is_ascii_alphanumeric() | (b == b'_') | (b == b'-'))
+            });
         if plain {
             self.path.push_str(bare);
             return is_secret_name(bare);
@@ -582,6 +583,15 @@ mod tests {
             let lead = c.encode_utf8(&mut buffer).as_bytes()[0];
             assert!(lead == 0xE2 || lead == 0xEF, "{c:?}");
         }
+    }
+
+    #[test]
+    fn escaped_quotes_and_backslashes_end_no_value_early() {
+        let text = rows(serde_json::json!({"a": "say \"hi\"", "b": "ends in \\", "c": "\\\""}));
+        assert_eq!(
+            text,
+            "\n  a: \"say \\\"hi\\\"\"\n  b: \"ends in \\\\\"\n  c: \"\\\\\\\"\""
+        );
     }
 
     #[test]
