@@ -90,8 +90,8 @@ impl<S: ApprovalStore> Approvals<S> {
         let reopened = existing
             .moved(LaneAction::Reopen, now, None, None)?
             .reopened(proposal, now, expires_at);
-        self.commit(&existing, reopened, LaneAction::Reopen, None)
-            .await
+        // Boxed: a rare path, whose state every proposal would otherwise carry.
+        alloc::boxed::Box::pin(self.commit(&existing, reopened, LaneAction::Reopen, None)).await
     }
 
     /// Approves a pending lane, by `approver` at `now`. The approver may not be the
