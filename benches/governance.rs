@@ -593,9 +593,10 @@ fn paired(
         }
         start.elapsed().as_secs_f64()
     };
-    // Enough floor iterations for a round of about a millisecond.
-    let mut n = 1;
-    while time(&mut floor, n) < 1e-3 {
+    // Enough floor iterations for a round of two milliseconds or more, and at least 64,
+    // so that the first (colder) iteration of each turn weighs little.
+    let mut n = 64;
+    while time(&mut floor, n) < 2e-3 {
         n *= 2;
     }
     let mut ratios: Vec<f64> = (0..41)

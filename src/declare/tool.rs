@@ -82,6 +82,9 @@ pub trait Tool {
 
     /// Whether `actor` may use the tool at all, in `context`. Deny by default: a tool that
     /// does not state a policy is refused with [`PolicyDenial::NoPolicyDefined`].
+    ///
+    /// It sees no input, so the pipeline asks it before the input is decoded (a listing
+    /// asks it with no call at all); an invalid input is still the answer reported first.
     fn authorize(actor: &Actor<'_>, context: &Self::Context) -> Result<(), PolicyDenial> {
         let _ = (actor, context);
         Err(PolicyDenial::NoPolicyDefined)

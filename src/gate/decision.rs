@@ -405,7 +405,7 @@ impl<I> Verdict<I> {
 /// Gate 1 of [`run_gates`]: the call's input, decoded and validated. An input that gate 2
 /// or 3 will block anyway is only checked, not kept (a call by name then builds no
 /// type-erased input).
-pub(crate) trait InputGate<C: ?Sized> {
+pub(crate) trait InputGate {
     /// What the call goes on with.
     type Input;
 
@@ -416,7 +416,7 @@ pub(crate) trait InputGate<C: ?Sized> {
     fn check(self) -> Result<(), Blocked>;
 }
 
-impl<I, C: ?Sized, F: FnOnce() -> Result<I, Blocked>> InputGate<C> for F {
+impl<I, F: FnOnce() -> Result<I, Blocked>> InputGate for F {
     type Input = I;
 
     fn decode(self) -> Result<I, Blocked> {
@@ -438,7 +438,7 @@ impl<I, C: ?Sized, F: FnOnce() -> Result<I, Blocked>> InputGate<C> for F {
 ///
 /// Gates 2 and 3 need no input (a policy sees the actor and the context only), so they
 /// are decided first; the answer still follows the order above.
-pub(crate) fn run_gates<G: InputGate<C>, C: ?Sized>(
+pub(crate) fn run_gates<G: InputGate, C: ?Sized>(
     subject: Option<Subject<'_, C>>,
     input: G,
     actor: &Actor<'_>,
@@ -448,15 +448,15 @@ pub(crate) fn run_gates<G: InputGate<C>, C: ?Sized>(
     let Some(subject) = subject else {
         return Verdict::Blocked(Blocked::UnknownTool);
     };
-    let later = match check_scopes(subject.scopes, actor) {
-        Err(missing) => Some(Blocked::ScopeMissing { missing }),
-        Ok(()) => (subject.authorize)(actor, context)
-            .err()
-            .map(|reason| Blocked::PolicyDenied { reason }),
-    };
-    if let Some(later) = later {
-        // An invalid input is still reported first.
-        return Verdict::Blocked(input.check().err().unwrap_or(later));
+    // A call that gate 2 or 3 blocks has its input checked, not kept: an invalid input
+    // is still the answer reported first.
+    if let Err(missing) = check_scopes(subject.scopes, actor) {
+        let blocked = input.check().err();
+        return Verdict::Blocked(blocked.unwrap_or(Blocked::ScopeMissing { missing }));
+    }
+    if let Err(reason) = (subject.authorize)(actor, context) {
+        let blocked = input.check().err();
+        return Verdict::Blocked(blocked.unwrap_or(Blocked::PolicyDenied { reason }));
     }
     let input = match input.decode() {
         Ok(input) => input,

@@ -233,7 +233,7 @@ impl<C: ?Sized + 'static> ByName<'_, C> {
     }
 }
 
-impl<C: ?Sized + 'static> InputGate<C> for ByName<'_, C> {
+impl<C: ?Sized + 'static> InputGate for ByName<'_, C> {
     type Input = Admitted<C>;
 
     fn decode(self) -> Result<Admitted<C>, Blocked> {

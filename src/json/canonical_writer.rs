@@ -893,6 +893,26 @@ mod tests {
             )
     }
 
+    /// Any JSON value: every kind of number, keys with any characters, nesting.
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            ".{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::btree_map(".{0,4}", inner, 0..5)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        })
+    }
+
     proptest! {
         #[test]
         fn the_direct_text_is_the_value_routes(call in call()) {
@@ -906,6 +926,13 @@ mod tests {
         fn maps_of_any_string_keys_agree(map in proptest::collection::btree_map(".{0,4}", any::<i16>(), 0..6)) {
             // Keys with control characters, quotes or backslashes go the value route.
             prop_assert_eq!(canonical_text(&map).unwrap(), by_value(&map));
+        }
+
+        #[test]
+        fn any_json_value_agrees(value in json()) {
+            // A `Value` serialises itself through the writer: maps with any keys, every
+            // number, nesting.
+            prop_assert_eq!(canonical_text(&value).unwrap(), by_value(&value));
         }
 
         #[test]
