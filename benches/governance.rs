@@ -533,10 +533,19 @@ fn idempotency_key(c: &mut Criterion) {
 // measured in turns: many short rounds, each timing ours and the floor back to back (in
 // alternating order), each round giving one ratio. The median round is the figure.
 
-/// The paired ratios measured in this run: group, bench, goal, and the median, lowest
-/// and highest round.
-static PAIRED: std::sync::Mutex<Vec<(&str, &str, f64, f64, f64, f64)>> =
-    std::sync::Mutex::new(Vec::new());
+/// One paired ratio: its bench, its goal, and the median, lowest and highest round.
+#[derive(Clone, Copy)]
+struct Paired {
+    group: &'static str,
+    bench: &'static str,
+    goal: f64,
+    median: f64,
+    low: f64,
+    high: f64,
+}
+
+/// The paired ratios measured in this run.
+static PAIRED: std::sync::Mutex<Vec<Paired>> = std::sync::Mutex::new(Vec::new());
 
 /// Whether the bench `group/bench` is selected by the filter given on the command line
 /// (criterion's: here, words that the name contains, `a|b` for either).
@@ -618,7 +627,14 @@ fn paired(
         ratios[ratios.len() - 1],
     );
     if let Ok(mut paired) = PAIRED.lock() {
-        paired.push((group, bench, goal, median, low, high));
+        paired.push(Paired {
+            group,
+            bench,
+            goal,
+            median,
+            low,
+            high,
+        });
     }
 }
 
@@ -749,7 +765,15 @@ fn report() {
         "\npaired ratios (41 rounds of ours and the floor in turns)\n{:<18} {:<20} {:>7} {:>15} {:>6}  met",
         "group", "bench", "median", "rounds", "goal"
     );
-    for (group, bench, goal, median, low, high) in paired {
+    for Paired {
+        group,
+        bench,
+        goal,
+        median,
+        low,
+        high,
+    } in paired
+    {
         let met = if median <= goal { "yes" } else { "NO" };
         let range = format!("{low:.2}-{high:.2}");
         println!("{group:<18} {bench:<20} {median:>7.2} {range:>15} {goal:>6.2}  {met}");
