@@ -11,7 +11,7 @@ use cairnloop::{
     Actor, ApprovalMode, Decision, IdempotencyKey, InputErrors, Invocation, ModePolicy,
     PolicyDenial, Registry, RiskTier, Scope, Tool, ToolEntry, ToolSpec, decide,
 };
-use cairnloop_benches::{self as benches, Path, SHIPMENT};
+use cairnloop_benches::{self as benches, Path, R10, R100, R1000, R10000, SHIPMENT, name};
 use criterion::{BatchSize, BenchmarkId, Criterion};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -147,52 +147,7 @@ fn typed_decision(c: &mut Criterion) {
 // ---------------------------------------------------------------------------------------
 // 2. Name resolution among 10 to 10,000 tools.
 
-/// "tool_00000" to "tool_09999", built at compile time.
-static NAMES: [[u8; 10]; 10_000] = {
-    let mut names = [*b"tool_00000"; 10_000];
-    let mut n = 0;
-    while n < 10_000 {
-        let mut digit = 9;
-        let mut rest = n;
-        while digit >= 5 {
-            names[n][digit] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            digit -= 1;
-        }
-        n += 1;
-    }
-    names
-};
-
-const fn name(n: usize) -> &'static str {
-    match core::str::from_utf8(&NAMES[n]) {
-        Ok(name) => name,
-        Err(_) => panic!("names are ASCII"),
-    }
-}
-
-struct Numbered<const N: usize>;
-
-impl<const N: usize> Tool for Numbered<N> {
-    const SPEC: ToolSpec =
-        ToolSpec::new(name(N), "Numbered", "A numbered tool.", RiskTier::ReadOnly);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = ();
-    type Output = ();
-    type Error = ();
-    type Context = ();
-    fn validate(_: &()) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-        Ok(())
-    }
-}
-
-seq_macro::seq!(N in 0..10 { static R10: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
-seq_macro::seq!(N in 0..100 { static R100: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
-seq_macro::seq!(N in 0..1000 { static R1000: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
-seq_macro::seq!(N in 0..10000 { static R10000: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
+// The registries of 10 to 10,000 numbered tools are in `lib.rs` (the profile uses one).
 
 fn name_resolution(c: &mut Criterion) {
     let mut group = c.benchmark_group("name_resolution");

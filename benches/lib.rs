@@ -273,3 +273,56 @@ pub fn floor(arguments: &str) -> bool {
     std::hint::black_box(&shipment);
     serde_json::to_value(()).is_ok()
 }
+
+/// "tool_00000" to "tool_09999", built at compile time.
+static NAMES: [[u8; 10]; 10_000] = {
+    let mut names = [*b"tool_00000"; 10_000];
+    let mut n = 0;
+    while n < 10_000 {
+        let mut digit = 9;
+        let mut rest = n;
+        while digit >= 5 {
+            names[n][digit] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            digit -= 1;
+        }
+        n += 1;
+    }
+    names
+};
+
+/// The name of tool `n`, `tool_00042` for 42.
+pub const fn name(n: usize) -> &'static str {
+    match core::str::from_utf8(&NAMES[n]) {
+        Ok(name) => name,
+        Err(_) => panic!("names are ASCII"),
+    }
+}
+
+/// A read-only tool with no input, named by its number (see [`name`]).
+pub struct Numbered<const N: usize>;
+
+impl<const N: usize> Tool for Numbered<N> {
+    const SPEC: ToolSpec =
+        ToolSpec::new(name(N), "Numbered", "A numbered tool.", RiskTier::ReadOnly);
+    const SCOPES: &'static [Scope] = &[];
+    type Input = ();
+    type Output = ();
+    type Error = ();
+    type Context = ();
+    fn validate(_: &()) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+        Ok(())
+    }
+}
+
+seq_macro::seq!(N in 0..10 { /// 10 numbered tools.
+ pub static R10: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
+seq_macro::seq!(N in 0..100 { /// 100 numbered tools.
+ pub static R100: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
+seq_macro::seq!(N in 0..1000 { /// 1000 numbered tools.
+ pub static R1000: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
+seq_macro::seq!(N in 0..10000 { /// 10000 numbered tools.
+ pub static R10000: Registry<()> = Registry::new(&[#(ToolEntry::of::<Numbered<N>>(),)*]); });
