@@ -289,61 +289,40 @@ fn by_name_call(c: &mut Criterion) {
 // 4. The visibility filter over 1,000 tools for an actor with 5 scopes.
 
 fn visibility(c: &mut Criterion) {
-    let granted = [
-        "orders:read",
-        "tickets:write",
-        "refunds:write",
-        "customers:read",
-        "notes:write",
-    ];
-    let actor = Actor::new("agent", &granted);
+    let actor = Actor::new("agent", &benches::LISTING_SCOPES);
     // Floor: the same subset checks (none required here) and a policy call per tool.
     let required: Vec<&[&str]> = R1000.tools().iter().map(|_| &[][..]).collect();
     fn deny() -> bool {
         false
     }
     let policy = ModePolicy::new();
-    let mut group = c.benchmark_group("visibility_1000");
-    group.bench_function("cairnloop", |b| {
-        b.iter(|| cairnloop::gate::visible(&R1000, black_box(&actor), &(), &policy).count())
-    });
-    group.bench_function("floor", |b| {
-        b.iter(|| {
-            required
-                .iter()
-                .filter(|req| {
-                    req.iter().all(|r| {
-                        black_box(&granted)
-                            .iter()
-                            .any(|g| g.as_bytes() == r.as_bytes())
-                    })
+    let ours = || cairnloop::gate::visible(&R1000, black_box(&actor), &(), &policy).count();
+    let floor = || {
+        required
+            .iter()
+            .filter(|req| {
+                req.iter().all(|r| {
+                    black_box(&benches::LISTING_SCOPES)
+                        .iter()
+                        .any(|g| g.as_bytes() == r.as_bytes())
                 })
-                .filter(|_| black_box(deny as fn() -> bool)())
-                .count()
-        })
-    });
+            })
+            .filter(|_| black_box(deny as fn() -> bool)())
+            .count()
+    };
+    let mut group = c.benchmark_group("visibility_1000");
+    group.bench_function("cairnloop", |b| b.iter(ours));
+    group.bench_function("floor", |b| b.iter(floor));
     group.finish();
     paired(
         "visibility_1000",
         "cairnloop",
         2.0,
         || {
-            black_box(cairnloop::gate::visible(&R1000, black_box(&actor), &(), &policy).count());
+            black_box(ours());
         },
         || {
-            black_box(
-                required
-                    .iter()
-                    .filter(|req| {
-                        req.iter().all(|r| {
-                            black_box(&granted)
-                                .iter()
-                                .any(|g| g.as_bytes() == r.as_bytes())
-                        })
-                    })
-                    .filter(|_| black_box(deny as fn() -> bool)())
-                    .count(),
-            );
+            black_box(floor());
         },
     );
 }

@@ -299,6 +299,16 @@ pub const fn name(n: usize) -> &'static str {
     }
 }
 
+/// The scopes of the actor a listing of [`R1000`] is made for (none that the numbered
+/// tools require: every tool is decided by its policy).
+pub const LISTING_SCOPES: [&str; 5] = [
+    "orders:read",
+    "tickets:write",
+    "refunds:write",
+    "customers:read",
+    "notes:write",
+];
+
 /// A read-only tool with no input, named by its number (see [`name`]).
 pub struct Numbered<const N: usize>;
 

@@ -8,21 +8,16 @@
 //! Paths: `floor`, each name of `cairnloop_benches::Path::ALL`, and `visibility_1000`
 //! (one listing of 1,000 tools for an actor with five scopes, as the governance bench's).
 
-use cairnloop_benches::{Path, R1000, SHIPMENT, call, discarding, discarding_all, floor};
+use cairnloop_benches::{
+    LISTING_SCOPES, Path, R1000, SHIPMENT, call, discarding, discarding_all, floor,
+};
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_else(|| "executes".into());
     let times: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
     if path == "visibility_1000" {
-        let granted = [
-            "orders:read",
-            "tickets:write",
-            "refunds:write",
-            "customers:read",
-            "notes:write",
-        ];
-        let actor = cairnloop::Actor::new("agent", &granted);
+        let actor = cairnloop::Actor::new("agent", &LISTING_SCOPES);
         let policy = cairnloop::ModePolicy::new();
         let visible: usize = (0..times)
             .map(|_| {

@@ -461,57 +461,32 @@ impl Seq<'_> {
     }
 }
 
-impl SerializeSeq for Seq<'_> {
-    type Ok = ();
-    type Error = Unsure;
+/// The sequence traits differ only in their element method's name.
+macro_rules! seq_impl {
+    ($($trait:ident :: $method:ident),* $(,)?) => {
+        $(
+            impl $trait for Seq<'_> {
+                type Ok = ();
+                type Error = Unsure;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
-        self.element(value)
-    }
+                fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
+                    self.element(value)
+                }
 
-    fn end(self) -> Result<(), Unsure> {
-        self.close()
-    }
+                fn end(self) -> Result<(), Unsure> {
+                    self.close()
+                }
+            }
+        )*
+    };
 }
 
-impl SerializeTuple for Seq<'_> {
-    type Ok = ();
-    type Error = Unsure;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Unsure> {
-        self.close()
-    }
-}
-
-impl SerializeTupleStruct for Seq<'_> {
-    type Ok = ();
-    type Error = Unsure;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Unsure> {
-        self.close()
-    }
-}
-
-impl SerializeTupleVariant for Seq<'_> {
-    type Ok = ();
-    type Error = Unsure;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Unsure> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Unsure> {
-        self.close()
-    }
-}
+seq_impl!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
 
 /// A map, a struct, or a struct variant's content. Entries are written where they come,
 /// and their ranges kept: most inputs arrive in canonical order already, and need
@@ -641,41 +616,32 @@ impl SerializeMap for Object<'_> {
     }
 }
 
-impl SerializeStruct for Object<'_> {
-    type Ok = ();
-    type Error = Unsure;
+/// A struct and a struct variant's content are written alike.
+macro_rules! struct_impl {
+    ($($trait:ident),*) => {
+        $(
+            impl $trait for Object<'_> {
+                type Ok = ();
+                type Error = Unsure;
 
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Unsure> {
-        self.write_key_with(|out| write_key(out, key))?;
-        self.value(value)
-    }
+                fn serialize_field<T: Serialize + ?Sized>(
+                    &mut self,
+                    key: &'static str,
+                    value: &T,
+                ) -> Result<(), Unsure> {
+                    self.write_key_with(|out| write_key(out, key))?;
+                    self.value(value)
+                }
 
-    fn end(self) -> Result<(), Unsure> {
-        self.close()
-    }
+                fn end(self) -> Result<(), Unsure> {
+                    self.close()
+                }
+            }
+        )*
+    };
 }
 
-impl SerializeStructVariant for Object<'_> {
-    type Ok = ();
-    type Error = Unsure;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Unsure> {
-        self.write_key_with(|out| write_key(out, key))?;
-        self.value(value)
-    }
-
-    fn end(self) -> Result<(), Unsure> {
-        self.close()
-    }
-}
+struct_impl!(SerializeStruct, SerializeStructVariant);
 
 /// A map's key: a string (or a character, or a newtype of one). serde_json also turns
 /// numbers and booleans into keys; those are left to it.
