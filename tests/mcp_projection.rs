@@ -5,8 +5,8 @@
 
 use cairnloop::mcp::ProjectionError;
 use cairnloop::{
-    Actor, ApprovalMode, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
-    RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+    Actor, ApprovalMode, Governance, Governor, InputErrors, Invocation, ModePolicy, Outcome,
+    PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -348,4 +348,90 @@ fn an_always_blocked_tool_is_absent_from_the_listing_and_from_tools_list() {
         .find(|(entry, _)| entry.spec().name() == "shred")
         .map(|(_, verdict)| verdict.code());
     assert_eq!(shred, Some("blocked"));
+}
+
+/// A host that wants a person to approve even the read-only tools.
+fn reads_need_approval() -> Governor<()> {
+    let policy = ModePolicy::new().with_tier(RiskTier::ReadOnly, ApprovalMode::RequiresApproval);
+    Governor::new(&TOOLS).with_governance(Governance::new().with_mode_policy(policy))
+}
+
+/// The approval mode each listed tool carries in `_meta`, by name.
+fn listed_modes(tools: &[Value]) -> Vec<(String, String)> {
+    tools
+        .iter()
+        .map(|tool| {
+            let name = tool["name"].as_str().unwrap().to_owned();
+            let mode = &tool["_meta"]["io.cairnloop/approval_mode"];
+            (name, mode.as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn a_listing_for_an_actor_carries_the_mode_in_force_for_that_actor() {
+    let insider = Actor::new("a", &["desk:use"]);
+    let read_mode = |tools: &[Value]| {
+        listed_modes(tools)
+            .into_iter()
+            .find(|(name, _)| name == "read_tool")
+            .map(|(_, mode)| mode)
+    };
+    // The declaration alone: read-only runs at once.
+    assert_eq!(
+        read_mode(&TOOLS.mcp_tools().unwrap()).as_deref(),
+        Some("auto")
+    );
+    let plain = Governor::new(&TOOLS);
+    let listed = plain.mcp_tools_for(&insider, &()).unwrap();
+    assert_eq!(read_mode(&listed).as_deref(), Some("auto"));
+    // With the host's override, a call of it awaits a person: the listing says so.
+    let governor = reads_need_approval();
+    let listed = governor.mcp_tools_for(&insider, &()).unwrap();
+    assert_eq!(read_mode(&listed).as_deref(), Some("requires_approval"));
+    let call = ToolCall::new(
+        "read_tool",
+        r#"{"order": 1, "cents": 5, "reason": "late", "lines": []}"#,
+    );
+    let outcome = pollster::block_on(governor.call(&call, &insider, &()));
+    assert!(
+        matches!(outcome, Ok(Outcome::AwaitingApproval(_))),
+        "{outcome:?}"
+    );
+}
+
+#[cfg(feature = "rmcp")]
+#[test]
+fn tools_list_carries_the_mode_in_force_for_its_caller() {
+    let server =
+        cairnloop::mcp::McpServer::new(std::sync::Arc::new(reads_need_approval()), (), "a")
+            .with_scopes(["desk:use"]);
+    let listed: Vec<Value> = server
+        .list_tools_for_actor()
+        .unwrap()
+        .into_iter()
+        .map(|tool| serde_json::to_value(tool).unwrap())
+        .collect();
+    let modes = listed_modes(&listed);
+    assert!(
+        modes
+            .iter()
+            .any(|(name, mode)| name == "read_tool" && mode == "requires_approval"),
+        "{modes:?}"
+    );
+    // The projection is shared by every server over the registry: another caller's
+    // listing is not changed by this one's.
+    let plain = cairnloop::mcp::McpServer::new(std::sync::Arc::new(Governor::new(&TOOLS)), (), "a")
+        .with_scopes(["desk:use"]);
+    let listed: Vec<Value> = plain
+        .list_tools_for_actor()
+        .unwrap()
+        .into_iter()
+        .map(|tool| serde_json::to_value(tool).unwrap())
+        .collect();
+    assert!(
+        listed_modes(&listed)
+            .iter()
+            .any(|(name, mode)| name == "read_tool" && mode == "auto")
+    );
 }

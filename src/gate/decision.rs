@@ -400,6 +400,36 @@ impl<I> Verdict<I> {
             Self::Blocked(_) => "blocked",
         }
     }
+
+    /// How the approval mode in force was resolved, for a verdict that lets the call
+    /// through; `None` for a blocked one.
+    ///
+    /// ```
+    /// use cairnloop::{Actor, ApprovalMode, ModePolicy, RiskTier, gate::Verdict};
+    /// # use cairnloop::{InputErrors, Invocation, Registry, Scope, Tool, ToolEntry, ToolSpec};
+    /// # struct Lookup;
+    /// # impl Tool for Lookup {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("lookup", "Look up", "Finds.", RiskTier::ReadOnly);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = (); type Output = (); type Error = String; type Context = ();
+    /// #     fn validate(_: &()) -> Result<(), InputErrors> { Ok(()) }
+    /// #     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), cairnloop::PolicyDenial> { Ok(()) }
+    /// #     async fn run(_: Invocation<'_, Self>) -> Result<(), String> { Ok(()) }
+    /// # }
+    /// static TOOLS: Registry<()> = Registry::new(&[ToolEntry::of::<Lookup>()]);
+    /// // The host wants a person to approve even reads.
+    /// let policy = ModePolicy::new().with_tier(RiskTier::ReadOnly, ApprovalMode::RequiresApproval);
+    /// let actor = Actor::new("agent", &[]);
+    /// let (_, verdict) = cairnloop::gate::verdicts(&TOOLS, &actor, &(), &policy).next().unwrap();
+    /// assert_eq!(verdict.mode().map(|mode| mode.resolved()), Some(ApprovalMode::RequiresApproval));
+    /// ```
+    #[must_use]
+    pub const fn mode(&self) -> Option<&ModeResolution> {
+        match self {
+            Self::Execute { mode, .. } | Self::AwaitApproval { mode, .. } => Some(mode),
+            Self::Blocked(_) => None,
+        }
+    }
 }
 
 /// Gate 1 of [`run_gates`]: the call's input, decoded and validated. An input that gate 2

@@ -10,7 +10,9 @@ use crate::declare::{Actor, Registry, RiskTier, ToolEntry};
 
 /// The `_meta` key that carries a tool's risk tier.
 pub const META_RISK_TIER: &str = "io.cairnloop/risk_tier";
-/// The `_meta` key that carries a tool's approval mode.
+/// The `_meta` key that carries a tool's approval mode: in a listing for an actor, the
+/// mode in force for that actor (a host's override or mode hook may tighten the declared
+/// one); in the registry's own listing, the declared mode.
 pub const META_APPROVAL_MODE: &str = "io.cairnloop/approval_mode";
 
 /// Why a tool cannot be listed over MCP. The listing as a whole fails rather than
@@ -191,7 +193,7 @@ impl<C: ?Sized + 'static> Registry<C> {
 impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C, S> {
     /// The `tools/list` entries of the tools `actor` may call: exactly those
     /// [`Governor::visible`] lists (an always-blocked tool is never shown), callable by
-    /// name.
+    /// name, each with the approval mode in force for `actor` in its `_meta`.
     ///
     /// # Errors
     ///
@@ -209,9 +211,16 @@ impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C,
         actor: &Actor<'_>,
         context: &C,
     ) -> Result<Vec<Value>, ProjectionError> {
-        self.visible(actor, context)
-            .filter(|entry| entry.is_callable_by_name())
-            .map(ToolEntry::mcp_tool)
+        self.verdicts(actor, context)
+            .filter_map(|(entry, verdict)| Some((entry, verdict.mode()?.resolved())))
+            .filter(|(entry, _)| entry.is_callable_by_name())
+            .map(|(entry, mode)| {
+                let mut tool = entry.mcp_tool()?;
+                if mode != entry.spec().approval_mode() {
+                    tool["_meta"][META_APPROVAL_MODE] = mode.as_str().into();
+                }
+                Ok(tool)
+            })
             .collect()
     }
 }

@@ -20,12 +20,13 @@ use super::approver::{
     APPROVAL_INPUT, Answer, ClientApprover, approval_prompt, read_answer, read_echoed_answer,
 };
 use super::frame::RawArguments;
+use super::projection::META_APPROVAL_MODE;
 use super::result::{not_recorded, outcome_result};
 use crate::approvals::{
     ApprovalError, ApprovalLane, ApprovalStore, Caller, Governor, MemoryStore, Outcome,
 };
-use crate::declare::IdempotencyKey;
-use crate::gate::{Blocked, LaneState};
+use crate::declare::{ApprovalMode, IdempotencyKey};
+use crate::gate::{Blocked, LaneState, ModeResolution};
 use crate::json::ToolCall;
 
 /// Serves a [`Governor`](crate::Governor)'s tools over MCP with rmcp, for one actor:
@@ -224,11 +225,11 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
                 &self.context,
                 self.governor.governance().mode_policy(),
             );
-            if matches!(verdict, crate::gate::Verdict::Blocked(_)) {
+            let Some(mode) = verdict.mode().map(ModeResolution::resolved) else {
                 continue;
-            }
+            };
             match projection {
-                Ok(tool) => tools.push(tool.clone()),
+                Ok(tool) => tools.push(with_mode(tool, mode, entry.spec().approval_mode())),
                 Err(error) => return Err(ErrorData::internal_error(error.clone(), None)),
             }
         }
@@ -397,6 +398,19 @@ fn projections<C: ?Sized + Sync + 'static>(
                 .collect(),
         )
     }))
+}
+
+/// A listed tool, carrying the approval mode in force for the caller; the shared
+/// projection carries the declared one, which most listings keep.
+fn with_mode(projected: &Tool, mode: ApprovalMode, declared: ApprovalMode) -> Tool {
+    let mut tool = projected.clone();
+    if mode != declared {
+        tool.meta
+            .get_or_insert_with(Default::default)
+            .0
+            .insert(META_APPROVAL_MODE.into(), mode.as_str().into());
+    }
+    tool
 }
 
 /// The answer to a call: an unknown tool is the protocol error the specification names
