@@ -290,26 +290,9 @@ fn by_name_call(c: &mut Criterion) {
 
 fn visibility(c: &mut Criterion) {
     let actor = Actor::new("agent", &benches::LISTING_SCOPES);
-    // Floor: the same subset checks (none required here) and a policy call per tool.
-    let required: Vec<&[&str]> = R1000.tools().iter().map(|_| &[][..]).collect();
-    fn deny() -> bool {
-        false
-    }
     let policy = ModePolicy::new();
     let ours = || cairnloop::gate::visible(&R1000, black_box(&actor), &(), &policy).count();
-    let floor = || {
-        required
-            .iter()
-            .filter(|req| {
-                req.iter().all(|r| {
-                    black_box(&benches::LISTING_SCOPES)
-                        .iter()
-                        .any(|g| g.as_bytes() == r.as_bytes())
-                })
-            })
-            .filter(|_| black_box(deny as fn() -> bool)())
-            .count()
-    };
+    let floor = benches::visibility_floor;
     let mut group = c.benchmark_group("visibility_1000");
     group.bench_function("cairnloop", |b| b.iter(ours));
     group.bench_function("floor", |b| b.iter(floor));
@@ -376,6 +359,18 @@ fn mcp_tools_list(c: &mut Criterion) {
     });
     group.bench_function("floor", |b| {
         b.iter(|| serde_json::to_vec(black_box(&precomputed)).unwrap().len())
+    });
+    // Where the gap is: rmcp's `Tool` is owned, so a listing copies each entry; most of
+    // the copy is the `_meta` map of risk tier and approval mode.
+    group.bench_function("copy_of_entries", |b| {
+        b.iter(|| black_box(&precomputed.tools).clone().len())
+    });
+    let mut without_meta = precomputed.tools.clone();
+    for tool in &mut without_meta {
+        tool.meta = None;
+    }
+    group.bench_function("copy_of_entries_without_meta", |b| {
+        b.iter(|| black_box(&without_meta).clone().len())
     });
     group.finish();
     paired(
@@ -660,6 +655,18 @@ fn report() {
             "cairnloop".into(),
             "floor".into(),
             1.2,
+        ),
+        (
+            "mcp_tools_list_100",
+            "copy_of_entries".into(),
+            "floor".into(),
+            f64::INFINITY,
+        ),
+        (
+            "mcp_tools_list_100",
+            "copy_of_entries_without_meta".into(),
+            "floor".into(),
+            f64::INFINITY,
         ),
         ("idempotency_key", "cairnloop".into(), "floor".into(), 1.5),
         // No budget of their own: how the governed call compares with rig's dispatch.

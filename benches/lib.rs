@@ -309,6 +309,28 @@ pub const LISTING_SCOPES: [&str; 5] = [
     "notes:write",
 ];
 
+/// The floor of a listing of [`R1000`]: per tool, the same subset check of its required
+/// scopes (none) against [`LISTING_SCOPES`] and a call of a policy that denies, through a
+/// function pointer as a registry holds it; the number of tools both let through.
+pub fn visibility_floor() -> usize {
+    fn deny() -> bool {
+        false
+    }
+    // Built once, as a registry is.
+    static REQUIRED: [&[&str]; 1000] = [&[]; 1000];
+    REQUIRED
+        .iter()
+        .filter(|required| {
+            required.iter().all(|scope| {
+                std::hint::black_box(&LISTING_SCOPES)
+                    .iter()
+                    .any(|granted| granted.as_bytes() == scope.as_bytes())
+            })
+        })
+        .filter(|_| std::hint::black_box(deny as fn() -> bool)())
+        .count()
+}
+
 /// A read-only tool with no input, named by its number (see [`name`]).
 pub struct Numbered<const N: usize>;
 

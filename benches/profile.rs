@@ -5,8 +5,9 @@
 //! valgrind --tool=callgrind target/release/deps/profile-* executes 20000
 //! ```
 //!
-//! Paths: `floor`, each name of `cairnloop_benches::Path::ALL`, and `visibility_1000`
-//! (one listing of 1,000 tools for an actor with five scopes, as the governance bench's).
+//! Paths: `floor`, each name of `cairnloop_benches::Path::ALL`, `visibility_1000` (one
+//! listing of 1,000 tools for an actor with five scopes, as the governance bench's) and
+//! `visibility_floor` (its floor, the bench's too).
 
 use cairnloop_benches::{
     LISTING_SCOPES, Path, R1000, SHIPMENT, call, discarding, discarding_all, floor,
@@ -25,6 +26,13 @@ fn main() {
             })
             .sum();
         println!("visibility_1000: {visible} visible ×{times}");
+        return;
+    }
+    if path == "visibility_floor" {
+        let visible: usize = (0..times)
+            .map(|_| cairnloop_benches::visibility_floor())
+            .sum();
+        println!("visibility_floor: {visible} visible ×{times}");
         return;
     }
     if path == "floor" {

@@ -87,6 +87,7 @@ impl serde::Serialize for MissingScopes {
 /// assert!(check_scopes(SCOPES, &Actor::new("a", &["orders:read"])).is_ok());
 /// assert!(check_scopes(SCOPES, &Actor::new("a", &["orders:*", "all", "orders"])).is_err());
 /// ```
+#[inline]
 pub fn check_scopes(required: &'static [Scope], actor: &Actor<'_>) -> Result<(), MissingScopes> {
     // More than 64 cannot be declared through a registry (rule 6); a hand-made list past
     // the limit is refused whole rather than checked in part.
