@@ -3,7 +3,7 @@
 #
 #   scripts/mutants.sh [ARGS]         all features (.cargo/mutants.toml); fails when a mutant
 #                                     survives that mutants-allowed.txt does not list with a
-#                                     reason. ARGS go to cargo-mutants, e.g. --file src/spec.rs
+#                                     reason. ARGS go to cargo-mutants, e.g. --file src/declare/spec.rs
 #   scripts/mutants.sh --core [ARGS]  the code compiled only without `alloc` or `std`
 #                                     (.cargo/mutants-core.toml); fails when a mutant that
 #                                     mutants-allowed.txt says "the core pass" kills survives.
@@ -17,7 +17,7 @@ core=false
 if [ "${1:-}" = "--core" ]; then
   core=true
   shift
-  set -- --config .cargo/mutants-core.toml --file src/input_error.rs --file src/registry.rs \
+  set -- --config .cargo/mutants-core.toml --file src/declare/input_error.rs --file src/declare/registry.rs \
     -F 'InputErrors::(push|omitted)|Display for InputErrors|Registry<C>::get' "$@"
 fi
 cargo mutants --output "$out" --no-shuffle "$@"

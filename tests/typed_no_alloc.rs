@@ -104,83 +104,89 @@ fn typed_decisions_allocate_nothing() {
     assert_eq!(counted, 0);
 }
 
-/// An input that allocates when decoded (its note).
-#[derive(serde::Deserialize, serde::Serialize)]
-struct Shipment {
-    order: u32,
-    note: String,
-}
+/// Calls by name: the governor and JSON inputs need `std` and `serde`.
+#[cfg(all(feature = "serde", feature = "std"))]
+mod by_name {
+    use super::*;
 
-struct Ship;
-
-impl Tool for Ship {
-    const SPEC: ToolSpec = ToolSpec::new("ship", "Ship", "Ships.", RiskTier::ReadOnly);
-    const SCOPES: &'static [Scope] = &[Scope::new("orders:write")];
-    type Input = Shipment;
-    type Output = ();
-    type Error = String;
-    type Context = bool;
-
-    fn validate(_: &Shipment) -> Result<(), InputErrors> {
-        Ok(())
+    /// An input that allocates when decoded (its note).
+    #[derive(serde::Deserialize, serde::Serialize)]
+    struct Shipment {
+        order: u32,
+        note: String,
     }
 
-    fn authorize(_: &Actor<'_>, paused: &bool) -> Result<(), PolicyDenial> {
-        if *paused {
-            Err(PolicyDenial::Denied("shipping is paused"))
-        } else {
+    struct Ship;
+
+    impl Tool for Ship {
+        const SPEC: ToolSpec = ToolSpec::new("ship", "Ship", "Ships.", RiskTier::ReadOnly);
+        const SCOPES: &'static [Scope] = &[Scope::new("orders:write")];
+        type Input = Shipment;
+        type Output = ();
+        type Error = String;
+        type Context = bool;
+
+        fn validate(_: &Shipment) -> Result<(), InputErrors> {
+            Ok(())
+        }
+
+        fn authorize(_: &Actor<'_>, paused: &bool) -> Result<(), PolicyDenial> {
+            if *paused {
+                Err(PolicyDenial::Denied("shipping is paused"))
+            } else {
+                Ok(())
+            }
+        }
+
+        async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
             Ok(())
         }
     }
 
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        Ok(())
+    static SHIPPING: cairnloop::Registry<bool> =
+        cairnloop::Registry::new(&[cairnloop::ToolEntry::json::<Ship>()]);
+
+    /// Polled once with a waker that does nothing: these calls never wait, and a runtime
+    /// would allocate on its own.
+    fn now<F: std::future::Future>(future: F) -> F::Output {
+        let mut future = std::pin::pin!(future);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(output) => output,
+            std::task::Poll::Pending => panic!("a blocked call waited"),
+        }
     }
-}
 
-static SHIPPING: cairnloop::Registry<bool> =
-    cairnloop::Registry::new(&[cairnloop::ToolEntry::json::<Ship>()]);
-
-/// Polled once with a waker that does nothing: these calls never wait, and a runtime
-/// would allocate on its own.
-fn now<F: std::future::Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-    match future.as_mut().poll(&mut context) {
-        std::task::Poll::Ready(output) => output,
-        std::task::Poll::Pending => panic!("a blocked call waited"),
-    }
-}
-
-#[test]
-fn a_call_blocked_at_gate_2_or_3_allocates_only_its_decoding() {
-    let governor =
-        cairnloop::Governor::new(&SHIPPING).with_audit_sink(cairnloop::approvals::DiscardAudit);
-    let arguments = r#"{"order": 1001, "note": "leave at the door"}"#;
-    let call = cairnloop::ToolCall::new("ship", arguments);
-    let decoding = allocations_in(|| {
-        drop(std::hint::black_box(serde_json::from_str::<Shipment>(
-            arguments,
-        )));
-    });
-    assert_eq!(decoding, 1, "the note");
-    let guest = Actor::new("guest", &[]);
-    let shipper = Actor::new("shipper", &["orders:write"]);
-    for (actor, paused, code) in [
-        (&guest, false, "scope_missing"),
-        (&shipper, true, "policy_denied"),
-    ] {
-        let mut answer = String::new();
-        let counted = allocations_in(|| {
-            let outcome = now(governor.call(&call, actor, &paused));
-            answer = match outcome {
-                Ok(cairnloop::Outcome::Blocked(blocked)) => blocked.code().to_owned(),
-                _ => "not blocked".to_owned(),
-            };
+    #[test]
+    fn a_call_blocked_at_gate_2_or_3_allocates_only_its_decoding() {
+        let governor =
+            cairnloop::Governor::new(&SHIPPING).with_audit_sink(cairnloop::approvals::DiscardAudit);
+        let arguments = r#"{"order": 1001, "note": "leave at the door"}"#;
+        let call = cairnloop::ToolCall::new("ship", arguments);
+        let decoding = allocations_in(|| {
+            drop(std::hint::black_box(serde_json::from_str::<Shipment>(
+                arguments,
+            )));
         });
-        assert_eq!(answer, code);
-        // One more: the answer's own string, made inside the count.
-        assert_eq!(counted, decoding + 1, "{code}");
+        assert_eq!(decoding, 1, "the note");
+        let guest = Actor::new("guest", &[]);
+        let shipper = Actor::new("shipper", &["orders:write"]);
+        for (actor, paused, code) in [
+            (&guest, false, "scope_missing"),
+            (&shipper, true, "policy_denied"),
+        ] {
+            let mut answer = String::new();
+            let counted = allocations_in(|| {
+                let outcome = now(governor.call(&call, actor, &paused));
+                answer = match outcome {
+                    Ok(cairnloop::Outcome::Blocked(blocked)) => blocked.code().to_owned(),
+                    _ => "not blocked".to_owned(),
+                };
+            });
+            assert_eq!(answer, code);
+            // One more: the answer's own string, made inside the count.
+            assert_eq!(counted, decoding + 1, "{code}");
+        }
     }
 }
 

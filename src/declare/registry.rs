@@ -271,6 +271,50 @@ impl<C: ?Sized + 'static> fmt::Debug for Registry<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::declare::{InputErrors, Invocation, RiskTier, Scope, Tool, ToolSpec};
+
+    /// A read-only tool named by `NAMES[N]`.
+    struct Named<const N: usize>;
+
+    const NAMES: [&str; 6] = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+
+    impl<const N: usize> Tool for Named<N> {
+        const SPEC: ToolSpec =
+            ToolSpec::new(NAMES[N], "Named", "A named tool.", RiskTier::ReadOnly);
+        const SCOPES: &'static [Scope] = &[];
+        type Input = ();
+        type Output = ();
+        type Error = ();
+        type Context = ();
+        fn validate(_: &()) -> Result<(), InputErrors> {
+            Ok(())
+        }
+        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+
+    /// More tools than are searched name by name: with `std` a hash map, without it a
+    /// scan, each reached only past that size.
+    static SIX: Registry<()> = Registry::new(&[
+        ToolEntry::of::<Named<0>>(),
+        ToolEntry::of::<Named<1>>(),
+        ToolEntry::of::<Named<2>>(),
+        ToolEntry::of::<Named<3>>(),
+        ToolEntry::of::<Named<4>>(),
+        ToolEntry::of::<Named<5>>(),
+    ]);
+
+    #[test]
+    fn a_registry_past_the_name_by_name_size_finds_each_name_and_no_other() {
+        assert!(SIX.tools().len() > LINEAR_SEARCH_MAX);
+        for name in NAMES {
+            assert_eq!(SIX.get(name).map(|entry| entry.spec().name()), Some(name));
+        }
+        for stranger in ["golf", "alphA", "alph", "alpha ", "delta\0"] {
+            assert!(SIX.get(stranger).is_none(), "{stranger}");
+        }
+    }
 
     #[test]
     fn heapsort_sorts_any_prefix() {
