@@ -188,23 +188,27 @@ const SECRET_WORDS: [&str; 8] = [
 ];
 
 pub(crate) fn is_secret_name(name: &str) -> bool {
-    // Names are short: each place is looked at once, and compared whole only with the
-    // words its letter begins (`| 0x20` lowers an ASCII letter, and turns no other byte
-    // into one). The words are `SECRET_WORDS`; a test holds the two lists together.
+    // Names are short: each place is looked at once, with the byte after it, and
+    // compared whole only with the words those two letters begin (`| 0x20` lowers an
+    // ASCII letter, and turns no other byte into one). The words are `SECRET_WORDS`; a
+    // test holds the two lists together.
     let name = name.as_bytes();
     let word_at = |at: usize, word: &[u8]| {
         name.get(at..at + word.len())
             .is_some_and(|here| here.eq_ignore_ascii_case(word))
     };
-    (0..name.len()).any(|at| match name[at] | 0x20 {
-        b'p' => word_at(at, b"password") || word_at(at, b"passwd"),
-        b's' => word_at(at, b"secret"),
-        b't' => word_at(at, b"token"),
-        b'k' => word_at(at, b"key"),
-        b'c' => word_at(at, b"credential") || word_at(at, b"cookie"),
-        b'a' => word_at(at, b"authorization"),
-        _ => false,
-    })
+    name.windows(2)
+        .enumerate()
+        .any(|(at, pair)| match [pair[0] | 0x20, pair[1] | 0x20] {
+            [b'p', b'a'] => word_at(at, b"password") || word_at(at, b"passwd"),
+            [b's', b'e'] => word_at(at, b"secret"),
+            [b't', b'o'] => word_at(at, b"token"),
+            [b'k', b'e'] => word_at(at, b"key"),
+            [b'c', b'r'] => word_at(at, b"credential"),
+            [b'c', b'o'] => word_at(at, b"cookie"),
+            [b'a', b'u'] => word_at(at, b"authorization"),
+            _ => false,
+        })
 }
 
 /// The rows of a preview, written into one text: a row is two ranges of it, so that
