@@ -769,7 +769,7 @@ impl Serializer for MapKey<'_> {
 #[cfg(test)]
 mod tests {
     use alloc::collections::BTreeMap;
-    use alloc::string::String;
+    use alloc::string::{String, ToString};
     use alloc::vec;
     use alloc::vec::Vec;
 
@@ -879,7 +879,90 @@ mod tests {
         })
     }
 
+    #[derive(Clone, Copy, Debug, Serialize)]
+    struct Unit;
+
+    #[derive(Clone, Copy, Debug, Serialize)]
+    struct Meters(u16);
+
+    #[derive(Clone, Copy, Debug, Serialize)]
+    struct Pair(i8, u8);
+
+    /// Bytes, handed to the serializer as bytes (as `serde_bytes` does), not as a sequence.
+    #[derive(Clone, Debug)]
+    struct Bytes(Vec<u8>);
+
+    impl Serialize for Bytes {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_bytes(&self.0)
+        }
+    }
+
+    /// Every kind of value in serde's data model that the writer writes itself.
+    #[derive(Clone, Debug, Serialize)]
+    struct Every {
+        small: i8,
+        short: i16,
+        int: i32,
+        byte: u8,
+        word: u16,
+        unsigned: u32,
+        unit: (),
+        unit_struct: Unit,
+        newtype: Meters,
+        tuple_struct: Pair,
+        bytes: Bytes,
+        letter: char,
+        nothing: Option<u8>,
+    }
+
+    fn every() -> impl Strategy<Value = Every> {
+        (
+            (any::<i8>(), any::<i16>(), any::<i32>()),
+            (any::<u8>(), any::<u16>(), any::<u32>()),
+            any::<u16>(),
+            (any::<i8>(), any::<u8>()),
+            proptest::collection::vec(any::<u8>(), 0..4),
+            any::<char>(),
+            proptest::option::of(any::<u8>()),
+        )
+            .prop_map(
+                |(
+                    (small, short, int),
+                    (byte, word, unsigned),
+                    meters,
+                    pair,
+                    bytes,
+                    letter,
+                    nothing,
+                )| {
+                    Every {
+                        small,
+                        short,
+                        int,
+                        byte,
+                        word,
+                        unsigned,
+                        unit: (),
+                        unit_struct: Unit,
+                        newtype: Meters(meters),
+                        tuple_struct: Pair(pair.0, pair.1),
+                        bytes: Bytes(bytes),
+                        letter,
+                        nothing,
+                    }
+                },
+            )
+    }
+
     proptest! {
+        #[test]
+        fn every_kind_of_value_agrees(every in every()) {
+            let written = direct(&every);
+            prop_assert!(written.is_some());
+            prop_assert_eq!(written.unwrap(), by_value(&every));
+        }
+
         #[test]
         fn the_direct_text_is_the_value_routes(call in call()) {
             let written = direct(&call);
@@ -945,6 +1028,72 @@ mod tests {
     }
 
     #[test]
+    fn keys_alike_in_their_first_eight_bytes_are_ordered_and_told_apart_whole() {
+        let pair = |first: &str, second: &str| AsGiven(vec![(first.into(), 1), (second.into(), 2)]);
+        // "argument" is 8 bytes: the two keys differ only past the prefix the sort uses.
+        let late = pair("argument_b", "argument_a");
+        assert_eq!(
+            direct(&late).as_deref(),
+            Some(r#"{"argument_a":2,"argument_b":1}"#)
+        );
+        let in_order = pair("argument_a", "argument_b");
+        assert_eq!(
+            direct(&in_order).as_deref(),
+            Some(r#"{"argument_a":1,"argument_b":2}"#)
+        );
+        // A repeat next to itself is still a repeat: the value route keeps the last.
+        let repeated = pair("argument_a", "argument_a");
+        assert_eq!(direct(&repeated), None);
+        assert_eq!(canonical_text(&repeated).unwrap(), r#"{"argument_a":2}"#);
+    }
+
+    #[test]
+    fn map_keys_of_every_kind_agree_with_the_value_route() {
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+        struct Name(String);
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+        enum Key {
+            Plain,
+            Wrapped(u8),
+        }
+        /// What the value route makes of `input`: its text, or its error's message.
+        fn value_route<T: Serialize>(input: &T) -> Result<String, String> {
+            serde_json::to_value(input)
+                .map(|value| canonical_json(&value))
+                .map_err(|error| error.to_string())
+        }
+        fn agree<K: Serialize + Ord>(keys: [K; 2]) {
+            let [first, second] = keys;
+            let map = BTreeMap::from([(first, 1), (second, 2)]);
+            assert_eq!(canonical_text(&map), value_route(&map));
+        }
+        agree(['b', 'a']);
+        agree([Name("b".into()), Name("a".into())]);
+        agree([Some("b"), None]);
+        agree([Some("b"), Some("a")]);
+        agree([Key::Wrapped(1), Key::Plain]);
+        agree([true, false]);
+        agree([-1i8, 2]);
+        // The writer takes characters and newtypes of strings itself.
+        assert!(direct(&BTreeMap::from([('b', 1), ('a', 2)])).is_some());
+        assert!(direct(&BTreeMap::from([(Name("b".into()), 1)])).is_some());
+    }
+
+    #[test]
+    fn serde_jsons_raw_text_is_left_to_the_value_route() {
+        #[derive(Serialize)]
+        struct Raw {
+            x: alloc::boxed::Box<serde_json::value::RawValue>,
+        }
+        let text = String::from(r#"{"b": 1, "a": [2]}"#);
+        let raw = Raw {
+            x: serde_json::value::RawValue::from_string(text).unwrap(),
+        };
+        assert_eq!(direct(&raw), None);
+        assert_eq!(canonical_text(&raw).unwrap(), r#"{"x":{"a":[2],"b":1}}"#);
+    }
+
+    #[test]
     fn keys_in_utf16_order_not_byte_order() {
         // U+FF61 sorts after U+1F600 in UTF-8 bytes' terms reversed: UTF-16 puts the
         // surrogate pair (0xD83D…) before 0xFF61.
@@ -992,6 +1141,11 @@ mod tests {
                 direct(&7i128),
                 canonical_text(&7i128).unwrap(),
                 by_value(&7i128),
+            ),
+            (
+                direct(&7u128),
+                canonical_text(&7u128).unwrap(),
+                by_value(&7u128),
             ),
             (
                 direct(&BTreeMap::from([("a\nb", 1)])),

@@ -7,6 +7,7 @@ use core::fmt;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+#[cfg(feature = "schemars")]
 use serde_json::Value;
 
 use crate::declare::{
