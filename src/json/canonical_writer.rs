@@ -1041,6 +1041,16 @@ mod tests {
             direct(&in_order).as_deref(),
             Some(r#"{"argument_a":1,"argument_b":2}"#)
         );
+        // A key that begins another sorts first, also when the other goes on with a
+        // character below the closing quote (a space, `!`).
+        for (first, second) in [("a!", "a"), ("a", "a!"), ("a ", "a"), ("a", "a ")] {
+            let expected = if first.len() < second.len() {
+                alloc::format!(r#"{{"{first}":1,"{second}":2}}"#)
+            } else {
+                alloc::format!(r#"{{"{second}":2,"{first}":1}}"#)
+            };
+            assert_eq!(direct(&pair(first, second)), Some(expected));
+        }
         // A repeat next to itself is still a repeat: the value route keeps the last.
         let repeated = pair("argument_a", "argument_a");
         assert_eq!(direct(&repeated), None);
@@ -1072,6 +1082,7 @@ mod tests {
         agree([Some("b"), None]);
         agree([Some("b"), Some("a")]);
         agree([Key::Wrapped(1), Key::Plain]);
+        agree([Key::Wrapped(2), Key::Wrapped(1)]);
         agree([true, false]);
         agree([-1i8, 2]);
         // The writer takes characters and newtypes of strings itself.
