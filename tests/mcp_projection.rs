@@ -356,39 +356,24 @@ fn reads_need_approval() -> Governor<()> {
     Governor::new(&TOOLS).with_governance(Governance::new().with_mode_policy(policy))
 }
 
-/// The approval mode each listed tool carries in `_meta`, by name.
-fn listed_modes(tools: &[Value]) -> Vec<(String, String)> {
-    tools
-        .iter()
-        .map(|tool| {
-            let name = tool["name"].as_str().unwrap().to_owned();
-            let mode = &tool["_meta"]["io.cairnloop/approval_mode"];
-            (name, mode.as_str().unwrap().to_owned())
-        })
-        .collect()
+/// The approval mode `read_tool` carries in `_meta` in a listing.
+fn read_mode(tools: &[Value]) -> Option<&str> {
+    let tool = tools.iter().find(|tool| tool["name"] == "read_tool")?;
+    tool["_meta"]["io.cairnloop/approval_mode"].as_str()
 }
 
 #[test]
 fn a_listing_for_an_actor_carries_the_mode_in_force_for_that_actor() {
     let insider = Actor::new("a", &["desk:use"]);
-    let read_mode = |tools: &[Value]| {
-        listed_modes(tools)
-            .into_iter()
-            .find(|(name, _)| name == "read_tool")
-            .map(|(_, mode)| mode)
-    };
     // The declaration alone: read-only runs at once.
-    assert_eq!(
-        read_mode(&TOOLS.mcp_tools().unwrap()).as_deref(),
-        Some("auto")
-    );
+    assert_eq!(read_mode(&TOOLS.mcp_tools().unwrap()), Some("auto"));
     let plain = Governor::new(&TOOLS);
     let listed = plain.mcp_tools_for(&insider, &()).unwrap();
-    assert_eq!(read_mode(&listed).as_deref(), Some("auto"));
+    assert_eq!(read_mode(&listed), Some("auto"));
     // With the host's override, a call of it awaits a person: the listing says so.
     let governor = reads_need_approval();
     let listed = governor.mcp_tools_for(&insider, &()).unwrap();
-    assert_eq!(read_mode(&listed).as_deref(), Some("requires_approval"));
+    assert_eq!(read_mode(&listed), Some("requires_approval"));
     let call = ToolCall::new(
         "read_tool",
         r#"{"order": 1, "cents": 5, "reason": "late", "lines": []}"#,
@@ -403,35 +388,21 @@ fn a_listing_for_an_actor_carries_the_mode_in_force_for_that_actor() {
 #[cfg(feature = "rmcp")]
 #[test]
 fn tools_list_carries_the_mode_in_force_for_its_caller() {
-    let server =
-        cairnloop::mcp::McpServer::new(std::sync::Arc::new(reads_need_approval()), (), "a")
-            .with_scopes(["desk:use"]);
-    let listed: Vec<Value> = server
-        .list_tools_for_actor()
-        .unwrap()
-        .into_iter()
-        .map(|tool| serde_json::to_value(tool).unwrap())
-        .collect();
-    let modes = listed_modes(&listed);
-    assert!(
-        modes
-            .iter()
-            .any(|(name, mode)| name == "read_tool" && mode == "requires_approval"),
-        "{modes:?}"
+    /// What `tools/list` answers the server's caller over `governor`, as JSON.
+    fn served(governor: Governor<()>) -> Vec<Value> {
+        cairnloop::mcp::McpServer::new(std::sync::Arc::new(governor), (), "a")
+            .with_scopes(["desk:use"])
+            .list_tools_for_actor()
+            .unwrap()
+            .into_iter()
+            .map(|tool| serde_json::to_value(tool).unwrap())
+            .collect()
+    }
+    assert_eq!(
+        read_mode(&served(reads_need_approval())),
+        Some("requires_approval")
     );
     // The projection is shared by every server over the registry: another caller's
     // listing is not changed by this one's.
-    let plain = cairnloop::mcp::McpServer::new(std::sync::Arc::new(Governor::new(&TOOLS)), (), "a")
-        .with_scopes(["desk:use"]);
-    let listed: Vec<Value> = plain
-        .list_tools_for_actor()
-        .unwrap()
-        .into_iter()
-        .map(|tool| serde_json::to_value(tool).unwrap())
-        .collect();
-    assert!(
-        listed_modes(&listed)
-            .iter()
-            .any(|(name, mode)| name == "read_tool" && mode == "auto")
-    );
+    assert_eq!(read_mode(&served(Governor::new(&TOOLS))), Some("auto"));
 }
