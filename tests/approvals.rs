@@ -586,6 +586,36 @@ fn expiry_at_just_before_and_just_after_the_ttl() {
 }
 
 #[test]
+fn a_repeat_after_the_window_is_told_expired_not_awaiting() {
+    let ttl = 2 * HOUR;
+    let config = ApprovalConfig::new().with_ttl(Ttl::from_millis(ttl));
+    for (offset, expected) in [(ttl - 1, "awaiting_approval"), (ttl, "expired")] {
+        let bench = Bench::with(&LAB, Governance::new(), config);
+        let key = bench.propose(ARGS, T0);
+        // No sweep ran: the repeat itself finds that the time is up.
+        let call = ToolCall::new("send_money", ARGS);
+        let outcome =
+            pollster::block_on(bench.at(at(offset)).call(&call, &agent(), &bench.lab)).unwrap();
+        assert_eq!(outcome.code(), expected, "repeat at ttl{offset:+}");
+        assert_eq!(
+            outcome.is_awaiting_approval(),
+            expected == "awaiting_approval"
+        );
+        let reply = outcome.into_reply();
+        assert_eq!(reply.status(), expected);
+        if expected == "expired" {
+            assert_eq!(bench.state(&key), LaneState::Expired);
+            assert!(reply.is_error());
+            assert!(
+                reply.text().contains("approval window closed"),
+                "{}",
+                reply.text()
+            );
+        }
+    }
+}
+
+#[test]
 fn a_sweep_expires_only_what_is_due() {
     let bench = Bench::new();
     let key = bench.propose(ARGS, T0);

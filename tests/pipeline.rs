@@ -746,7 +746,33 @@ fn gate_1_three_bad_fields_are_three_errors() {
     let (actor, desk) = (admin(), Desk::default());
     /// (tool, arguments, every (path, code) expected)
     type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
-    let cases: [Case<'_>; 3] = [
+    let cases: [Case<'_>; 6] = [
+        // Every missing field, not only the first serde names.
+        (
+            "refund_order",
+            r#"{}"#,
+            &[
+                ("/cents", "required"),
+                ("/order", "required"),
+                ("/reason", "required"),
+            ],
+        ),
+        // Missing fields together with a wrong type and an unknown field.
+        (
+            "refund_order",
+            r#"{"cents": "seven", "zzz": true}"#,
+            &[
+                ("/cents", "invalid_type"),
+                ("/order", "required"),
+                ("/reason", "required"),
+                ("/zzz", "unknown_field"),
+            ],
+        ),
+        (
+            "refund_order",
+            r#"{"order": 1}"#,
+            &[("/cents", "required"), ("/reason", "required")],
+        ),
         (
             "refund_order",
             r#"{"order": "seven", "cents": -1, "reason": "Damaged"}"#,

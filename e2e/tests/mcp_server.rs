@@ -161,3 +161,138 @@ fn input_schemas_are_computed_once_and_reused() {
     assert_eq!(another.list_tools_for_actor().unwrap().len(), 1);
     assert_eq!(SCHEMAS.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// Checks `value` against `schema` for the keywords a result schema uses (`type`, `enum`,
+/// `properties`, `required`, `items`): written here, apart from the server, the way a
+/// strict client reads the schema.
+fn conforms(schema: &serde_json::Value, value: &serde_json::Value, at: &str) -> Result<(), String> {
+    use serde_json::Value;
+    if let Some(kind) = schema.get("type").and_then(Value::as_str) {
+        let fits = match kind {
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "string" => value.is_string(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "number" => value.is_number(),
+            "boolean" => value.is_boolean(),
+            "null" => value.is_null(),
+            other => return Err(format!("{at}: no check for type {other}")),
+        };
+        if !fits {
+            return Err(format!("{at}: {value} is not of type {kind}"));
+        }
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        return Err(format!("{at}: {value} is not one of {allowed:?}"));
+    }
+    for name in schema["required"].as_array().into_iter().flatten() {
+        if value.get(name.as_str().unwrap_or("")).is_none() {
+            return Err(format!("{at}: {name} is required"));
+        }
+    }
+    if let (Some(properties), Some(object)) = (schema["properties"].as_object(), value.as_object())
+    {
+        for (name, field) in object {
+            if let Some(property) = properties.get(name) {
+                conforms(property, field, &format!("{at}/{name}"))?;
+            }
+        }
+    }
+    if let (Some(items), Some(array)) = (schema.get("items"), value.as_array()) {
+        for (index, item) in array.iter().enumerate() {
+            conforms(items, item, &format!("{at}/{index}"))?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_result_matches_the_output_schema_the_tool_advertised() {
+    use cairnloop::gate::{Timestamp, Ttl};
+    let clock =
+        cairnloop::approvals::ManualClock::new(Timestamp::from_unix_millis(1_700_000_000_000));
+    let governor = Arc::new(Governor::new(&DESK).with_clock(clock.clone()));
+    let admin = McpServer::new(Arc::clone(&governor), Desk::default(), "agent-7")
+        .with_account("acme")
+        .with_scopes(desk::EVERY_SCOPE.iter().copied());
+    let reader = McpServer::new(Arc::clone(&governor), Desk::default(), "agent-8")
+        .with_scopes(["orders:read"]);
+    // Each result with the tool it answers for.
+    let call = |server: &McpServer<Desk>, tool: &'static str, arguments: &str| {
+        (
+            tool,
+            pollster::block_on(server.call_tool_text(tool, arguments)).unwrap(),
+        )
+    };
+    let note = |ticket: u32| format!(r#"{{"ticket": {ticket}, "body": "Called."}}"#);
+    let mut results = vec![
+        call(&admin, "lookup_order", r#"{"order": 1001}"#),
+        call(&admin, "lookup_order", r#"{"order": 7}"#),
+        call(&admin, "refund_order", r#"{"cents": "seven", "zzz": true}"#),
+        call(&reader, "lookup_order", r#"{"order": 1001}"#),
+        call(
+            &reader,
+            "refund_order",
+            r#"{"order": 1, "cents": 5, "reason": "late"}"#,
+        ),
+        call(&admin, "delete_customer", r#"{"customer": 5}"#),
+    ];
+    let waiting = call(&admin, "internal_note", &note(1));
+    let key = |(_, result): &(&str, rmcp::model::CallToolResult)| {
+        result.structured_content.as_ref().unwrap()["proposal_id"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    pollster::block_on(governor.reject(&key(&waiting), "ops-lead", "not today")).unwrap();
+    results.extend([waiting, call(&admin, "internal_note", &note(1))]);
+    let deferred = call(&admin, "internal_note", &note(2));
+    pollster::block_on(governor.defer(&key(&deferred), "ops-lead", "ask first")).unwrap();
+    results.extend([deferred, call(&admin, "internal_note", &note(2))]);
+    let approved = call(&admin, "internal_note", &note(3));
+    pollster::block_on(governor.approve(&key(&approved), "ops-lead")).unwrap();
+    results.extend([approved, call(&admin, "internal_note", &note(3))]);
+    results.push(call(&admin, "internal_note", &note(4)));
+    clock.advance(Ttl::from_secs(49 * 3600));
+    results.push(call(&admin, "internal_note", &note(4)));
+
+    let schemas: std::collections::HashMap<String, serde_json::Value> = DESK
+        .mcp_tools()
+        .unwrap()
+        .into_iter()
+        .map(|tool| {
+            (
+                tool["name"].as_str().unwrap().to_owned(),
+                tool["outputSchema"].clone(),
+            )
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for (tool, result) in &results {
+        let body = result.structured_content.as_ref().unwrap();
+        conforms(&schemas[*tool], body, "").unwrap_or_else(|error| panic!("{error} in {body}"));
+        statuses.push(body["status"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        statuses,
+        [
+            "executed",
+            "failed",
+            "blocked",
+            "blocked",
+            "blocked",
+            "blocked",
+            "awaiting_approval",
+            "rejected",
+            "awaiting_approval",
+            "awaiting_approval",
+            "awaiting_approval",
+            "executed",
+            "awaiting_approval",
+            "expired",
+        ]
+    );
+}

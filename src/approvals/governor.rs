@@ -91,14 +91,19 @@ pub enum Outcome {
     Executed(Value),
     /// The call ran at once and the tool returned an error.
     Failed(RunError),
-    /// The call waits for a human: its lane, pending (or as a repeated call finds it).
+    /// The call has a lane: waiting for a human (pending or deferred), or in the state a
+    /// repeated call finds it (rejected, expired, running, invalidated, …). Read the
+    /// lane's state, or [`Outcome::code`], which names it: only a lane that waits is
+    /// `awaiting_approval`.
     AwaitingApproval(Box<ApprovalLane>),
     /// A gate blocked the call; nothing ran.
     Blocked(Blocked),
 }
 
 impl Outcome {
-    /// `executed`, `failed`, `awaiting_approval` or the block's code.
+    /// `executed`, `failed`, `awaiting_approval` (a lane that waits for a person), the
+    /// state of a lane that does not wait (`expired`, `rejected`, `execution_pending`,
+    /// …), or the block's code: the `status` a model is told.
     ///
     /// ```
     /// assert_eq!(cairnloop::Outcome::Blocked(cairnloop::Blocked::UnknownTool).code(), "unknown_tool");
@@ -108,9 +113,23 @@ impl Outcome {
         match self {
             Self::Executed(_) => "executed",
             Self::Failed(_) => "failed",
-            Self::AwaitingApproval(_) => "awaiting_approval",
+            Self::AwaitingApproval(lane) if lane.state().waits_for_a_person() => {
+                "awaiting_approval"
+            }
+            Self::AwaitingApproval(lane) => lane.state().as_str(),
             Self::Blocked(blocked) => blocked.code(),
         }
+    }
+
+    /// Whether the call waits for a person's decision: a lane pending or deferred. A
+    /// lane in any other state will not run on its own.
+    ///
+    /// ```
+    /// assert!(!cairnloop::Outcome::Blocked(cairnloop::Blocked::UnknownTool).is_awaiting_approval());
+    /// ```
+    #[must_use]
+    pub const fn is_awaiting_approval(&self) -> bool {
+        matches!(self, Self::AwaitingApproval(lane) if lane.state().waits_for_a_person())
     }
 }
 
@@ -431,8 +450,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     record.idempotency_key = Some(proposal.idempotency_key());
                 }
                 self.record(record).await?;
-                let lane = self.approvals.propose(proposal, self.now()?).await?;
-                self.reissued(lane, actor, context).await
+                let now = self.now()?;
+                let lane = self.approvals.propose(proposal, now).await?;
+                self.reissued(lane, now, actor, context).await
             }
         }
     }
@@ -472,10 +492,15 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     async fn reissued(
         &self,
         lane: ApprovalLane,
+        now: Timestamp,
         actor: &Actor<'_>,
         context: &C,
     ) -> Result<Outcome, ApprovalError> {
         match lane.state() {
+            // Its time ran out and no sweep has expired it yet: expired now, and said so.
+            LaneState::Pending if now >= lane.expires_at() => Ok(Outcome::AwaitingApproval(
+                Box::new(self.approvals.expire_if_due(&lane.key(), now).await?),
+            )),
             // Boxed: the run of an approved call is most of this state, and every call
             // (also one that runs at once or is blocked) would otherwise carry and move
             // it; a repeat of an approved call is the rare case.

@@ -195,7 +195,7 @@ fn blocked_reply(blocked: &Blocked) -> ModelReply {
 fn lane_reply(lane: &ApprovalLane, note: Option<&str>) -> ModelReply {
     let proposal = lane.proposal();
     let state = lane.state();
-    let waiting = matches!(state, LaneState::Pending | LaneState::Deferred);
+    let waiting = state.waits_for_a_person();
     let mut body = json!({
         "status": if waiting { "awaiting_approval" } else { state.as_str() },
         "proposal_id": lane.key().to_string(),
@@ -207,11 +207,13 @@ fn lane_reply(lane: &ApprovalLane, note: Option<&str>) -> ModelReply {
         "expires_at": lane.expires_at().utc().to_string(),
         "reason": lane.reason(),
     });
+    // A lane without a reason has no `reason` field: `null` is no string, and strict
+    // clients check a result against the schema the tool advertised.
+    if body["reason"].is_null() {
+        body.as_object_mut().map(|object| object.remove("reason"));
+    }
     let note = note.map(|note| format!(" ({note})")).unwrap_or_default();
     if waiting {
-        if body["reason"].is_null() {
-            body.as_object_mut().map(|object| object.remove("reason"));
-        }
         let text = format!(
             "Nothing has run yet: this call awaits a person's approval{note}. Proposal {key}, \
              open until {expires}. Tell the user; once it is approved, make exactly the same \
@@ -230,11 +232,22 @@ fn lane_reply(lane: &ApprovalLane, note: Option<&str>) -> ModelReply {
         .reason()
         .map(|reason| format!(": {reason}"))
         .unwrap_or_default();
-    let text = format!(
-        "This call is {state} (proposal {key}){reason}{note}. It did not run now. Tell the \
-         user; do not retry it as it is.",
-        key = lane.key(),
-    );
+    let key = lane.key();
+    let text = match state {
+        LaneState::Expired => format!(
+            "Nothing ran: no one approved this call before its approval window closed \
+             (proposal {key}){reason}{note}. The same call stays expired. Tell the user, and \
+             ask whether it is still wanted before proposing anything else."
+        ),
+        LaneState::Approved | LaneState::ExecutionPending => format!(
+            "This call is running now, started by an earlier call (proposal {key}){note}. Do \
+             not start it again: make exactly the same call later to get its outcome."
+        ),
+        _ => format!(
+            "This call is {state} (proposal {key}){reason}{note}. It did not run now. Tell \
+             the user; do not retry it as it is."
+        ),
+    };
     failure(body, text)
 }
 

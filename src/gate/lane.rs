@@ -149,6 +149,18 @@ impl LaneState {
         Ok(next)
     }
 
+    /// Whether a lane in this state waits for a person: pending or deferred.
+    ///
+    /// ```
+    /// use cairnloop::gate::LaneState;
+    /// assert!(LaneState::Pending.waits_for_a_person());
+    /// assert!(!LaneState::Expired.waits_for_a_person());
+    /// ```
+    #[must_use]
+    pub const fn waits_for_a_person(self) -> bool {
+        matches!(self, Self::Pending | Self::Deferred)
+    }
+
     /// Whether no move leaves this state.
     ///
     /// ```

@@ -15,6 +15,7 @@ mod preview;
 mod proposal;
 #[cfg(feature = "schemars")]
 pub(crate) mod schema;
+mod stand_in;
 pub(crate) mod strict;
 mod watch;
 

@@ -260,14 +260,17 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// Decodes the parsed arguments into `T`, reporting every field error rather than the
-/// first, in path order. A valid input decodes in one pass. An invalid one is decoded again with each
-/// offending field taken out, until a pass finds nothing new: serde stops at the first
-/// error of a pass, and this way a model that sends three bad fields learns of all three.
+/// first, in path order. A valid input decodes in one pass. An invalid one is decoded
+/// again with a stand-in for each field found wrong or missing, until a pass finds
+/// nothing new: serde stops at the first error of a pass (and names one missing field at
+/// a time), and this way a model that sends three bad fields and leaves out two learns of
+/// all five.
 pub(crate) fn decode<T: DeserializeOwned>(mut arguments: Value) -> Result<T, InputErrors> {
     let mut found: Vec<FieldError> = Vec::new();
+    let mut stand_ins: Vec<String> = Vec::new();
     for _ in 0..MAX_PASSES {
         let mut unknown = Vec::new();
-        let (decoded, failure) = decode_once::<T>(&arguments, &mut unknown);
+        let (decoded, failure) = decode_once::<T>(&arguments, stand_ins.clone(), &mut unknown);
         for field in unknown {
             if !found.iter().any(|known| known.path() == field.path()) {
                 found.push(field);
@@ -291,11 +294,16 @@ pub(crate) fn decode<T: DeserializeOwned>(mut arguments: Value) -> Result<T, Inp
         if echo {
             break;
         }
-        let removed = take_out(&mut arguments, field.path());
-        found.push(field);
-        if !removed {
+        // The field's value (if it has one) makes way for a stand-in, so that the next
+        // pass goes past it, whether it was wrong or missing.
+        let Some(removed) = take_out(&mut arguments, field.path()) else {
             break;
+        };
+        // A field the type does not know is only taken out: it has no place to stand in.
+        if field.code() != "unknown_field" {
+            stand_ins.push(removed);
         }
+        found.push(field);
     }
     // One order whatever the passes found first: by path.
     found.sort_by(|a, b| a.path().cmp(b.path()));
@@ -332,9 +340,10 @@ const MAX_PASSES: usize = 64;
 /// the path tracked.
 fn decode_once<T: DeserializeOwned>(
     arguments: &Value,
+    stand_ins: Vec<String>,
     unknown: &mut Vec<FieldError>,
 ) -> (Result<T, ()>, Option<FieldError>) {
-    let (decoded, ignored) = decode_traced::<T>(&arguments.to_string());
+    let (decoded, ignored) = decode_traced::<T>(&arguments.to_string(), stand_ins);
     for pointer in ignored {
         unknown.push(FieldError::owned(
             pointer,
@@ -348,22 +357,22 @@ fn decode_once<T: DeserializeOwned>(
     }
 }
 
-/// Removes the value at `pointer` so that the next pass goes past it; an array element
-/// takes its whole array along (removing one element would renumber the rest). `false`
-/// when there is nothing left to remove.
-fn take_out(arguments: &mut Value, pointer: &str) -> bool {
+/// Removes the value at `pointer`, if there is one (a missing field has none), and
+/// returns the pointer of the object's field that a stand-in then takes: an array
+/// element takes its whole array along (removing one element would renumber the rest).
+/// `None` when no object field holds `pointer` (the arguments themselves).
+fn take_out(arguments: &mut Value, pointer: &str) -> Option<String> {
     let mut pointer = pointer;
     loop {
-        let Some((parent, token)) = pointer.rsplit_once('/') else {
-            return false;
-        };
+        let (parent, token) = pointer.rsplit_once('/')?;
         match arguments.pointer_mut(parent) {
             Some(Value::Object(object)) => {
                 let key = token.replace("~1", "/").replace("~0", "~");
-                return object.remove(&key).is_some();
+                object.remove(&key);
+                return Some(pointer.to_owned());
             }
             Some(Value::Array(_)) => pointer = parent,
-            _ => return false,
+            _ => return None,
         }
     }
 }

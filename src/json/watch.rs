@@ -11,11 +11,12 @@ use core::cell::{Cell, RefCell};
 use core::fmt::{self, Write as _};
 
 use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess,
-    VariantAccess, Visitor,
+    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess,
+    SeqAccess, VariantAccess, Visitor,
 };
 
 use crate::declare::InputLimits;
+use crate::json::stand_in::StandIn;
 
 /// The largest integer kept exact: 2^53 − 1 (as in the strict parse).
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -35,16 +36,36 @@ struct Tracking {
     path: String,
     /// The pointers of fields the type does not take.
     unknown: Vec<String>,
+    /// The pointers of fields whose error is known: each is read as a
+    /// [`StandIn`], present or not, so that the pass goes on to the next error.
+    stand_ins: Vec<String>,
 }
 
 impl Watch {
-    fn new(limits: InputLimits, track: bool) -> Self {
+    fn new(limits: InputLimits, track: Option<Tracking>) -> Self {
         Self {
             limits,
             depth: Cell::new(0),
             unsure: Cell::new(false),
-            track: track.then(|| RefCell::new(Tracking::default())),
+            track: track.map(RefCell::new),
         }
+    }
+
+    /// On the slow way: the names of the stand-in fields of the object at the current
+    /// path, which its map then yields after its own entries.
+    fn stand_ins_here(&self) -> Vec<String> {
+        let Some(track) = &self.track else {
+            return Vec::new();
+        };
+        let track = track.borrow();
+        track
+            .stand_ins
+            .iter()
+            .filter_map(|pointer| {
+                let (parent, token) = pointer.rsplit_once('/')?;
+                (parent == track.path).then(|| token.replace("~1", "/").replace("~0", "~"))
+            })
+            .collect()
     }
 
     // The fast way tracks nothing: each of these is one inlined test there, and the
@@ -116,18 +137,27 @@ pub(crate) fn decode_watched<T: DeserializeOwned>(text: &str, limits: &InputLimi
     if text.len() > limits.max_bytes() {
         return None;
     }
-    let watch = Watch::new(*limits, false);
+    let watch = Watch::new(*limits, None);
     let input = decode_with::<T>(text, &watch).ok()?;
     (!watch.unsure.get()).then_some(input)
 }
 
-/// One pass of the slow way over text the strict parse already accepted: the input, or
-/// the first error with the pointer where it happened; and the pointers of the fields
-/// the type does not take.
+/// One pass of the slow way over text the strict parse already accepted, with a
+/// [`StandIn`] at each of `stand_ins` (JSON Pointers of fields the text leaves out): the
+/// input, or the first error with the pointer where it happened; and the pointers of the
+/// fields the type does not take.
 pub(crate) fn decode_traced<T: DeserializeOwned>(
     text: &str,
+    stand_ins: Vec<String>,
 ) -> (Result<T, (String, String)>, Vec<String>) {
-    let watch = Watch::new(InputLimits::new().with_max_bytes(usize::MAX), true);
+    let tracking = Tracking {
+        stand_ins,
+        ..Tracking::default()
+    };
+    let watch = Watch::new(
+        InputLimits::new().with_max_bytes(usize::MAX),
+        Some(tracking),
+    );
     let decoded = decode_with::<T>(text, &watch);
     let tracking = watch.track.map(RefCell::into_inner).unwrap_or_default();
     let decoded = decoded.map_err(|error| (tracking.path, bare_message(&error)));
@@ -441,6 +471,8 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
             inner: map,
             watch: self.watch,
             mark: 0,
+            stand_ins: self.watch.stand_ins_here(),
+            standing_in: false,
         });
         self.watch.depth.set(depth);
         value
@@ -520,6 +552,11 @@ struct WatchedMap<'w, A> {
     watch: &'w Watch,
     /// The path before the current key.
     mark: usize,
+    /// Fields yielded after the map's own entries, each with a [`StandIn`] value (the
+    /// slow way only).
+    stand_ins: Vec<String>,
+    /// The current key is a stand-in's.
+    standing_in: bool,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
@@ -530,6 +567,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
         self.mark = self.watch.mark();
+        if !self.stand_ins.is_empty() {
+            return self.next_key_or_stand_in(seed);
+        }
         self.inner.next_key_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
@@ -538,6 +578,12 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
+        if self.standing_in {
+            self.standing_in = false;
+            let value = seed.deserialize(StandIn::new())?;
+            self.watch.back_to(self.mark);
+            return Ok(value);
+        }
         let value = self.inner.next_value_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
@@ -549,6 +595,53 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
 
     fn size_hint(&self) -> Option<usize> {
         self.inner.size_hint()
+    }
+}
+
+impl<'de, A: MapAccess<'de>> WatchedMap<'_, A> {
+    /// The map's next key; past its own entries, the next stand-in field's (the slow way).
+    #[inline(never)]
+    fn next_key_or_stand_in<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        let mut seed = Some(seed);
+        let own = self.inner.next_key_seed(SeedOnce {
+            seed: &mut seed,
+            watch: self.watch,
+        })?;
+        if own.is_some() {
+            return Ok(own);
+        }
+        let (Some(seed), Some(name)) = (seed, self.stand_ins.pop()) else {
+            return Ok(None);
+        };
+        self.watch.step(&name);
+        self.standing_in = true;
+        let key: de::value::StringDeserializer<A::Error> = name.into_deserializer();
+        seed.deserialize(key).map(Some)
+    }
+}
+
+/// A key seed lent to the inner map: taken only when the map has a key of its own.
+struct SeedOnce<'s, 'w, K> {
+    seed: &'s mut Option<K>,
+    watch: &'w Watch,
+}
+
+impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for SeedOnce<'_, '_, K> {
+    type Value = K::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<K::Value, D::Error> {
+        let seed = self
+            .seed
+            .take()
+            .ok_or_else(|| de::Error::custom("a map asked for one key twice"))?;
+        seed.deserialize(Watched {
+            inner: deserializer,
+            watch: self.watch,
+            key: true,
+        })
     }
 }
 

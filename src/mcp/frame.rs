@@ -201,6 +201,23 @@ fn call(text: &str, value: Value, id: Option<RequestId>) -> Frame {
         #[serde(borrow, default)]
         arguments: Option<&'a RawValue>,
     }
+    // A call names its tool with a string; without one it is a call with bad params
+    // (`-32602`), not a method the server lacks, which is what rmcp would answer.
+    match value.get("params").and_then(|params| params.get("name")) {
+        Some(Value::String(_)) => {}
+        Some(_) => {
+            return answer_or_skip(
+                id,
+                ErrorData::invalid_params("`name` of tools/call must be a string", None),
+            );
+        }
+        None => {
+            return answer_or_skip(
+                id,
+                ErrorData::invalid_params("tools/call needs a `name`", None),
+            );
+        }
+    }
     let raw = match serde_json::from_str::<Envelope<'_>>(text) {
         Ok(envelope) => envelope
             .params
@@ -392,6 +409,33 @@ mod tests {
                 .to_string();
             let expected = serde_json::from_value::<RequestId>(id).ok();
             proptest::prop_assert_eq!(scan(line.as_bytes()).id, expected, "{}", line);
+        }
+    }
+
+    /// The error a line is answered with, and the id it carries.
+    fn reply_of(line: &str) -> (i32, Option<RequestId>) {
+        let Frame::Reply(ServerJsonRpcMessage::Error(error)) =
+            judge(line.as_bytes(), &FrameLimits::new())
+        else {
+            panic!("{line} was not answered with an error");
+        };
+        (error.error.code.0, error.id)
+    }
+
+    #[test]
+    fn a_call_without_a_string_name_is_invalid_params_with_its_id() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":7}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":null}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":["a"]}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call"}"#,
+        ] {
+            assert_eq!(
+                reply_of(line),
+                (-32602, Some(RequestId::Number(4))),
+                "{line}"
+            );
         }
     }
 

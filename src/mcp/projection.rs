@@ -1,12 +1,14 @@
 //! Tools as MCP `tools/list` entries (spec 2025-11-25), without an MCP SDK.
 
 use alloc::string::{String, ToString};
+use alloc::vec;
 use alloc::vec::Vec;
 
 use serde_json::{Map, Value, json};
 
 use crate::approvals::Governor;
 use crate::declare::{Actor, Registry, RiskTier, ToolEntry};
+use crate::gate::LaneState;
 
 /// The `_meta` key that carries a tool's risk tier.
 pub const META_RISK_TIER: &str = "io.cairnloop/risk_tier";
@@ -47,11 +49,12 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     /// `outputSchema`, every annotation explicit, and the risk tier and approval mode in
     /// `_meta`.
     ///
-    /// The `outputSchema` describes every result a call can return without `isError`,
-    /// one object with a `status`: `executed` with the tool's `output` (the output
-    /// type's schema), or `awaiting_approval` with the proposal (`proposal_id`,
-    /// `preview`, `expires_at`, …). A client that checks results against it never
-    /// rejects one.
+    /// The `outputSchema` describes every result a call can return, error results
+    /// included: one object with a `status`: `executed` with the tool's `output` (the
+    /// output type's schema), `awaiting_approval` with the proposal (`proposal_id`,
+    /// `preview`, `expires_at`, …), `failed`, `blocked` with its `code` and field
+    /// `errors`, or the state of a proposal that will not run. A client that checks
+    /// results against it (error results too) never rejects one.
     ///
     /// `readOnlyHint` is true only for read-only tools, `destructiveHint` for high-write
     /// and destructive ones; `idempotentHint` and `openWorldHint` come from the spec.
@@ -130,9 +133,9 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     }
 }
 
-/// The schema of every non-error result of a call, around the schema of the tool's
-/// output: one object whose `status` says which it is. The output's `$defs` move to the
-/// root, where its `$ref`s point.
+/// The schema of every result of a call, error results included (strict clients check
+/// those too), around the schema of the tool's output: one object whose `status` says
+/// which it is. The output's `$defs` move to the root, where its `$ref`s point.
 fn result_schema(mut output: Value) -> Value {
     let mut definitions = Map::new();
     if let Value::Object(object) = &mut output {
@@ -147,18 +150,29 @@ fn result_schema(mut output: Value) -> Value {
         "properties": {
             "status": {
                 "type": "string",
-                "enum": ["executed", "awaiting_approval"],
-                "description": "executed: `output` holds the tool's output. awaiting_approval: nothing ran; a person decides the proposal, then the same call runs it.",
+                "enum": result_statuses(),
+                "description": "executed: `output` holds the tool's output. awaiting_approval: nothing ran; a person decides the proposal, then the same call runs it. failed: the tool ran and failed. blocked: nothing ran (`code` says why, `errors` lists every field error). Any other: the state of the call's proposal, which will not run now.",
             },
             "output": output,
             "proposal_id": text,
-            "state": text,
+            "state": { "type": "string", "enum": LaneState::ALL.map(LaneState::as_str) },
             "tool": text,
             "risk_tier": text,
             "preview": text,
             "required_scopes": { "type": "array", "items": text },
             "expires_at": text,
             "reason": text,
+            "blocked": text,
+            "code": text,
+            "errors": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": { "path": text, "code": text, "message": text },
+                    "required": ["path", "code", "message"],
+                },
+            },
+            "missing_scopes": { "type": "array", "items": text },
         },
         "required": ["status"],
     });
@@ -166,6 +180,20 @@ fn result_schema(mut output: Value) -> Value {
         schema["$defs"] = Value::Object(definitions);
     }
     schema
+}
+
+/// Every `status` a result can carry: a call that ran, waits, failed or was blocked, or
+/// the state of a lane that will not run now (every state but the waiting ones).
+fn result_statuses() -> Vec<&'static str> {
+    let mut statuses = vec!["executed", "awaiting_approval", "failed", "blocked"];
+    for state in LaneState::ALL {
+        if !matches!(state, LaneState::Pending | LaneState::Deferred)
+            && !statuses.contains(&state.as_str())
+        {
+            statuses.push(state.as_str());
+        }
+    }
+    statuses
 }
 
 impl<C: ?Sized + 'static> Registry<C> {

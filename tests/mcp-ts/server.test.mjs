@@ -147,6 +147,48 @@ test("without prompts: pending, approved out of band, re-issued, run once, then 
   assert.deepEqual([shown.state, shown.attempts, shown.decided_by], ["executed", 1, "ops-lead"]);
 });
 
+test("every outcome kind, after listTools, passes the SDK's output validation", async () => {
+  // The SDK checks structuredContent against the listed tool's outputSchema, on error
+  // results too: a result the schema does not describe makes callTool throw.
+  const store = freshStore();
+  const refund = { name: "refund_order", arguments: { order: 7, cents: 500, reason: "late" } };
+  const note = { name: "internal_note", arguments: { ticket: 9, body: "Refund asked." } };
+  const seen = await withClient(ADMIN, async (client) => {
+    const listed = (await client.listTools()).tools.map((tool) => tool.name);
+    assert.deepEqual(listed, ["lookup_order", "internal_note", "refund_order"]);
+    const results = {
+      executed: await client.callTool({ name: "lookup_order", arguments: { order: 1001 } }),
+      failed: await client.callTool({ name: "lookup_order", arguments: { order: 404 } }),
+      invalid: await client.callTool({ name: "refund_order", arguments: { cents: "seven", zzz: true } }),
+      out_of_range: await client.callTool({ name: "lookup_order", arguments: { order: 0 } }),
+      waiting: await client.callTool(refund),
+      to_reject: await client.callTool(note),
+    };
+    operator(store, "reject", results.to_reject.structuredContent.proposal_id, "--as", "ops-lead",
+      "--reason", "not needed");
+    operator(store, "defer", results.waiting.structuredContent.proposal_id, "--as", "ops-lead",
+      "--reason", "ask finance");
+    results.rejected = await client.callTool(note);
+    results.deferred = await client.callTool(refund);
+    return results;
+  }, { store });
+  const statuses = Object.fromEntries(Object.entries(seen).map(([kind, result]) =>
+    [kind, [result.isError, result.structuredContent.status, result.structuredContent.code ?? null]]));
+  assert.deepEqual(statuses, {
+    executed: [false, "executed", null],
+    failed: [true, "failed", "run_failed"],
+    invalid: [true, "blocked", "needs_input"],
+    out_of_range: [true, "blocked", "needs_input"],
+    waiting: [false, "awaiting_approval", null],
+    to_reject: [false, "awaiting_approval", null],
+    rejected: [true, "rejected", null],
+    deferred: [false, "awaiting_approval", null],
+  });
+  assert.equal(seen.rejected.structuredContent.reason, "not needed");
+  assert.equal(seen.deferred.structuredContent.state, "deferred");
+  assert.equal("reason" in seen.waiting.structuredContent, false);
+});
+
 test("three bad fields give three errors", async () => {
   const result = await withClient(ADMIN, (client) =>
     client.callTool({ name: "refund_order", arguments: { order: "x", cents: -5, reason: "whenever" } }));
