@@ -296,3 +296,26 @@ fn every_result_matches_the_output_schema_the_tool_advertised() {
         ]
     );
 }
+
+#[test]
+fn the_by_name_listing_leaves_out_typed_only_tools_and_the_typed_one_names_them() {
+    let governor = Governor::new(&DESK);
+    let admin = cairnloop::Actor::new("admin-1", desk::EVERY_SCOPE).with_account("acme");
+    let desk = Desk::default();
+    let by_name: Vec<&str> = governor
+        .visible(&admin, &desk)
+        .map(|entry| entry.spec().name())
+        .collect();
+    assert!(!by_name.contains(&"typed_only"), "{by_name:?}");
+    // Whatever a model is shown, a call by name does not block as not callable by name.
+    for name in &by_name {
+        let call = cairnloop::ToolCall::new(name, "{}");
+        let outcome = pollster::block_on(governor.call(&call, &admin, &desk)).unwrap();
+        assert_ne!(outcome.code(), "not_callable_by_name", "{name}");
+    }
+    let typed: Vec<&str> = governor
+        .visible_typed(&admin, &desk)
+        .map(|entry| entry.spec().name())
+        .collect();
+    assert!(typed.contains(&"typed_only"), "{typed:?}");
+}

@@ -349,8 +349,10 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         self.approvals.config()
     }
 
-    /// The tools `actor` may call: those whose verdict is *execute* or *await approval*,
-    /// through the very gates a call goes through. An always-blocked tool is not listed.
+    /// The tools `actor` may call by name (what a model is shown): those whose verdict
+    /// is *execute* or *await approval*, through the very gates a call goes through. An
+    /// always-blocked tool is not listed, nor one registered for typed calls only
+    /// ([`ToolEntry::of`]), which a call by name would find blocked.
     ///
     /// ```
     /// # use cairnloop::{Actor, Governor, Registry};
@@ -359,6 +361,26 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// assert_eq!(governor.visible(&Actor::new("a", &[]), &()).count(), 0);
     /// ```
     pub fn visible<'q>(
+        &'q self,
+        actor: &'q Actor<'q>,
+        context: &'q C,
+    ) -> impl Iterator<Item = &'static ToolEntry<C>> + 'q {
+        self.visible_typed(actor, context)
+            .filter(|entry| entry.is_callable_by_name())
+    }
+
+    /// The tools `actor` may call from host code ([`Governor::call_typed`]), by the same
+    /// gates: every tool [`Governor::visible`] lists, and those registered for typed calls
+    /// only. A typed-only tool that would await approval is among them by its verdict,
+    /// but [`Governor::call_typed`] blocks it, since a proposal is approved by name.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, Governor, Registry};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// assert_eq!(governor.visible_typed(&Actor::new("a", &[]), &()).count(), 0);
+    /// ```
+    pub fn visible_typed<'q>(
         &'q self,
         actor: &'q Actor<'q>,
         context: &'q C,

@@ -196,6 +196,14 @@ test("three bad fields give three errors", async () => {
   assert.deepEqual(result.structuredContent.errors.map((error) => error.path), ["/cents", "/order", "/reason"]);
 });
 
+test("tools/call without a string name is -32602 with the request's id", async () => {
+  const answers = await raw(AGENT, [
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}',
+    '{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":7,"arguments":{}}}',
+  ]);
+  assert.deepEqual(answers.map((answer) => [answer.id, answer.error?.code]), [[1, -32602], ["two", -32602]]);
+});
+
 test("an unknown tool is the protocol error -32602", async () => {
   await withClient(AGENT, async (client) => {
     await assert.rejects(client.callTool({ name: "drop_tables", arguments: {} }),
