@@ -648,6 +648,36 @@ async fn the_queue_filters_and_pages_newest_first() {
     )
     .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    // A page whose offset overflows: a clear 400, never a panic or a wrapped page.
+    for uri in [
+        "/queue?page=18446744073709551615",
+        "/queue/rows?page=18446744073709551615",
+        "/queue?page=737869762948382065",
+        "/queue?page=1000001",
+    ] {
+        let answer = send(&app.router, "GET", uri, Some(&cookie), None).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{uri}");
+        assert!(position(&answer.body, &wire).is_none(), "{uri}");
+    }
+    let last = send(
+        &app.router,
+        "GET",
+        "/queue?page=1000000",
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(last.status, StatusCode::OK);
+    // Each navigation landmark has a label of its own (screen readers list them by it).
+    for uri in ["/queue", "/audit"] {
+        let page = send(&app.router, "GET", uri, Some(&cookie), None).await;
+        let navs: Vec<&str> = page.body.split("<nav").skip(1).collect();
+        let labels: std::collections::BTreeSet<&str> = navs
+            .iter()
+            .filter_map(|nav| nav.split("aria-label=\"").nth(1)?.split('"').next())
+            .collect();
+        assert_eq!(labels.len(), navs.len(), "{uri}: {navs:?}");
+    }
 }
 
 #[tokio::test]
@@ -795,4 +825,60 @@ async fn the_time_left_is_read_on_the_governors_clock() {
     app.clock.advance(Ttl::from_secs(11 * 60));
     let page = proposal_page(&app.router, &key, &cookie).await;
     assert!(page.body.contains("(expired)"), "{}", page.body);
+}
+
+#[tokio::test]
+async fn a_write_from_another_site_is_refused_even_with_a_valid_token() {
+    let app = app(operators());
+    let key = propose(&app, "send_message", &message("hi"), None).await;
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let uri = format!("/proposals/{key}/decide");
+    let foreign: [&[(&str, &str)]; 4] = [
+        &[("sec-fetch-site", "cross-site")],
+        &[("sec-fetch-site", "same-site")],
+        &[
+            ("host", "console.example"),
+            ("origin", "https://evil.example"),
+        ],
+        &[("host", "console.example"), ("origin", "null")],
+    ];
+    for headers in foreign {
+        let page = proposal_page(&app.router, &key, &cookie).await;
+        let (_, version) = state(&app, &key).await;
+        let form = format!(
+            "csrf={}&version={version}&decision=approve",
+            tokens(&page.body)[0]
+        );
+        let answer = send_with(
+            &app.router,
+            "POST",
+            &uri,
+            Some(&cookie),
+            Some(&form),
+            headers,
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{headers:?}");
+        assert!(
+            answer.body.contains("Nothing was changed"),
+            "{}",
+            answer.body
+        );
+        assert_eq!(state(&app, &key).await.0, LaneState::Pending, "{headers:?}");
+    }
+    // The console's own page, as a browser sends it: let in.
+    let page = proposal_page(&app.router, &key, &cookie).await;
+    let (_, version) = state(&app, &key).await;
+    let form = format!(
+        "csrf={}&version={version}&decision=approve",
+        tokens(&page.body)[0]
+    );
+    let own = [
+        ("sec-fetch-site", "same-origin"),
+        ("host", "127.0.0.1:8377"),
+        ("origin", "http://127.0.0.1:8377"),
+    ];
+    let answer = send_with(&app.router, "POST", &uri, Some(&cookie), Some(&form), &own).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    assert_eq!(state(&app, &key).await.0, LaneState::Approved);
 }

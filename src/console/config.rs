@@ -94,17 +94,28 @@ impl Credential {
             .map_err(|error| ConsoleError::Password(error.to_string()))
     }
 
+    /// Whether `given` proves the credential of the operator a sign-in names (`None`:
+    /// no such operator). Every attempt costs one Argon2 verification, whether the name
+    /// is unknown, holds a token or holds a password hash: the time a wrong sign-in takes
+    /// does not tell who the operators are.
+    pub(crate) fn sign_in(credential: Option<&Self>, given: &str) -> bool {
+        match credential {
+            Some(Self::PasswordHash(hash)) => verify_password(hash, given),
+            Some(token @ Self::Token(_)) => {
+                let _ = verify_password(decoy_hash(), given);
+                token.accepts(given)
+            }
+            None => {
+                let _ = verify_password(decoy_hash(), given);
+                false
+            }
+        }
+    }
+
     /// Whether `given` proves this credential. A malformed stored hash proves nothing.
     pub(crate) fn accepts(&self, given: &str) -> bool {
         match self {
-            Self::PasswordHash(hash) => {
-                use argon2::password_hash::{PasswordHash, PasswordVerifier};
-                PasswordHash::new(hash).is_ok_and(|hash| {
-                    argon2::Argon2::default()
-                        .verify_password(given.as_bytes(), &hash)
-                        .is_ok()
-                })
-            }
+            Self::PasswordHash(hash) => verify_password(hash, given),
             Self::Token(digest) => {
                 // Digests compared whole: the time taken says nothing about the token.
                 let given = TokenDigest::of(given);
@@ -117,6 +128,45 @@ impl Credential {
             }
         }
     }
+}
+
+/// One Argon2 verification of `given` against `hash` (PHC form); a malformed hash
+/// proves nothing.
+fn verify_password(hash: &str, given: &str) -> bool {
+    use argon2::password_hash::{PasswordHash, PasswordVerifier};
+    #[cfg(test)]
+    VERIFICATIONS.with(|count| count.set(count.get() + 1));
+    PasswordHash::new(hash).is_ok_and(|hash| {
+        argon2::Argon2::default()
+            .verify_password(given.as_bytes(), &hash)
+            .is_ok()
+    })
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Argon2 verifications made on this thread (tests count the work of a sign-in).
+    static VERIFICATIONS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+}
+
+/// A hash no password matches in practice, made once with the parameters
+/// [`Credential::hash_password`] uses, for sign-ins that have no hash of their own to
+/// verify.
+fn decoy_hash() -> &'static str {
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| {
+        // A fixed salt: the decoy proves nothing, it only costs what a real check costs.
+        SaltString::encode_b64(b"cairnloop-decoy!")
+            .ok()
+            .and_then(|salt| {
+                argon2::Argon2::default()
+                    .hash_password(b"decoy: no operator has this password", &salt)
+                    .ok()
+                    .map(|hash| hash.to_string())
+            })
+            .unwrap_or_default()
+    })
 }
 
 /// Which accounts' proposals an operator sees and decides.
@@ -391,4 +441,29 @@ pub enum ConsoleError {
     /// The listener could not be bound or the server stopped with an error.
     #[error("serving the console failed: {0}")]
     Serve(#[from] std::io::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Argon2 verifications one sign-in makes, and whether it was let in.
+    fn work_of(credential: Option<&Credential>, given: &str) -> (usize, bool) {
+        let before = VERIFICATIONS.with(core::cell::Cell::get);
+        let accepted = Credential::sign_in(credential, given);
+        (VERIFICATIONS.with(core::cell::Cell::get) - before, accepted)
+    }
+
+    #[test]
+    fn every_sign_in_costs_one_argon2_verification_whoever_it_names() {
+        let hash = Credential::PasswordHash(Credential::hash_password("right").unwrap());
+        let token = Credential::token("a-long-token");
+        assert_eq!(work_of(Some(&hash), "right"), (1, true));
+        assert_eq!(work_of(Some(&hash), "wrong"), (1, false));
+        assert_eq!(work_of(Some(&token), "a-long-token"), (1, true));
+        assert_eq!(work_of(Some(&token), "wrong"), (1, false));
+        assert_eq!(work_of(None, "anything"), (1, false));
+        // The decoy is a real hash of the same kind, not an empty string that fails fast.
+        assert!(decoy_hash().starts_with("$argon2id$"));
+    }
 }

@@ -23,7 +23,7 @@ use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
 
 use super::Inner;
-use super::config::Operator;
+use super::config::{Credential, Operator};
 use super::pages::{self, AuditFilter, QueueFilter};
 use super::session::{self, Lookup};
 
@@ -56,6 +56,7 @@ where
         .route("/assets/console.css", get(stylesheet))
         .route("/assets/console.js", get(script))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .layer(axum::middleware::from_fn(same_origin_writes))
         .layer(axum::middleware::map_response(security_headers))
         .layer(axum::middleware::from_fn(mounted))
         .with_state(inner)
@@ -114,6 +115,49 @@ async fn mounted(request: axum::extract::Request, next: axum::middleware::Next) 
     }
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, axum::body::Body::from(text))
+}
+
+/// A second line behind the form tokens: a request that changes state (any method but
+/// `GET` and `HEAD`) is refused when the browser says it comes from another site
+/// (`Sec-Fetch-Site`), or names an `Origin` whose host is not the one it was sent to. A
+/// client that sends neither (not a browser) still needs a valid form token.
+async fn same_origin_writes(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if !matches!(*request.method(), Method::GET | Method::HEAD)
+        && let Some(why) = cross_site(request.headers())
+    {
+        return pages::refusal(
+            StatusCode::FORBIDDEN,
+            "Refused: another site",
+            &format!("Nothing was changed: {why}. Use the console's own pages."),
+            None,
+        );
+    }
+    next.run(request).await
+}
+
+/// Why the headers show a request from another site, if they do.
+fn cross_site(headers: &HeaderMap) -> Option<&'static str> {
+    let text = |name| headers.get(name).map(|value: &HeaderValue| value.to_str());
+    match text("sec-fetch-site") {
+        None | Some(Ok("same-origin")) => {}
+        Some(_) => return Some("the browser says this form came from another site"),
+    }
+    let Some(origin) = text(header::ORIGIN.as_str()) else {
+        return None;
+    };
+    let host = text(header::HOST.as_str()).and_then(Result::ok);
+    // `Origin` is `scheme://host[:port]`, or `null` from an opaque origin.
+    let origin_host = origin
+        .ok()
+        .and_then(|origin| origin.split_once("://"))
+        .map(|(_, host)| host);
+    match (origin_host, host) {
+        (Some(origin), Some(host)) if origin.eq_ignore_ascii_case(host) => None,
+        _ => Some("the request's origin is not this console"),
+    }
 }
 
 /// On every answer: no inline script, no framing, no sniffing, no caching, no referrer.
@@ -323,6 +367,19 @@ fn store_failure(error: &ApprovalError) -> Response {
     )
 }
 
+/// A page number past [`QueueFilter::MAX_PAGE`]: refused before any arithmetic.
+fn bad_page(operator: Option<&str>) -> Response {
+    pages::refusal(
+        StatusCode::BAD_REQUEST,
+        "No such page",
+        &format!(
+            "Queue pages are numbered from 0 to {}.",
+            QueueFilter::MAX_PAGE
+        ),
+        operator,
+    )
+}
+
 fn not_found(operator: &Operator) -> Response {
     pages::refusal(
         StatusCode::NOT_FOUND,
@@ -409,9 +466,11 @@ async fn login<C: ?Sized + Send + Sync + 'static, S: Send + Sync + 'static>(
     }
     let operator = inner.config.operator(&form.operator).cloned();
     let password = form.password;
-    // Argon2 takes tens of milliseconds on purpose: off the async threads.
+    // Argon2 takes tens of milliseconds on purpose: off the async threads. An unknown
+    // name costs the same verification as a known one.
     let accepted = tokio::task::spawn_blocking(move || {
-        operator.filter(|operator| operator.credential().accepts(&password))
+        let proven = Credential::sign_in(operator.as_ref().map(Operator::credential), &password);
+        operator.filter(|_| proven)
     })
     .await
     .ok()
@@ -534,6 +593,9 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
+    if !filter.is_valid() {
+        return bad_page(Some(signed.operator.id()));
+    }
     match pending(&inner, &signed.operator, &filter).await {
         Ok((lanes, partial)) => {
             let token = signed.token(&inner);
@@ -571,6 +633,9 @@ where
     let Ok(signed) = signed else {
         return StatusCode::UNAUTHORIZED.into_response();
     };
+    if !filter.is_valid() {
+        return bad_page(Some(signed.operator.id()));
+    }
     match pending(&inner, &signed.operator, &filter).await {
         Ok((lanes, _)) => pages::queue_rows_fragment(&filter, &lanes, inner.governor.now().ok()),
         Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),

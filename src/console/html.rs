@@ -129,7 +129,7 @@ pub(crate) fn page(title: &str, operator: Option<&str>, body: &str) -> String {
     if let Some(operator) = operator {
         let _ = write!(
             out,
-            "<nav><a href=\"/queue\">Queue</a><a href=\"/reconcile\">Reconcile</a>\
+            "<nav aria-label=\"Console\"><a href=\"/queue\">Queue</a><a href=\"/reconcile\">Reconcile</a>\
              <a href=\"/audit\">Audit</a></nav><span class=\"who\">{}</span>",
             Text(operator)
         );

@@ -36,6 +36,15 @@ pub(crate) struct QueueFilter {
 }
 
 impl QueueFilter {
+    /// The deepest page a client may ask for: far past any queue the console reads, and
+    /// small enough that no page arithmetic can overflow.
+    pub(crate) const MAX_PAGE: usize = 1_000_000;
+
+    /// Whether the page number is one the console answers (else a 400).
+    pub(crate) const fn is_valid(&self) -> bool {
+        self.page <= Self::MAX_PAGE
+    }
+
     pub(crate) fn admits(&self, lane: &ApprovalLane) -> bool {
         let proposal = lane.proposal();
         (self.tool.is_empty() || proposal.tool() == self.tool)
@@ -234,7 +243,8 @@ fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> String {
 
 /// The lanes on the filter's page of the queue.
 fn page_of<'a>(filter: &QueueFilter, lanes: &'a [ApprovalLane]) -> &'a [ApprovalLane] {
-    let shown = lanes.get(filter.page * QUEUE_PAGE..).unwrap_or(&[]);
+    let start = filter.page.saturating_mul(QUEUE_PAGE);
+    let shown = lanes.get(start..).unwrap_or(&[]);
     &shown[..shown.len().min(QUEUE_PAGE)]
 }
 
@@ -306,7 +316,7 @@ pub(crate) fn queue(
         Attr(&filter.query(filter.page)),
         queue_rows(shown, now)
     );
-    body.push_str("<nav class=\"pages\">");
+    body.push_str("<nav class=\"pages\" aria-label=\"Queue pages\">");
     if filter.page > 0 {
         let _ = write!(
             body,
@@ -314,7 +324,7 @@ pub(crate) fn queue(
             Attr(&filter.query(filter.page - 1))
         );
     }
-    if (filter.page + 1) * QUEUE_PAGE < lanes.len() {
+    if filter.page.saturating_add(1).saturating_mul(QUEUE_PAGE) < lanes.len() {
         let _ = write!(
             body,
             "<a href=\"/queue?{}\">Older</a>",
@@ -711,7 +721,7 @@ pub(crate) fn audit(
             }
         }
     }
-    body.push_str("</tbody></table><nav class=\"pages\">");
+    body.push_str("</tbody></table><nav class=\"pages\" aria-label=\"Audit pages\">");
     if let (true, Some((last, _))) = (more, records.last()) {
         let _ = write!(
             body,

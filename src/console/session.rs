@@ -15,8 +15,10 @@ pub(crate) const COOKIE: &str = "cairnloop_console";
 /// first.
 const TOKENS_KEPT: usize = 64;
 
-/// Most sessions kept at once: past it, the oldest are dropped (their holders sign in
-/// again), so that a flood of sign-in pages cannot grow memory without bound.
+/// Most sessions of each kind kept at once: past it, the oldest of that kind are dropped
+/// (their holders sign in again), so that a flood of sign-in pages cannot grow memory
+/// without bound. Anonymous sessions (a sign-in form's) and signed-in ones are kept
+/// apart: nothing an anonymous client does can end an operator's session.
 const MAX_SESSIONS: usize = 10_000;
 
 /// `at + span`, or a time far enough ahead when a host configured a span past what an
@@ -45,7 +47,67 @@ struct Session {
 /// Every live session, by id.
 #[derive(Default)]
 pub(crate) struct Sessions {
-    map: Mutex<HashMap<String, Session>>,
+    map: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    /// Sessions of signed-in operators.
+    signed_in: HashMap<String, Session>,
+    /// Sessions before sign-in, and their ids oldest first (all last as long, so this
+    /// is also the order they expire in; an id already gone is skipped).
+    anonymous: HashMap<String, Session>,
+    anonymous_order: VecDeque<String>,
+}
+
+impl Kept {
+    fn get(&self, id: &str) -> Option<&Session> {
+        self.signed_in.get(id).or_else(|| self.anonymous.get(id))
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Session> {
+        match self.signed_in.get_mut(id) {
+            Some(session) => Some(session),
+            None => self.anonymous.get_mut(id),
+        }
+    }
+
+    fn remove(&mut self, id: &str) {
+        if self.signed_in.remove(id).is_none() {
+            self.anonymous.remove(id);
+        }
+    }
+
+    /// Room for one more signed-in session: the expired go, then the one that would
+    /// expire first.
+    fn make_room_signed_in(&mut self, now: Instant) {
+        if self.signed_in.len() < MAX_SESSIONS {
+            return;
+        }
+        self.signed_in.retain(|_, session| session.expires > now);
+        if self.signed_in.len() >= MAX_SESSIONS {
+            let oldest = self
+                .signed_in
+                .iter()
+                .min_by_key(|(_, session)| session.expires)
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
+                self.signed_in.remove(&oldest);
+            }
+        }
+    }
+
+    /// Room for one more anonymous session: the oldest anonymous one goes.
+    fn make_room_anonymous(&mut self) {
+        // Ids of sessions already gone are dropped from the order as they come up.
+        while self.anonymous.len() >= MAX_SESSIONS || self.anonymous_order.len() > 2 * MAX_SESSIONS
+        {
+            let Some(oldest) = self.anonymous_order.pop_front() else {
+                break;
+            };
+            self.anonymous.remove(&oldest);
+        }
+    }
 }
 
 /// What a session id stands for now.
@@ -59,7 +121,7 @@ pub(crate) enum Lookup {
 }
 
 impl Sessions {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Session>> {
+    fn lock(&self) -> MutexGuard<'_, Kept> {
         // A panic elsewhere with the lock held leaves sessions that are still valid.
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -68,39 +130,32 @@ impl Sessions {
     pub(crate) fn open(&self, operator: Option<&str>, ttl: Duration) -> Option<String> {
         let id = random_token()?;
         let now = Instant::now();
-        let mut map = self.lock();
-        if map.len() >= MAX_SESSIONS {
-            map.retain(|_, session| session.expires > now);
-            if map.len() >= MAX_SESSIONS {
-                let oldest = map
-                    .iter()
-                    .min_by_key(|(_, session)| session.expires)
-                    .map(|(id, _)| id.clone());
-                if let Some(oldest) = oldest {
-                    map.remove(&oldest);
-                }
-            }
+        let session = Session {
+            operator: operator.map(str::to_string),
+            expires: after(now, ttl),
+            tokens: VecDeque::new(),
+        };
+        let mut kept = self.lock();
+        if operator.is_some() {
+            kept.make_room_signed_in(now);
+            kept.signed_in.insert(id.clone(), session);
+        } else {
+            kept.make_room_anonymous();
+            kept.anonymous.insert(id.clone(), session);
+            kept.anonymous_order.push_back(id.clone());
         }
-        map.insert(
-            id.clone(),
-            Session {
-                operator: operator.map(str::to_string),
-                expires: after(now, ttl),
-                tokens: VecDeque::new(),
-            },
-        );
         Some(id)
     }
 
     pub(crate) fn lookup(&self, id: &str) -> Lookup {
-        let mut map = self.lock();
-        match map.get(id) {
+        let mut kept = self.lock();
+        match kept.get(id) {
             Some(session) if session.expires > Instant::now() => match &session.operator {
                 Some(operator) => Lookup::SignedIn(operator.clone()),
                 None => Lookup::Anonymous,
             },
             Some(_) => {
-                map.remove(id);
+                kept.remove(id);
                 Lookup::Expired
             }
             None => Lookup::Expired,
@@ -115,8 +170,8 @@ impl Sessions {
     /// A fresh single-use token for one form of this session.
     pub(crate) fn issue_token(&self, id: &str) -> Option<String> {
         let token = random_token()?;
-        let mut map = self.lock();
-        let session = map.get_mut(id)?;
+        let mut kept = self.lock();
+        let session = kept.get_mut(id)?;
         if session.tokens.len() >= TOKENS_KEPT {
             session.tokens.pop_front();
         }
@@ -127,8 +182,8 @@ impl Sessions {
     /// Uses up `token`: true once for a token this live session handed out, false for a
     /// missing, forged, foreign or replayed one.
     pub(crate) fn use_token(&self, id: &str, token: &str) -> bool {
-        let mut map = self.lock();
-        let Some(session) = map.get_mut(id) else {
+        let mut kept = self.lock();
+        let Some(session) = kept.get_mut(id) else {
             return false;
         };
         if session.expires <= Instant::now() || token.is_empty() {
@@ -210,6 +265,22 @@ mod tests {
         assert!(!sessions.use_token(&one, ""));
         assert!(sessions.use_token(&one, &token));
         assert!(!sessions.use_token(&one, &token), "replayed");
+    }
+
+    #[test]
+    fn a_flood_of_anonymous_sessions_ends_no_signed_in_one() {
+        let sessions = Sessions::default();
+        let operator = sessions.open(Some("bea"), Duration::from_secs(60)).unwrap();
+        let first = sessions.open(None, Duration::from_secs(60)).unwrap();
+        for _ in 0..MAX_SESSIONS + 10 {
+            sessions.open(None, Duration::from_secs(60)).unwrap();
+        }
+        assert!(matches!(sessions.lookup(&operator), Lookup::SignedIn(_)));
+        // The flood pushed out the oldest anonymous session, and stays bounded.
+        assert!(matches!(sessions.lookup(&first), Lookup::Expired));
+        let kept = sessions.lock();
+        assert_eq!(kept.anonymous.len(), MAX_SESSIONS);
+        assert!(kept.anonymous_order.len() <= 2 * MAX_SESSIONS);
     }
 
     #[test]
