@@ -19,6 +19,9 @@ use cairnloop::{
 };
 use serde::{Deserialize, Serialize};
 
+#[path = "fixtures/identities.rs"]
+mod identities;
+
 /// Counts runs, remembers run keys, and fails the first `fail_first` runs.
 #[derive(Default)]
 struct Lab {
@@ -402,10 +405,19 @@ fn reject_and_defer_need_a_reason_and_a_decider() {
             Err(ApprovalError::ReasonRequired(LaneAction::Defer))
         );
     }
-    for decider in ["", "  ", "ops\u{7}", "ops\nlead"] {
+    for decider in ["", "  "] {
         assert_eq!(
             pollster::block_on(governor.approve(&key, decider)),
             Err(ApprovalError::MissingDecider),
+            "{decider:?}"
+        );
+    }
+    for (decider, control) in [("ops\u{7}", 7), ("ops\nlead", 10)] {
+        assert_eq!(
+            pollster::block_on(governor.approve(&key, decider)),
+            Err(ApprovalError::InvalidDecider(
+                cairnloop::approvals::IdentityError::Control(control)
+            )),
             "{decider:?}"
         );
     }
@@ -477,20 +489,21 @@ fn four_eyes_unless_the_host_opts_in() {
 }
 
 #[test]
-fn a_proposer_without_a_usable_id_cannot_be_approved_for() {
-    for proposer in ["", " ", "agent\u{0}7"] {
+fn a_caller_without_a_usable_id_proposes_nothing() {
+    for proposer in ["", " ", "agent\u{0}7", "agent-7\u{200B}"] {
         let bench = Bench::new();
         let actor = Actor::new(proposer, &["payments:write"]);
         let call = ToolCall::new("send_money", ARGS);
-        let Ok(Outcome::AwaitingApproval(lane)) =
-            pollster::block_on(bench.at(T0).call(&call, &actor, &bench.lab))
-        else {
-            panic!("expected a proposal")
-        };
-        assert_eq!(
-            pollster::block_on(bench.at(at(1)).approve(&lane.key(), "supervisor")),
-            Err(ApprovalError::InvalidProposer),
-            "{proposer:?}"
+        let outcome = pollster::block_on(bench.at(T0).call(&call, &actor, &bench.lab));
+        assert!(
+            matches!(outcome, Err(ApprovalError::InvalidActor(_))),
+            "{proposer:?}: {outcome:?}"
+        );
+        assert!(bench.transitions().is_empty(), "{proposer:?}");
+        assert!(
+            pollster::block_on(bench.governor.lanes(LaneState::Pending, None, 10))
+                .unwrap()
+                .is_empty()
         );
     }
 }
@@ -1511,4 +1524,50 @@ fn a_proposal_from_the_store_is_the_one_proposed() {
     let stored = pollster::block_on(bench.governor.lane(&lane.key())).unwrap();
     assert_eq!(stored.proposal(), lane.proposal());
     let _: &Proposal = stored.proposal();
+}
+
+#[test]
+fn the_identity_table_through_the_governor() {
+    use identities::{PROPOSER, SAME_PEOPLE, VARIANTS, Verdict};
+    assert_eq!(agent().id(), PROPOSER);
+    for (variant, what, verdict) in VARIANTS {
+        let bench = Bench::new();
+        let key = bench.propose(ARGS, T0);
+        let approved = pollster::block_on(bench.at(at(1)).approve(&key, variant));
+        match verdict {
+            Verdict::Refused => assert!(
+                matches!(
+                    approved,
+                    Err(ApprovalError::InvalidDecider(_) | ApprovalError::MissingDecider)
+                ),
+                "{what}: {approved:?}"
+            ),
+            Verdict::SamePerson => {
+                assert_eq!(approved, Err(ApprovalError::SelfApproval), "{what}");
+            }
+            Verdict::Other => assert!(approved.is_ok(), "{what}: {approved:?}"),
+        }
+        let state = if *verdict == Verdict::Other {
+            LaneState::Approved
+        } else {
+            LaneState::Pending
+        };
+        assert_eq!(bench.state(&key), state, "{what}");
+        // The same id as the caller: refused before anything is decided or recorded.
+        let caller = Actor::new(variant, &["payments:write"]).with_account("acme");
+        let call = ToolCall::new("send_money", ARGS);
+        let outcome = pollster::block_on(bench.governor.call(&call, &caller, &bench.lab));
+        assert_eq!(
+            outcome.is_err(),
+            *verdict == Verdict::Refused,
+            "{what}: {outcome:?}"
+        );
+    }
+    for (one, other) in SAME_PEOPLE {
+        assert!(
+            cairnloop::approvals::same_person(one, other),
+            "{one} / {other}"
+        );
+    }
+    assert!(VARIANTS.len() >= 30);
 }

@@ -1,5 +1,6 @@
 use alloc::string::String;
 
+use crate::approvals::IdentityError;
 use crate::declare::RunError;
 use crate::gate::{Blocked, LaneAction, TransitionError};
 
@@ -80,12 +81,25 @@ pub enum ApprovalError {
     /// An approver, rejecter or deferrer must be named.
     #[error("the deciding person must be named")]
     MissingDecider,
-    /// The proposer's id, as recorded, is empty or has control characters, so four eyes
-    /// cannot be checked.
-    #[error("the proposer's id is empty or has control characters")]
+    /// The proposer's id, as recorded, breaks the identity rule, so four eyes cannot be
+    /// checked.
+    #[error("the proposer's id is empty or has control or invisible characters")]
     InvalidProposer,
-    /// The proposer tried to approve their own call (the ids are equal ignoring ASCII
-    /// case), and the host does not allow it.
+    /// The deciding person's id breaks the identity rule (see [`check_id`]).
+    ///
+    /// [`check_id`]: crate::approvals::check_id
+    #[error("the deciding person's id is refused: {0}")]
+    InvalidDecider(IdentityError),
+    /// The calling actor's id, or its account's, breaks the identity rule (see
+    /// [`check_id`]); nothing was decided or recorded.
+    ///
+    /// [`check_id`]: crate::approvals::check_id
+    #[error("the actor is refused: {0}")]
+    InvalidActor(IdentityError),
+    /// The proposer tried to approve their own call (the ids name the same person: see
+    /// [`same_person`]), and the host does not allow it.
+    ///
+    /// [`same_person`]: crate::approvals::same_person
     #[error("the proposer cannot approve their own call")]
     SelfApproval,
     /// The lane expired; it is now `expired`.

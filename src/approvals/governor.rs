@@ -7,6 +7,7 @@ use core::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::approvals::identity::check_id;
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, Approvals, AuditRecord, AuditSink,
     Clock, MemoryStore, SystemClock,
@@ -422,6 +423,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         actor: &Actor<'_>,
         context: &C,
     ) -> Result<Outcome, ApprovalError> {
+        check_actor(actor)?;
         let (entry, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
         let mut record = self.audits().then(|| {
             AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
@@ -565,6 +567,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         T: Tool<Context = C>,
         T::Input: Serialize,
     {
+        check_actor(actor)?;
         let decision = decide::<T>(input, actor, context, self.governance.mode_policy());
         let spec = &T::SPEC;
         let verdict: Verdict<()> = match &decision {
@@ -903,5 +906,14 @@ impl<C: ?Sized + 'static, S> fmt::Debug for Governor<C, S> {
             .field("governance", &self.governance)
             .field("audit_sink", &self.sink.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The actor's id and account by the identity rule, before anything is decided.
+fn check_actor(actor: &Actor<'_>) -> Result<(), ApprovalError> {
+    check_id(actor.id()).map_err(ApprovalError::InvalidActor)?;
+    match actor.account() {
+        Some(account) => check_id(account).map_err(ApprovalError::InvalidActor),
+        None => Ok(()),
     }
 }

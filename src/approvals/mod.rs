@@ -13,6 +13,7 @@ mod config;
 pub mod conformance;
 mod error;
 mod governor;
+mod identity;
 mod lane;
 mod reply;
 mod service;
@@ -27,6 +28,10 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ApprovalConfig;
 pub use error::{ApprovalError, BoundField, Invalidation, StoreError};
 pub use governor::{Governor, Outcome, Reconciliation, TypedOutcome};
+pub use identity::{
+    IdentityError, MAX_ID_BYTES, check_id, comparison_form, is_invisible, is_mixed_script,
+    same_person,
+};
 pub use lane::{ApprovalLane, Claim, TransitionEvent};
 pub use reply::ModelReply;
 pub(crate) use service::Approvals;

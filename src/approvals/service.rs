@@ -4,6 +4,7 @@ use alloc::sync::Arc;
 use serde_json::Value;
 
 use crate::approvals::StoreError;
+use crate::approvals::identity::{check_id, same_person};
 use crate::approvals::unwind::CatchPanic;
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink, BoundField,
@@ -106,10 +107,10 @@ impl<S: ApprovalStore> Approvals<S> {
         let lane = self.live_lane(key, now).await?;
         check_decider(approver)?;
         let proposer = lane.proposal().actor_id();
-        if !is_usable_id(proposer) {
+        if check_id(proposer).is_err() {
             return Err(ApprovalError::InvalidProposer);
         }
-        if !self.config.allows_self_approval() && text::eq_ignore_ascii_case(approver, proposer) {
+        if !self.config.allows_self_approval() && same_person(approver, proposer) {
             return Err(ApprovalError::SelfApproval);
         }
         self.apply(&lane, LaneAction::Approve, now, Some(approver), None)
@@ -462,15 +463,12 @@ fn check_clock(lane: &ApprovalLane, now: Timestamp) -> Result<(), ApprovalError>
 }
 
 /// An id that can be compared for four eyes: not blank, no control characters.
-fn is_usable_id(id: &str) -> bool {
-    !text::is_blank(id) && !text::has_control(id, false)
-}
-
+/// The deciding person's id, by the identity rule: an empty or blank one is missing.
 fn check_decider(by: &str) -> Result<(), ApprovalError> {
-    if !is_usable_id(by) {
+    if text::is_blank(by) {
         return Err(ApprovalError::MissingDecider);
     }
-    Ok(())
+    check_id(by).map_err(ApprovalError::InvalidDecider)
 }
 
 /// The stored call through the gates as they are now, and everything the approval binds

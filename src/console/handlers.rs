@@ -145,9 +145,8 @@ fn cross_site(headers: &HeaderMap) -> Option<&'static str> {
         None | Some(Ok("same-origin")) => {}
         Some(_) => return Some("the browser says this form came from another site"),
     }
-    let Some(origin) = text(header::ORIGIN.as_str()) else {
-        return None;
-    };
+    // No `Origin` (not a browser, or a same-origin navigation): the token decides.
+    let origin = text(header::ORIGIN.as_str())?;
     let host = text(header::HOST.as_str()).and_then(Result::ok);
     // `Origin` is `scheme://host[:port]`, or `null` from an opaque origin.
     let origin_host = origin
