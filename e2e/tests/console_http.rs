@@ -102,6 +102,9 @@ struct App {
     clock: ManualClock,
 }
 
+#[path = "../../tests/fixtures/identities.rs"]
+mod identities;
+
 fn app(config: ConsoleConfig) -> App {
     let clock = ManualClock::new(Timestamp::now().expect("a clock"));
     let governor = Arc::new(
@@ -881,4 +884,61 @@ async fn a_write_from_another_site_is_refused_even_with_a_valid_token() {
     let answer = send_with(&app.router, "POST", &uri, Some(&cookie), Some(&form), &own).await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
     assert_eq!(state(&app, &key).await.0, LaneState::Approved);
+}
+
+#[tokio::test]
+async fn the_identity_table_through_the_console() {
+    use identities::{PROPOSER, VARIANTS, Verdict};
+    let mut config = ConsoleConfig::new().with_login_limit(1_000, Duration::from_secs(60));
+    for (index, (variant, _, _)) in VARIANTS.iter().enumerate() {
+        config = config.with_operator(Operator::new(
+            *variant,
+            Credential::token(&format!("token-{index}")),
+            Accounts::All,
+        ));
+    }
+    let app = app(config);
+    for (index, (variant, what, verdict)) in VARIANTS.iter().enumerate() {
+        let key = propose(&app, "send_message", &message(&format!("v{index}")), None).await;
+        let page = send(&app.router, "GET", "/login", None, None).await;
+        let form = format!(
+            "csrf={}&operator={}&password=token-{index}",
+            tokens(&page.body)[0],
+            encode(variant)
+        );
+        let signed = send(
+            &app.router,
+            "POST",
+            "/login",
+            Some(&cookie_of(&page)),
+            Some(&form),
+        )
+        .await;
+        if *verdict == Verdict::Refused {
+            assert_eq!(signed.status, StatusCode::UNAUTHORIZED, "{what}");
+            continue;
+        }
+        assert_eq!(
+            signed.status,
+            StatusCode::SEE_OTHER,
+            "{what}: {}",
+            signed.body
+        );
+        let cookie = cookie_of(&signed);
+        let page = proposal_page(&app.router, &key, &cookie).await;
+        assert!(page.body.contains(PROPOSER), "{what}");
+        let (_, version) = state(&app, &key).await;
+        let form = format!(
+            "csrf={}&version={version}&decision=approve",
+            tokens(&page.body)[0]
+        );
+        let uri = format!("/proposals/{key}/decide");
+        let decided = send(&app.router, "POST", &uri, Some(&cookie), Some(&form)).await;
+        let (expected, state_after) = match verdict {
+            Verdict::SamePerson => (StatusCode::FORBIDDEN, LaneState::Pending),
+            _ => (StatusCode::SEE_OTHER, LaneState::Approved),
+        };
+        assert_eq!(decided.status, expected, "{what}: {}", decided.body);
+        assert_eq!(state(&app, &key).await.0, state_after, "{what}");
+    }
 }

@@ -414,25 +414,24 @@ async fn tiers_the_host_does_not_trust_the_person_for_are_never_prompted() {
         answer["result"]["structuredContent"]["status"],
         "awaiting_approval"
     );
-    // A person with the agent's own id cannot approve its calls.
-    let same = agent(&governor)
-        .with_client_approver(ClientApprover::new("AGENT-7").may_approve(RiskTier::LowWrite));
-    let mut same = prompting_client(same).await;
-    let answer = note_answered(
-        &mut same,
-        json!({"action": "accept", "content": {"decision": "approve"}}),
-    )
-    .await;
-    assert_eq!(
-        answer["result"]["structuredContent"]["status"],
-        "awaiting_approval"
-    );
-    assert!(
-        answer["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("not applied")
-    );
+    // A person whose answer could not count is never asked: the agent itself under
+    // another spelling, a look-alike, or an id the identity rule refuses.
+    for (id, call) in [
+        ("AGENT-7", 3),
+        ("ａｇｅｎｔ－７", 4),
+        ("аgent-7", 5),
+        ("agent-7 ", 6),
+    ] {
+        let same = agent(&governor)
+            .with_client_approver(ClientApprover::new(id).may_approve(RiskTier::LowWrite));
+        let mut same = prompting_client(same).await;
+        let answer = same.call(call, "internal_note", NOTE).await;
+        assert_eq!(answer["id"], call, "{id}: {answer}");
+        assert_eq!(
+            answer["result"]["structuredContent"]["status"], "awaiting_approval",
+            "{id}"
+        );
+    }
 }
 
 fn stateless_call(id: u32, extra: Value) -> Value {

@@ -151,6 +151,9 @@ impl Server {
 
 use mcp_http::{call, messages};
 
+#[path = "../../tests/fixtures/identities.rs"]
+mod identities;
+
 async fn lanes(server: &Server, state: LaneState) -> usize {
     server.governor.lanes(state, None, 100).await.unwrap().len()
 }
@@ -601,4 +604,32 @@ async fn an_approval_by_elicitation_over_http_runs_the_call_once() {
         (1, Some("alice"))
     );
     assert_eq!(executed[0].proposal().actor_id(), "alice via test-client");
+}
+
+#[tokio::test]
+async fn the_identity_table_through_the_remote_server() {
+    use identities::{VARIANTS, Verdict};
+    let server = serve(HttpLimits::new().with_requests_per_minute(10_000), None).await;
+    for (variant, what, verdict) in VARIANTS {
+        let token = server.token(&server.claims(variant, "orders:read"));
+        let body = call(1, "lookup_order", r#"{"order": 1001}"#);
+        let response = server.post(Some(&token), &body, &[]).await;
+        if *verdict == Verdict::Refused {
+            assert_eq!(response.status(), 401, "{what}");
+            let said: Value = response.json().await.unwrap();
+            let said = said["error_description"].as_str().unwrap_or_default();
+            assert!(
+                said.contains("sub claim is refused") || said.contains("no sub claim"),
+                "{what}: {said}"
+            );
+        } else {
+            // A valid id is let in (the request itself, sent without a session, is then
+            // answered by the MCP layer).
+            assert_ne!(response.status(), 401, "{what}");
+        }
+    }
+    assert!(
+        server.governor.events().await.unwrap().is_empty(),
+        "nothing was recorded for a refused subject"
+    );
 }

@@ -229,7 +229,9 @@ pub struct Operator {
 
 impl Operator {
     /// An operator with an id (their name in every decision they make), a credential and
-    /// the accounts they see.
+    /// the accounts they see. An id that breaks the identity rule (edge whitespace, a
+    /// control or an invisible character: see
+    /// [`check_id`](crate::approvals::check_id)) cannot sign in.
     ///
     /// ```
     /// use cairnloop::console::{Accounts, Credential, Operator};
@@ -420,8 +422,13 @@ impl ConsoleConfig {
         self.address
     }
 
+    /// The operator with this id. One whose id breaks the identity rule (see
+    /// [`check_id`](crate::approvals::check_id)) is never found: it cannot sign in.
     pub(crate) fn operator(&self, id: &str) -> Option<&Operator> {
-        self.operators.iter().find(|one| one.id == id)
+        self.operators
+            .iter()
+            .find(|one| one.id == id)
+            .filter(|one| crate::approvals::check_id(&one.id).is_ok())
     }
 }
 

@@ -7,13 +7,16 @@ use std::{format, vec};
 
 use std::fmt::{self, Write as _};
 
+use crate::approvals::{is_invisible, is_mixed_script};
+
 /// The most characters of one value a page shows; the rest is counted, and the whole
 /// input can be downloaded as JSON.
 pub(crate) const MAX_SHOWN_CHARS: usize = 2_000;
 
 /// Text shown as text: `&`, `<`, `>`, `"` and `'` escaped, and the characters that hide
-/// or reorder what a person reads (bidirectional overrides, zero-width characters, line
-/// and paragraph separators) shown as their code points.
+/// or reorder what a person reads (controls, bidirectional overrides, zero-width and
+/// every other invisible character, found by their Unicode properties) shown as their
+/// code points.
 pub(crate) struct Text<'a>(pub(crate) &'a str);
 
 impl fmt::Display for Text<'_> {
@@ -85,16 +88,28 @@ impl fmt::Display for Shortened<'_> {
     }
 }
 
+/// A character that would hide or reorder what a person reads: every control but a line
+/// break or a tab, and every invisible code point by its Unicode properties
+/// ([`is_invisible`]: default-ignorable, format, separators, private-use, unassigned).
 fn hidden(c: char) -> bool {
-    matches!(
-        c,
-        '\u{200b}'..='\u{200f}'
-            | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{feff}'
-            | '\u{061c}'
-    )
+    (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
+}
+
+/// A person's id (an actor, an approver, an operator) as text, flagged when it mixes
+/// scripts, as a look-alike of another person's id often does.
+pub(crate) struct Person<'a>(pub(crate) &'a str);
+
+impl fmt::Display for Person<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", Text(self.0))?;
+        if is_mixed_script(self.0) {
+            f.write_str(
+                " <span class=\"mixed\" title=\"This id mixes letters of different scripts: \
+                 it may imitate another person's id.\">mixed scripts</span>",
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// A query string value: everything but unreserved characters percent-encoded.
@@ -152,6 +167,48 @@ mod tests {
         assert_eq!(
             Attr("\"><img onerror=x>\u{200b}").to_string(),
             "&quot;&gt;&lt;img onerror=x&gt;U+200B"
+        );
+    }
+
+    #[test]
+    fn every_invisible_character_and_control_in_text_is_shown_by_its_code_point() {
+        // Each hides in a value a person reads; none is in a list of ours.
+        for (c, code) in [
+            ('\u{AD}', "U+00AD"),     // soft hyphen: DE89\u{AD}3704 read as DE893704
+            ('\u{3164}', "U+3164"),   // Hangul filler
+            ('\u{180E}', "U+180E"),   // Mongolian vowel separator
+            ('\u{E0041}', "U+E0041"), // tag letter
+            ('\u{34F}', "U+034F"),    // combining grapheme joiner
+            ('\u{2800}', "U+2800"),   // braille blank
+            ('\u{1}', "U+0001"),      // C0 control
+            ('\u{85}', "U+0085"),     // C1 control
+            ('\r', "U+000D"),
+            ('\u{FFA0}', "U+FFA0"), // halfwidth Hangul filler
+            ('\u{E000}', "U+E000"), // private use
+        ] {
+            let text = format!("DE89{c}3704");
+            let shown = Text(&text).to_string();
+            assert_eq!(
+                shown,
+                format!("DE89<span class=\"cp\">{code}</span>3704"),
+                "{code}"
+            );
+            assert_eq!(Attr(&text).to_string(), format!("DE89{code}3704"), "{code}");
+        }
+        // What a person reads as it is stays as it is.
+        for plain in ["émile", "line\nbreak", "tab\there", "日本語", "a b", "€ 5"] {
+            assert_eq!(Text(plain).to_string(), plain);
+        }
+    }
+
+    #[test]
+    fn a_mixed_script_person_is_flagged() {
+        assert_eq!(Person("agent-7").to_string(), "agent-7");
+        assert_eq!(Person("агент-7").to_string(), "агент-7");
+        let flagged = Person("аgent-7").to_string(); // a Cyrillic а
+        assert!(
+            flagged.starts_with("аgent-7 <span class=\"mixed\""),
+            "{flagged}"
         );
     }
 

@@ -17,7 +17,7 @@ use crate::gate::{LaneState, Timestamp};
 use crate::json::is_secret_name;
 
 use super::Rendered;
-use super::html::{Attr, Query, Shortened, Text, page};
+use super::html::{Attr, Person, Query, Shortened, Text, page};
 
 /// Rows on one page of the queue.
 const QUEUE_PAGE: usize = 25;
@@ -155,7 +155,7 @@ pub(crate) fn bad_token(operator: Option<&str>) -> Response {
 pub(crate) fn stale(operator: &str, lane: &ApprovalLane) -> Response {
     let by = lane
         .decided_by()
-        .map(|who| format!(" by {}", Text(who)))
+        .map(|who| format!(" by {}", Person(who)))
         .unwrap_or_default();
     let body = format!(
         "<section class=\"notice refused\"><h1>Changed meanwhile</h1>\
@@ -232,7 +232,7 @@ fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> String {
             title = Text(proposal.title()),
             first = Shortened(first),
             tier = tier_badge(proposal.risk_tier()),
-            actor = Text(proposal.actor_id()),
+            actor = Person(proposal.actor_id()),
             account = Text(proposal.account_id().unwrap_or("—")),
             left = time_left(lane.expires_at(), now),
             short = &lane.key().to_string()[..8],
@@ -370,7 +370,7 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
         Text(proposal.title()),
         tier_badge(proposal.risk_tier()),
         Text(proposal.tool()),
-        Text(proposal.actor_id()),
+        Person(proposal.actor_id()),
         Text(proposal.account_id().unwrap_or("—")),
         lane.proposed_at().utc(),
         lane.expires_at().utc(),
@@ -379,7 +379,7 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
         state = lane.state().as_str(),
     );
     if let Some(by) = lane.decided_by() {
-        let _ = write!(body, "<dt>Decided by</dt><dd>{}</dd>", Text(by));
+        let _ = write!(body, "<dt>Decided by</dt><dd>{}</dd>", Person(by));
     }
     if let Some(reason) = lane.reason() {
         let _ = write!(body, "<dt>Reason</dt><dd>{}</dd>", Shortened(reason));
@@ -652,7 +652,7 @@ pub(crate) fn reconcile(operator: &str, lanes: &[ApprovalLane], tokens: &[String
              <button type=\"submit\">Settle</button></form></section>",
             Text(proposal.title()),
             tier_badge(proposal.risk_tier()),
-            Text(proposal.actor_id()),
+            Person(proposal.actor_id()),
             lane.attempts(),
             Attr(token),
             lane.version(),
@@ -703,7 +703,7 @@ pub(crate) fn audit(
                     body,
                     "<tr><td>{seq}</td><td>decision</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     Text(&event.tool),
-                    Text(&event.actor_id),
+                    Person(&event.actor_id),
                     Text(&event.decision),
                     Shortened(event.reason.as_deref().unwrap_or("")),
                 );
@@ -713,7 +713,7 @@ pub(crate) fn audit(
                     body,
                     "<tr><td>{seq}</td><td>lane move</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td></tr>",
                     Text(&event.tool),
-                    Text(event.by.as_deref().unwrap_or(&event.proposer)),
+                    Person(event.by.as_deref().unwrap_or(&event.proposer)),
                     event.from.map_or("new", LaneState::as_str),
                     event.to.as_str(),
                     Shortened(event.reason.as_deref().unwrap_or("")),

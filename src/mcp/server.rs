@@ -25,6 +25,7 @@ use super::result::{not_recorded, outcome_result};
 use crate::approvals::{
     ApprovalError, ApprovalLane, ApprovalStore, Caller, Governor, MemoryStore, Outcome,
 };
+use crate::approvals::{check_id, same_person};
 use crate::declare::{ApprovalMode, IdempotencyKey};
 use crate::gate::{Blocked, LaneState, ModeResolution};
 use crate::json::ToolCall;
@@ -305,17 +306,24 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             .proposal_key(&ToolCall::new(name, arguments), &actor, &self.context)
     }
 
-    /// The client's person, when their answer may approve this lane now.
+    /// The client's person, when their answer may approve this lane now: nobody is asked
+    /// whose answer could not count (an id the identity rule refuses, or the proposer
+    /// themself where the host does not allow self-approval).
     fn approver_for(&self, caller: &Caller, lane: &ApprovalLane) -> Option<ClientApprover> {
         let approver = self.approver.as_ref().filter(|approver| {
             lane.state() == LaneState::Pending && approver.approves(lane.proposal().risk_tier())
         })?;
-        if self.callers_from_requests {
+        let approver = if self.callers_from_requests {
             // The person the token names answers; without one, nobody is asked.
-            caller.person().map(|person| approver.for_person(person))
+            approver.for_person(caller.person()?)
         } else {
-            Some(approver.clone())
-        }
+            approver.clone()
+        };
+        let proposer = lane.proposal().actor_id();
+        let counts = check_id(approver.id()).is_ok()
+            && (self.governor.config().allows_self_approval()
+                || !same_person(approver.id(), proposer));
+        counts.then_some(approver)
     }
 
     /// Applies the person's answer to a pending lane, then answers the call: approved, it

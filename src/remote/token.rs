@@ -14,6 +14,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::approvals::{IdentityError, check_id};
+
 /// Why an access token was refused. Every case is a `401` with
 /// `error="invalid_token"`; nothing the request asked for is done.
 ///
@@ -55,6 +57,16 @@ pub enum TokenError {
     /// A required claim is missing or has the wrong type.
     #[error("the token's claims are incomplete: {0}")]
     Claims(String),
+    /// An identity claim (`sub`, the client's `azp` or `client_id`, the account claim)
+    /// breaks the identity rule (see [`check_id`]): empty, edge whitespace, a control or
+    /// an invisible character.
+    #[error("the token's {claim} claim is refused: {error}")]
+    Identity {
+        /// Which claim: `sub`, `client` or `account`.
+        claim: &'static str,
+        /// Why it is refused.
+        error: IdentityError,
+    },
     /// The `scope` claim is not a plain space-separated list of scope tokens (odd
     /// whitespace, a wildcard, a character outside RFC 6749's scope syntax).
     #[error("the token's scope claim is not accepted: {0}")]
@@ -406,11 +418,10 @@ impl TokenVerifier {
         let subject = claims
             .sub
             .ok_or_else(|| TokenError::Claims("no sub claim".into()))?;
-        if subject.is_empty() || subject.chars().any(char::is_control) {
-            return Err(TokenError::Claims(
-                "the sub claim is empty or has control characters".into(),
-            ));
-        }
+        check_id(&subject).map_err(|error| TokenError::Identity {
+            claim: "sub",
+            error,
+        })?;
         let scopes = match claims.scope {
             None => Vec::new(),
             Some(Value::String(scope)) => scopes_of(&scope)?,
@@ -420,7 +431,13 @@ impl TokenVerifier {
             None => None,
             Some(name) => match claims.rest.get(name) {
                 None => None,
-                Some(Value::String(account)) if !account.is_empty() => Some(account.clone()),
+                Some(Value::String(account)) => {
+                    check_id(account).map_err(|error| TokenError::Identity {
+                        claim: "account",
+                        error,
+                    })?;
+                    Some(account.clone())
+                }
                 Some(_) => {
                     return Err(TokenError::Claims(format!(
                         "the {name} claim is not a name"
@@ -430,10 +447,17 @@ impl TokenVerifier {
         };
         Ok(Principal {
             subject,
-            client: claims
-                .azp
-                .or(claims.client_id)
-                .filter(|client| !client.is_empty()),
+            client: match claims.azp.or(claims.client_id) {
+                Some(client) if client.is_empty() => None,
+                Some(client) => {
+                    check_id(&client).map_err(|error| TokenError::Identity {
+                        claim: "client",
+                        error,
+                    })?;
+                    Some(client)
+                }
+                None => None,
+            },
             scopes,
             account,
         })
