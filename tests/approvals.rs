@@ -670,6 +670,26 @@ fn a_backward_clock_an_unavailable_one_and_overflowing_time_fail_closed() {
         &late.lab,
     ));
     assert_eq!(result, Err(ApprovalError::TimeOverflow));
+    // The trail says the proposal failed, and why, after the decision to await approval;
+    // no lane was opened.
+    let trail: Vec<(String, Option<String>)> = pollster::block_on(late.governor.events())
+        .unwrap()
+        .into_iter()
+        .map(|record| match record {
+            AuditRecord::Decision(event) => (event.decision, event.reason),
+            AuditRecord::Transition(event) => (event.to.as_str().to_owned(), None),
+        })
+        .collect();
+    assert_eq!(
+        trail,
+        [
+            ("await_approval".to_owned(), None),
+            (
+                "proposal_failed".to_owned(),
+                Some("time arithmetic would overflow".to_owned())
+            ),
+        ]
+    );
 
     let stopped = Governor::new(&LAB).with_clock(|| None::<Timestamp>);
     let result = pollster::block_on(stopped.call(&call, &agent(), &late.lab));

@@ -1,5 +1,5 @@
 use alloc::boxed::Box;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
@@ -470,12 +470,36 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     self.governance.mode_policy(),
                 )
                 .map_err(ApprovalError::Encoding)?;
+                // The clock first: without a time nothing is decided, nor recorded.
+                let now = self.now()?;
+                let key = proposal.idempotency_key();
                 if let Some(record) = &mut record {
-                    record.idempotency_key = Some(proposal.idempotency_key());
+                    record.idempotency_key = Some(key);
                 }
                 self.record(record).await?;
-                let now = self.now()?;
-                let lane = self.approvals.propose(proposal, now).await?;
+                let lane = match self.approvals.propose(proposal, now).await {
+                    Ok(lane) => lane,
+                    Err(error) => {
+                        // The trail says what happened: the decision to await approval,
+                        // then that no proposal was opened, and why. Appended, never
+                        // rewritten; if this too cannot be kept, the error still stands.
+                        let failed = self.audits().then(|| {
+                            let mut failed = AuditEvent::decided(
+                                entry.spec().name().to_string(),
+                                actor.id(),
+                                actor.account(),
+                                "proposal_failed",
+                            );
+                            failed.code = Some("proposal_failed".to_string());
+                            failed.reason = Some(error.to_string());
+                            failed.idempotency_key = Some(key);
+                            failed.mode = Some(mode.resolved());
+                            failed
+                        });
+                        let _ = self.record(failed).await;
+                        return Err(error);
+                    }
+                };
                 self.reissued(lane, now, actor, context).await
             }
         }

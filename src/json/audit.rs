@@ -24,7 +24,8 @@ pub struct AuditEvent {
     pub actor_id: String,
     /// The account the actor acted in.
     pub account_id: Option<String>,
-    /// `execute`, `await_approval` or `blocked`.
+    /// `execute`, `await_approval` or `blocked`; or `proposal_failed`, after an
+    /// `await_approval` whose proposal could not be opened (the `reason` says why).
     pub decision: String,
     /// The block's code (`unknown_tool`, `needs_input`, ...), if blocked.
     pub code: Option<String>,
