@@ -609,7 +609,10 @@ async fn an_approval_by_elicitation_over_http_runs_the_call_once() {
 #[tokio::test]
 async fn the_identity_table_through_the_remote_server() {
     use identities::{VARIANTS, Verdict};
-    let server = serve(HttpLimits::new().with_requests_per_minute(10_000), None).await;
+    let limits = HttpLimits::new()
+        .with_requests_per_minute(10_000)
+        .with_burst(1_000);
+    let server = serve(limits, None).await;
     for (variant, what, verdict) in VARIANTS {
         let token = server.token(&server.claims(variant, "orders:read"));
         let body = call(1, "lookup_order", r#"{"order": 1001}"#);
@@ -631,5 +634,45 @@ async fn the_identity_table_through_the_remote_server() {
     assert!(
         server.governor.events().await.unwrap().is_empty(),
         "nothing was recorded for a refused subject"
+    );
+}
+
+#[tokio::test]
+async fn a_session_answers_only_the_caller_who_opened_it() {
+    let server = serve(HttpLimits::new(), None).await;
+    let alice = server.good("orders:read");
+    let session = server.session(&alice, json!({})).await;
+    let sid = [("mcp-session-id", session.as_str())];
+    let lookup = call(1, "lookup_order", r#"{"order": 1001}"#);
+    // Bob holds a valid token of his own, and alice's session id.
+    let bob = server.token(&server.claims("bob", "orders:read"));
+    let stolen = server.post(Some(&bob), &lookup, &sid).await;
+    assert_eq!(stolen.status(), 404);
+    // The same subject through another client is another caller too.
+    let mut other_client = server.claims("alice", "orders:read");
+    other_client["azp"] = json!("another-client");
+    let other_client = server.token(&other_client);
+    assert_eq!(
+        server
+            .post(Some(&other_client), &lookup, &sid)
+            .await
+            .status(),
+        404
+    );
+    // An id this server never opened.
+    let made_up = [("mcp-session-id", "not-a-session")];
+    assert_eq!(
+        server.post(Some(&alice), &lookup, &made_up).await.status(),
+        404
+    );
+    assert!(
+        server.governor.events().await.unwrap().is_empty(),
+        "nothing ran"
+    );
+    // Alice's own token still works in her session.
+    let ran = messages(server.post(Some(&alice), &lookup, &sid).await).await;
+    assert_eq!(
+        ran[0]["result"]["structuredContent"]["output"], "shipped",
+        "{ran:?}"
     );
 }

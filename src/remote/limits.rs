@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// too deep, `429` with `Retry-After` for a token past its rate or a server at its stream
 /// limit.
 ///
+/// A token's subject may make [`HttpLimits::requests_per_minute`] requests a minute, at
+/// an even pace, with bursts of at most [`HttpLimits::burst`] requests back to back (a
+/// generic cell rate: a subject that was idle may not spend a minute's budget at once).
+///
 /// ```
 /// use cairnloop::remote::HttpLimits;
 /// let limits = HttpLimits::new().with_requests_per_minute(120).with_max_streams(16);
@@ -23,6 +27,7 @@ pub struct HttpLimits {
     max_body_bytes: usize,
     max_depth: usize,
     requests_per_minute: u32,
+    burst: u32,
     max_streams: usize,
 }
 
@@ -33,8 +38,8 @@ impl Default for HttpLimits {
 }
 
 impl HttpLimits {
-    /// 1 MiB bodies, 64 levels of nesting, 600 requests per token per minute, 256
-    /// requests or streams open at once.
+    /// 1 MiB bodies, 64 levels of nesting, 600 requests per token per minute in bursts
+    /// of at most 20, 256 requests or streams open at once.
     ///
     /// ```
     /// use cairnloop::remote::HttpLimits;
@@ -47,6 +52,7 @@ impl HttpLimits {
             max_body_bytes: 1 << 20,
             max_depth: 64,
             requests_per_minute: 600,
+            burst: 20,
             max_streams: 256,
         }
     }
@@ -85,6 +91,32 @@ impl HttpLimits {
     pub const fn with_requests_per_minute(mut self, requests: u32) -> Self {
         self.requests_per_minute = requests;
         self
+    }
+
+    /// The most requests one subject may make back to back, before the pace of
+    /// [`HttpLimits::requests_per_minute`] holds (at least 1, at most a minute's
+    /// requests).
+    ///
+    /// ```
+    /// # use cairnloop::remote::HttpLimits;
+    /// assert_eq!(HttpLimits::new().with_burst(5).burst(), 5);
+    /// assert_eq!(HttpLimits::new().with_burst(0).burst(), 1);
+    /// ```
+    #[must_use]
+    pub const fn with_burst(mut self, burst: u32) -> Self {
+        self.burst = if burst == 0 { 1 } else { burst };
+        self
+    }
+
+    /// The most requests back to back.
+    ///
+    /// ```
+    /// # use cairnloop::remote::HttpLimits;
+    /// assert_eq!(HttpLimits::new().burst(), 20);
+    /// ```
+    #[must_use]
+    pub const fn burst(&self) -> u32 {
+        self.burst
     }
 
     /// Requests (and the event streams they open) in progress at once, for the server.
@@ -144,33 +176,44 @@ impl HttpLimits {
     }
 }
 
-/// Most subjects counted at once: past it, windows that ended are dropped first.
+/// Most subjects counted at once: past it, those whose pace has caught up are dropped.
 const MAX_COUNTED: usize = 100_000;
 
-/// Requests per subject in fixed one-minute windows.
+/// Requests per subject by the generic cell rate algorithm: each subject has a
+/// theoretical arrival time, which every admitted request moves one interval on; a
+/// request is refused while that time is more than a burst ahead of now.
 #[derive(Default)]
 pub(crate) struct RateCounter {
-    windows: Mutex<HashMap<String, (Instant, u32)>>,
+    arrivals: Mutex<HashMap<String, Instant>>,
 }
 
 impl RateCounter {
-    /// Counts one request of `subject`; when it is past `limit` in its window, how long
-    /// until the window ends.
-    pub(crate) fn admit(&self, subject: &str, limit: u32) -> Result<(), Duration> {
-        const WINDOW: Duration = Duration::from_secs(60);
-        let now = Instant::now();
-        let mut windows = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
-        if windows.len() >= MAX_COUNTED {
-            windows.retain(|_, (start, _)| now < *start + WINDOW);
+    /// Counts one request of `subject` now; when it is past its pace, how long until
+    /// the next one is let in.
+    pub(crate) fn admit(&self, subject: &str, limits: &HttpLimits) -> Result<(), Duration> {
+        self.admit_at(subject, limits, Instant::now())
+    }
+
+    fn admit_at(&self, subject: &str, limits: &HttpLimits, now: Instant) -> Result<(), Duration> {
+        // Zero requests a minute lets nobody in; the interval is at least a nanosecond.
+        let per_minute = limits.requests_per_minute();
+        if per_minute == 0 {
+            return Err(Duration::from_secs(60));
         }
-        let window = windows.entry(subject.to_string()).or_insert((now, 0));
-        if now >= window.0 + WINDOW {
-            *window = (now, 0);
+        let interval = (Duration::from_secs(60) / per_minute).max(Duration::from_nanos(1));
+        // A burst is never more than a minute's budget.
+        let tolerance = interval.saturating_mul(limits.burst().min(per_minute));
+        let mut arrivals = self.arrivals.lock().unwrap_or_else(PoisonError::into_inner);
+        if arrivals.len() >= MAX_COUNTED {
+            arrivals.retain(|_, arrival| *arrival > now);
         }
-        if window.1 >= limit {
-            return Err(window.0 + WINDOW - now);
+        let arrival = arrivals.get(subject).copied().unwrap_or(now).max(now);
+        let next = arrival.checked_add(interval).unwrap_or(arrival);
+        let ahead = next.saturating_duration_since(now);
+        if ahead > tolerance {
+            return Err(ahead - tolerance);
         }
-        window.1 += 1;
+        arrivals.insert(subject.to_string(), next);
         Ok(())
     }
 }
@@ -180,13 +223,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_subject_past_its_rate_waits_and_others_do_not() {
+    fn a_burst_is_cut_short_and_the_pace_then_holds() {
         let counter = RateCounter::default();
-        for _ in 0..3 {
-            assert!(counter.admit("alice", 3).is_ok());
+        let limits = HttpLimits::new(); // 600 a minute: one per 100 ms, bursts of 20
+        let start = Instant::now();
+        let admitted = (0..500)
+            .filter(|_| counter.admit_at("alice", &limits, start).is_ok())
+            .count();
+        assert_eq!(admitted, 20, "500 at once: only the burst");
+        let wait = counter.admit_at("alice", &limits, start).unwrap_err();
+        assert_eq!(wait, Duration::from_millis(100));
+        // Another subject has its own budget.
+        assert!(counter.admit_at("bob", &limits, start).is_ok());
+        // One interval later, one more; then none until the next.
+        let later = start + Duration::from_millis(100);
+        assert!(counter.admit_at("alice", &limits, later).is_ok());
+        assert!(counter.admit_at("alice", &limits, later).is_err());
+        // Over two seconds at any pace: the burst and one per interval, no more.
+        let counter = RateCounter::default();
+        let mut admitted = 0;
+        for millis in 0..2_000 {
+            let at = start + Duration::from_millis(millis);
+            admitted += (0..5)
+                .filter(|_| counter.admit_at("carol", &limits, at).is_ok())
+                .count();
         }
-        let wait = counter.admit("alice", 3).unwrap_err();
-        assert!(wait <= Duration::from_secs(60) && wait > Duration::from_secs(50));
-        assert!(counter.admit("bob", 3).is_ok());
+        assert_eq!(admitted, 20 + 19, "{admitted} in 2 s");
+    }
+
+    #[test]
+    fn a_zero_rate_admits_nobody_and_a_huge_one_no_panic() {
+        let counter = RateCounter::default();
+        let now = Instant::now();
+        let none = HttpLimits::new().with_requests_per_minute(0);
+        assert!(counter.admit_at("a", &none, now).is_err());
+        let huge = HttpLimits::new()
+            .with_requests_per_minute(u32::MAX)
+            .with_burst(u32::MAX);
+        assert!(counter.admit_at("a", &huge, now).is_ok());
     }
 }

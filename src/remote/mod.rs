@@ -11,10 +11,14 @@
 //!
 //! [`RemoteMcp`] builds the axum router: rmcp's Streamable HTTP service (sessions,
 //! `DELETE`, resumable streams, the stateless form of newer protocol versions) behind
-//! the token check, the `Origin` and `Host` checks and the limits of [`HttpLimits`].
+//! the token check, the `Origin` and `Host` checks and the limits of [`HttpLimits`]. A
+//! session is bound to the caller who opened it (the token's subject and client): its id
+//! with another caller's token, or an id this server did not open, is answered `404`, so
+//! the client opens a session of its own.
 
 mod limits;
 mod server;
+mod sessions;
 mod token;
 
 pub use limits::HttpLimits;

@@ -22,6 +22,10 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use super::limits::{HttpLimits, RateCounter};
+use super::sessions::{Ownership, SessionOwners};
+
+/// The header that names a Streamable HTTP session.
+const SESSION_HEADER: &str = "mcp-session-id";
 use super::token::{TokenError, TokenVerifier};
 use crate::approvals::{ApprovalStore, Governor};
 use crate::declare::{Actor, Registry};
@@ -64,6 +68,7 @@ struct Guard<C: ?Sized + 'static> {
     verifier: TokenVerifier,
     limits: HttpLimits,
     rate: RateCounter,
+    sessions: SessionOwners,
     streams: Arc<Semaphore>,
     metadata_url: String,
     registry: &'static Registry<C>,
@@ -258,6 +263,7 @@ where
             verifier: self.verifier,
             limits: self.limits,
             rate: RateCounter::default(),
+            sessions: SessionOwners::default(),
             // tokio's semaphore holds at most MAX_PERMITS: a larger setting is "no limit".
             streams: Arc::new(Semaphore::new(
                 self.limits.max_streams().min(Semaphore::MAX_PERMITS),
@@ -410,15 +416,33 @@ async fn check<C: ?Sized + Sync + 'static>(
         Ok(principal) => principal,
         Err(error) => return unauthorized(&guard, &error),
     };
-    if let Err(wait) = guard
-        .rate
-        .admit(principal.subject(), guard.limits.requests_per_minute())
-    {
+    if let Err(wait) = guard.rate.admit(principal.subject(), &guard.limits) {
         return too_many(
             wait.as_secs(),
-            "this token's requests per minute are used up",
+            "this token's subject is past its request rate",
         );
     }
+    // A session is its opener's: another caller's token, or an id not opened here, gets
+    // the answer for a session that does not exist (the client then opens its own).
+    let owner = principal.actor_id();
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .map(|id| id.to_str().unwrap_or_default().to_string());
+    if let Some(id) = &session {
+        match guard.sessions.check(id, &owner) {
+            Ownership::Owned => {}
+            Ownership::Foreign | Ownership::Unknown => {
+                return (
+                    StatusCode::NOT_FOUND,
+                    axum::Json(json!({"error": "session_not_found", "error_description":
+                        "no session with this id belongs to this token's caller; start a new session"})),
+                )
+                    .into_response();
+            }
+        }
+    }
+    let ending = request.method() == Method::DELETE;
     let Ok(permit) = Arc::clone(&guard.streams).try_acquire_owned() else {
         return too_many(1, "the server has as many requests in progress as it takes");
     };
@@ -491,6 +515,15 @@ async fn check<C: ?Sized + Sync + 'static>(
     }
     parts.extensions.insert(caller);
     let response = next.run(Request::from_parts(parts, body)).await;
+    match (&session, response.headers().get(SESSION_HEADER)) {
+        (None, Some(opened)) => {
+            if let Ok(opened) = opened.to_str() {
+                guard.sessions.opened(opened, &owner);
+            }
+        }
+        (Some(id), _) if ending && response.status().is_success() => guard.sessions.ended(id),
+        _ => {}
+    }
     // The permit is held while the answer streams.
     response.map(|body| {
         use http_body_util::BodyExt as _;
