@@ -39,50 +39,44 @@ struct Options {
     seed: bool,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
+/// The console's options; `None` for `--help`.
+fn parse(mut parser: lexopt::Parser) -> Result<Option<Options>, lexopt::Error> {
+    use lexopt::prelude::*;
     let mut store = std::path::PathBuf::from("cairnloop-approvals.db");
     let mut config = ConsoleConfig::new();
     let mut operators: Vec<(String, Credential)> = Vec::new();
     let mut accounts: Vec<(String, Vec<String>)> = Vec::new();
     let mut seed = false;
-    while let Some(flag) = args.next() {
-        if flag == "--help" || flag == "-h" {
-            return Ok(None);
-        }
-        if flag == "--seed" {
-            seed = true;
-            continue;
-        }
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let pair = || {
-            value
-                .split_once('=')
-                .map(|(id, rest)| (id.to_string(), rest.to_string()))
-                .filter(|(id, rest)| !id.is_empty() && !rest.is_empty())
-                .ok_or_else(|| format!("{flag} takes ID=VALUE, got {value:?}"))
-        };
-        match flag.as_str() {
-            "--store" => store = value.into(),
-            "--address" => {
-                let address = value
-                    .parse()
-                    .map_err(|_| format!("--address takes IP:PORT, got {value:?}"))?;
-                config = config.with_address(address);
-            }
-            "--operator" => {
-                let (id, token) = pair()?;
+    // `ID=VALUE`, both parts non-empty.
+    let pair = |flag: &str, value: String| {
+        value
+            .split_once('=')
+            .map(|(id, rest)| (id.to_string(), rest.to_string()))
+            .filter(|(id, rest)| !id.is_empty() && !rest.is_empty())
+            .ok_or_else(|| format!("{flag} takes ID=VALUE, got {value:?}"))
+    };
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Short('h') | Long("help") => return Ok(None),
+            Long("seed") => seed = true,
+            Long("store") => store = parser.value()?.into(),
+            Long("address") => config = config.with_address(parser.value()?.parse()?),
+            Long("operator") => {
+                let (id, token) = pair("--operator", parser.value()?.string()?)?;
                 operators.push((id, Credential::token(&token)));
             }
-            "--operator-hash" => {
-                let (id, hash) = pair()?;
+            Long("operator-hash") => {
+                let (id, hash) = pair("--operator-hash", parser.value()?.string()?)?;
                 operators.push((id, Credential::PasswordHash(hash)));
             }
-            "--accounts" => {
-                let (id, list) = pair()?;
+            Long("accounts") => {
+                let (id, list) = pair("--accounts", parser.value()?.string()?)?;
                 accounts.push((id, list.split(',').map(str::to_string).collect()));
             }
-            "--trusted-header" => config = config.with_trusted_header(value),
-            other => return Err(format!("unknown option {other}")),
+            Long("trusted-header") => {
+                config = config.with_trusted_header(parser.value()?.string()?);
+            }
+            _ => return Err(arg.unexpected()),
         }
     }
     if operators.is_empty() {
@@ -136,8 +130,10 @@ async fn seed(governor: &Governor<Desk, SqliteStore>) -> Result<(), String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1).peekable();
-    if args.peek().is_some_and(|first| first == "hash-password") {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|first| first == "hash-password")
+    {
         let mut password = String::new();
         if std::io::stdin().read_to_string(&mut password).is_err() {
             eprintln!("console: could not read the password on stdin");
@@ -154,7 +150,7 @@ async fn main() -> ExitCode {
             }
         };
     }
-    let options = match parse(args) {
+    let options = match parse(lexopt::Parser::from_env()) {
         Ok(Some(options)) => options,
         Ok(None) => {
             println!("{USAGE}");

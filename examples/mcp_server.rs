@@ -54,26 +54,22 @@ struct Options {
     approver: Option<ClientApprover>,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
+/// The server's options; `None` for `--help`.
+fn parse(mut parser: lexopt::Parser) -> Result<Option<Options>, lexopt::Error> {
+    use lexopt::prelude::*;
     let (mut actor, mut account, mut scopes) = (None, None, Vec::new());
     let (mut approver, mut tiers) = (None, Vec::new());
     let mut store = std::path::PathBuf::from("cairnloop-approvals.db");
-    while let Some(flag) = args.next() {
-        if flag == "--help" || flag == "-h" {
-            return Ok(None);
-        }
-        if !flag.starts_with("--") {
-            return Err(format!("unexpected argument {flag}"));
-        }
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--actor" => actor = Some(value),
-            "--account" => account = Some(value),
-            "--store" => store = value.into(),
-            "--scopes" => scopes = list(&value),
-            "--client-approver" => approver = Some(value),
-            "--client-approves" => {
-                tiers = list(&value)
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Short('h') | Long("help") => return Ok(None),
+            Long("actor") => actor = Some(parser.value()?.string()?),
+            Long("account") => account = Some(parser.value()?.string()?),
+            Long("store") => store = parser.value()?.into(),
+            Long("scopes") => scopes = list(&parser.value()?.string()?),
+            Long("client-approver") => approver = Some(parser.value()?.string()?),
+            Long("client-approves") => {
+                tiers = list(&parser.value()?.string()?)
                     .iter()
                     .map(|tier| {
                         tier.parse::<RiskTier>()
@@ -81,7 +77,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, Stri
                     })
                     .collect::<Result<_, _>>()?
             }
-            other => return Err(format!("unknown option {other}")),
+            _ => return Err(arg.unexpected()),
         }
     }
     let actor = actor.ok_or("--actor is required")?;
@@ -126,24 +122,30 @@ const OPERATOR_USAGE: &str = "usage: mcp_server operator [--store PATH] \
                               reject KEY --as ID --reason TEXT | defer KEY --as ID --reason TEXT)";
 
 /// The operator's side: decides pending proposals in the store, out of band.
-async fn operator(mut args: impl Iterator<Item = String>) -> Result<(), String> {
+async fn operator(mut parser: lexopt::Parser) -> Result<(), String> {
+    use lexopt::prelude::*;
     let (mut store, mut words, mut by, mut reason) = (
         std::path::PathBuf::from("cairnloop-approvals.db"),
         Vec::new(),
         None,
         None,
     );
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--help" | "-h" => {
+    let text = |value: Result<std::ffi::OsString, lexopt::Error>| -> Result<String, String> {
+        value
+            .and_then(|value| value.string())
+            .map_err(|error| error.to_string())
+    };
+    while let Some(arg) = parser.next().map_err(|error| error.to_string())? {
+        match arg {
+            Short('h') | Long("help") => {
                 println!("{OPERATOR_USAGE}");
                 return Ok(());
             }
-            "--store" => store = args.next().ok_or("--store needs a path")?.into(),
-            "--as" => by = Some(args.next().ok_or("--as needs an id")?),
-            "--reason" => reason = Some(args.next().ok_or("--reason needs a text")?),
-            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
-            _ => words.push(arg),
+            Long("store") => store = text(parser.value())?.into(),
+            Long("as") => by = Some(text(parser.value())?),
+            Long("reason") => reason = Some(text(parser.value())?),
+            Value(word) => words.push(text(Ok(word))?),
+            _ => return Err(arg.unexpected().to_string()),
         }
     }
     let store = SqliteStore::open(&store)
@@ -222,10 +224,12 @@ async fn operator(mut args: impl Iterator<Item = String>) -> Result<(), String> 
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1).peekable();
-    if args.peek().is_some_and(|first| first == "operator") {
-        args.next();
-        return match operator(args).await {
+    let operating = std::env::args_os()
+        .nth(1)
+        .is_some_and(|first| first == "operator");
+    if operating {
+        let parser = lexopt::Parser::from_args(std::env::args_os().skip(2));
+        return match operator(parser).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
                 eprintln!("mcp_server operator: {message}\n{OPERATOR_USAGE}");
@@ -233,7 +237,7 @@ async fn main() -> ExitCode {
             }
         };
     }
-    let options = match parse(args) {
+    let options = match parse(lexopt::Parser::from_env()) {
         Ok(Some(options)) => options,
         Ok(None) => {
             println!("{USAGE}");

@@ -78,7 +78,20 @@ fn keys(dir: &Path) -> Result<(EncodingKey, String), String> {
     jwk.common.key_id = Some(KID.into());
     let jwks =
         serde_json::to_string_pretty(&JwkSet { keys: vec![jwk] }).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("jwks.json"), &jwks).map_err(|error| error.to_string())?;
+    // The key set is written once; one there already must be this key's, never replaced.
+    let jwks_path = dir.join("jwks.json");
+    match std::fs::read_to_string(&jwks_path) {
+        Ok(existing) if existing == jwks => {}
+        Ok(_) => {
+            return Err(format!(
+                "{} holds another key set than {}; nothing was overwritten (move it away, \
+                 or give --keys another directory)",
+                jwks_path.display(),
+                seed_path.display()
+            ));
+        }
+        Err(_) => std::fs::write(&jwks_path, &jwks).map_err(|error| error.to_string())?,
+    }
     Ok((signing, jwks))
 }
 
@@ -97,7 +110,18 @@ struct Options {
     ttl: u64,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
+/// What to do.
+enum Command {
+    Serve,
+    Mint,
+    Help,
+}
+
+/// The command and its options; `--help` anywhere asks for the usage.
+fn parse(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<(Command, Options), lexopt::Error> {
+    use lexopt::prelude::*;
     let mut options = Options {
         address: ([127, 0, 0, 1], 8378).into(),
         keys: "remote-keys".into(),
@@ -112,45 +136,41 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
         account: None,
         ttl: 3_600,
     };
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--address" => {
-                options.address = value
-                    .parse()
-                    .map_err(|_| format!("bad address {value:?}"))?
-            }
-            "--keys" => options.keys = value.into(),
-            "--store" => options.store = value.into(),
-            "--postgres" => options.postgres = Some(value),
-            "--client-approves" => {
-                for tier in value.split(',') {
-                    options
-                        .tiers
-                        .push(tier.parse().map_err(|_| format!("unknown tier {tier:?}"))?);
+    let mut command = None;
+    let mut parser = lexopt::Parser::from_args(args);
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Short('h') | Long("help") => return Ok((Command::Help, options)),
+            Long("address") => options.address = parser.value()?.parse()?,
+            Long("keys") => options.keys = parser.value()?.into(),
+            Long("store") => options.store = parser.value()?.into(),
+            Long("postgres") => options.postgres = Some(parser.value()?.string()?),
+            Long("client-approves") => {
+                for tier in parser.value()?.string()?.split(',') {
+                    let tier = tier.parse().map_err(|_| format!("unknown tier {tier:?}"))?;
+                    options.tiers.push(tier);
                 }
             }
-            "--allow-origin" => options.origins.push(value),
-            "--requests-per-minute" => {
-                options.per_minute = Some(
-                    value
-                        .parse()
-                        .map_err(|_| format!("not a number: {value:?}"))?,
-                );
+            Long("allow-origin") => options.origins.push(parser.value()?.string()?),
+            Long("requests-per-minute") => options.per_minute = Some(parser.value()?.parse()?),
+            Long("sub") => options.sub = Some(parser.value()?.string()?),
+            Long("client") => options.client = parser.value()?.string()?,
+            Long("scope") => options.scope = parser.value()?.string()?,
+            Long("account") => options.account = Some(parser.value()?.string()?),
+            Long("ttl") => options.ttl = parser.value()?.parse()?,
+            Value(word) if command.is_none() => {
+                command = Some(match word.string()?.as_str() {
+                    "serve" => Command::Serve,
+                    "mint" => Command::Mint,
+                    "help" => Command::Help,
+                    other => return Err(format!("unknown command {other:?}").into()),
+                });
             }
-            "--sub" => options.sub = Some(value),
-            "--client" => options.client = value,
-            "--scope" => options.scope = value,
-            "--account" => options.account = Some(value),
-            "--ttl" => {
-                options.ttl = value
-                    .parse()
-                    .map_err(|_| format!("not a number: {value:?}"))?
-            }
-            other => return Err(format!("unknown option {other}")),
+            _ => return Err(arg.unexpected()),
         }
     }
-    Ok(options)
+    let command = command.ok_or("say what to do: serve or mint")?;
+    Ok((command, options))
 }
 
 fn mint(options: &Options) -> Result<String, String> {
@@ -205,18 +225,16 @@ async fn serve<S: ApprovalStore + Send + Sync + 'static>(
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let command = args.next().unwrap_or_default();
-    let options = match parse(args) {
-        Ok(options) => options,
+    let (command, options) = match parse(std::env::args_os().skip(1)) {
+        Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("remote_mcp: {message}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
-    let done = match command.as_str() {
-        "mint" => mint(&options).map(|token| println!("{token}")),
-        "serve" => match &options.postgres {
+    let done = match command {
+        Command::Mint => mint(&options).map(|token| println!("{token}")),
+        Command::Serve => match &options.postgres {
             Some(config) => match PostgresStore::connect(config) {
                 Ok(store) => serve(Governor::new(&DESK).with_store(store), options).await,
                 Err(error) => Err(format!("cannot connect to PostgreSQL: {error}")),
@@ -226,11 +244,10 @@ async fn main() -> ExitCode {
                 Err(error) => Err(format!("cannot open {}: {error}", options.store.display())),
             },
         },
-        "--help" | "-h" | "help" => {
+        Command::Help => {
             println!("{USAGE}");
             Ok(())
         }
-        other => Err(format!("unknown command {other:?}")),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,

@@ -716,29 +716,35 @@ pub fn tables(records: &[Record], colour: bool) -> String {
 
 const USAGE: &str = "usage: support_desk [--json] [--store PATH]";
 
-fn main() -> std::process::ExitCode {
+/// `--json` and `--store PATH`; `None` for `--help`.
+fn parse(
+    mut parser: lexopt::Parser,
+) -> Result<Option<(bool, Option<std::path::PathBuf>)>, lexopt::Error> {
+    use lexopt::prelude::*;
     let (mut json, mut store) = (false, None);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--json" => json = true,
-            "--store" => match args.next() {
-                Some(path) => store = Some(std::path::PathBuf::from(path)),
-                None => {
-                    eprintln!("--store needs a path\n{USAGE}");
-                    return std::process::ExitCode::from(2);
-                }
-            },
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return std::process::ExitCode::SUCCESS;
-            }
-            other => {
-                eprintln!("unknown option {other}\n{USAGE}");
-                return std::process::ExitCode::from(2);
-            }
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("json") => json = true,
+            Long("store") => store = Some(parser.value()?.into()),
+            Short('h') | Long("help") => return Ok(None),
+            _ => return Err(arg.unexpected()),
         }
     }
+    Ok(Some((json, store)))
+}
+
+fn main() -> std::process::ExitCode {
+    let (json, store) = match parse(lexopt::Parser::from_env()) {
+        Ok(Some(options)) => options,
+        Ok(None) => {
+            println!("{USAGE}");
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            eprintln!("support_desk: {error}\n{USAGE}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     // One file for every run, so that a second run finds what the first left waiting.
     let path = store.unwrap_or_else(|| std::env::temp_dir().join("cairnloop-support-desk.db"));
     let store = match SqliteStore::open(&path) {

@@ -110,3 +110,21 @@ test("a low-write call approved in the client's prompt runs once", async () => {
   // Nothing waits in the store: the approval was applied and the call ran.
   assert.equal(execFileSync(SERVER, ["operator", "--store", store, "list"], { encoding: "utf8" }).trim(), "");
 });
+
+test("the example's arguments: --help after a command, and a key set never overwritten", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const { writeFileSync, readFileSync } = await import("node:fs");
+  const help = spawnSync(REMOTE, ["serve", "--help"], { encoding: "utf8" });
+  assert.equal(help.status, 0, help.stderr);
+  assert.ok(help.stdout.startsWith("usage: remote_mcp"), help.stdout);
+  const bad = spawnSync(REMOTE, ["serve", "--address"], { encoding: "utf8" });
+  assert.equal(bad.status, 2);
+  const foreign = join(mkdtempSync(join(tmpdir(), "cairnloop-keys-")), "keys");
+  execFileSync(REMOTE, ["mint", "--keys", foreign, "--sub", "alice"]);
+  const theirs = '{"keys":[]}';
+  writeFileSync(join(foreign, "jwks.json"), theirs);
+  const refused = spawnSync(REMOTE, ["mint", "--keys", foreign, "--sub", "alice"], { encoding: "utf8" });
+  assert.equal(refused.status, 1);
+  assert.match(refused.stderr, /nothing was overwritten/);
+  assert.equal(readFileSync(join(foreign, "jwks.json"), "utf8"), theirs);
+});
