@@ -122,7 +122,12 @@ fn app(config: ConsoleConfig) -> App {
     );
     let router = Console::new(Arc::clone(&governor), config)
         .with_renderer("wire-card", |lane| {
-            Rendered::Text(format!("Transfer for {}", lane.proposal().actor_id()))
+            // A host's markup with a navigation in it: shown, the navigation gone.
+            Rendered::Html(format!(
+                "<meta http-equiv=\"refresh\" content=\"0;url=https://evil.example\">\
+                 <p class=\"card\" onclick=\"x()\">Transfer for <a href=\"https://evil.example\">{}</a></p>",
+                lane.proposal().actor_id()
+            ))
         })
         .router();
     App {
@@ -435,9 +440,14 @@ async fn the_form_comes_from_the_schema_and_a_custom_view_replaces_it() {
     let page = proposal_page(&app.router, &wire, &cookie).await;
     assert!(
         page.body
-            .contains("<div class=\"custom\">Transfer for agent-7</div>")
+            .contains("<div class=\"custom\"><p class=\"card\">Transfer for agent-7</p></div>"),
+        "{}",
+        page.body
     );
     assert!(!page.body.contains("class=\"arguments\""));
+    for gone in ["http-equiv", "evil.example", "onclick"] {
+        assert!(!page.body.contains(gone), "{gone}");
+    }
 }
 
 #[tokio::test]

@@ -50,6 +50,7 @@ mod config;
 mod handlers;
 mod html;
 mod pages;
+mod sanitize;
 mod session;
 
 use std::collections::HashMap;
@@ -61,21 +62,27 @@ use crate::approvals::{ApprovalLane, ApprovalStore, Governor};
 
 pub use config::{Accounts, ConsoleConfig, ConsoleError, Credential, Operator, TokenDigest};
 
-/// What a host's renderer gives for a tool's custom view.
+/// What a host's renderer gives for a tool's custom view: escaped text or fields (the
+/// default choice), or markup cut down to a safe allow-list.
 ///
 /// ```
 /// use cairnloop::console::Rendered;
 /// let view = Rendered::Text("Refund 12.50 EUR on order 1001".into());
+/// let card = Rendered::Fields(vec![("Amount".into(), "12.50 EUR".into())]);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Rendered {
     /// Text, escaped like everything else (the default choice).
     Text(String),
-    /// Markup the host vouches for, inserted as it is. It must not contain anything a
-    /// model wrote unless the host escaped it; the page's policy blocks inline script
-    /// either way.
-    TrustedHtml(String),
+    /// Label and value pairs, shown as a list, every one escaped: structure without
+    /// markup.
+    Fields(Vec<(String, String)>),
+    /// Markup, cut down to an allow-list before it is shown: text formatting, lists,
+    /// tables, definition lists, `class` and `title` attributes. Nothing that links,
+    /// loads, runs or navigates survives (`a`, `img`, `meta`, `form`, `script`, `style`,
+    /// event attributes, …), so a view cannot take the operator anywhere.
+    Html(String),
 }
 
 type Renderer = dyn Fn(&ApprovalLane) -> Rendered + Send + Sync;
@@ -141,7 +148,7 @@ where
     /// # static TOOLS: Registry<()> = Registry::new(&[]);
     /// let console = Console::new(Arc::new(Governor::new(&TOOLS)), ConsoleConfig::new())
     ///     .with_renderer("refund-card", |lane| {
-    ///         Rendered::TrustedHtml(format!("<p class=\"card\">{} attempt(s)</p>", lane.attempts()))
+    ///         Rendered::Html(format!("<p class=\"card\">{} attempt(s)</p>", lane.attempts()))
     ///     });
     /// ```
     #[must_use]

@@ -18,6 +18,7 @@ use crate::json::is_secret_name;
 
 use super::Rendered;
 use super::html::{Attr, Person, Query, Shortened, Text, page};
+use super::sanitize::sanitize;
 
 /// Rows on one page of the queue.
 const QUEUE_PAGE: usize = 25;
@@ -395,8 +396,20 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
         Some(Rendered::Text(text)) => {
             let _ = write!(body, "<div class=\"custom\">{}</div>", Shortened(text));
         }
-        Some(Rendered::TrustedHtml(markup)) => {
-            let _ = write!(body, "<div class=\"custom\">{markup}</div>");
+        Some(Rendered::Fields(fields)) => {
+            body.push_str("<dl class=\"facts custom\">");
+            for (label, value) in fields {
+                let _ = write!(
+                    body,
+                    "<dt>{}</dt><dd>{}</dd>",
+                    Text(label),
+                    Shortened(value)
+                );
+            }
+            body.push_str("</dl>");
+        }
+        Some(Rendered::Html(markup)) => {
+            let _ = write!(body, "<div class=\"custom\">{}</div>", sanitize(markup));
         }
         None => {
             if let Some(name) = view.custom {
