@@ -13,7 +13,9 @@
 //!
 //! Operators: `--operator ID=TOKEN` (a token credential), or `--operator-hash ID=PHC` (an
 //! Argon2 hash from `console hash-password`, which reads the password on stdin); add
-//! `--accounts ID=acme,globex` to limit what one operator sees. `--address` sets where it
+//! `--accounts ID=acme,globex` to limit what one operator sees, and
+//! `--decides ID=read_only,low_write` to limit the risk tiers one operator may decide (they
+//! still see the others, and why they cannot decide them). `--address` sets where it
 //! listens (default 127.0.0.1:8377); `--trusted-header NAME` signs in whoever a reverse
 //! proxy names in that header.
 
@@ -25,12 +27,13 @@ use std::sync::Arc;
 
 use cairnloop::console::{Accounts, Console, ConsoleConfig, Credential, Operator};
 use cairnloop::stores::SqliteStore;
-use cairnloop::{Actor, Governor, ToolCall};
+use cairnloop::{Actor, Governor, RiskTier, ToolCall};
 use desk::{DESK, Desk};
 
 const USAGE: &str = "usage: console [--store PATH] [--address IP:PORT] \
                      --operator ID=TOKEN | --operator-hash ID=PHC ... \
-                     [--accounts ID=ACCOUNT,ACCOUNT] [--trusted-header NAME] [--seed]
+                     [--accounts ID=ACCOUNT,ACCOUNT] [--decides ID=TIER,TIER] \
+                     [--trusted-header NAME] [--seed]
        console hash-password   (reads the password on stdin)";
 
 struct Options {
@@ -46,6 +49,7 @@ fn parse(mut parser: lexopt::Parser) -> Result<Option<Options>, lexopt::Error> {
     let mut config = ConsoleConfig::new();
     let mut operators: Vec<(String, Credential)> = Vec::new();
     let mut accounts: Vec<(String, Vec<String>)> = Vec::new();
+    let mut decides: Vec<(String, Vec<RiskTier>)> = Vec::new();
     let mut seed = false;
     // `ID=VALUE`, both parts non-empty.
     let pair = |flag: &str, value: String| {
@@ -73,6 +77,14 @@ fn parse(mut parser: lexopt::Parser) -> Result<Option<Options>, lexopt::Error> {
                 let (id, list) = pair("--accounts", parser.value()?.string()?)?;
                 accounts.push((id, list.split(',').map(str::to_string).collect()));
             }
+            Long("decides") => {
+                let (id, list) = pair("--decides", parser.value()?.string()?)?;
+                let tiers = list
+                    .split(',')
+                    .map(|tier| tier.parse().map_err(|_| format!("unknown tier {tier:?}")))
+                    .collect::<Result<Vec<RiskTier>, String>>()?;
+                decides.push((id, tiers));
+            }
             Long("trusted-header") => {
                 config = config.with_trusted_header(parser.value()?.string()?);
             }
@@ -89,7 +101,11 @@ fn parse(mut parser: lexopt::Parser) -> Result<Option<Options>, lexopt::Error> {
             .map_or(Accounts::All, |(_, list)| {
                 Accounts::only(list.iter().cloned())
             });
-        config = config.with_operator(Operator::new(id, credential, only));
+        let mut operator = Operator::new(id.clone(), credential, only);
+        if let Some((_, tiers)) = decides.iter().find(|(one, _)| *one == id) {
+            operator = operator.deciding_only(tiers.iter().copied());
+        }
+        config = config.with_operator(operator);
     }
     Ok(Some(Options {
         store,

@@ -952,3 +952,44 @@ async fn the_identity_table_through_the_console() {
         assert_eq!(state(&app, &key).await.0, state_after, "{what}");
     }
 }
+
+#[tokio::test]
+async fn an_operator_limited_to_some_tiers_sees_but_cannot_decide_the_others() {
+    let config = operators().with_operator(
+        Operator::new("junior", Credential::token("junior-token"), Accounts::All)
+            .deciding_only([cairnloop::RiskTier::ReadOnly, cairnloop::RiskTier::LowWrite]),
+    );
+    let app = app(config);
+    let wire = propose(&app, "wire", r#"{"cents": 1}"#, None).await;
+    let junior = sign_in(&app.router, "junior", "junior-token").await;
+    let page = proposal_page(&app.router, &wire, &junior).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.body.contains("may not decide high_write proposals"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("button class=\"approve\""));
+    // A decision posted anyway, with a genuine token and the current version: refused.
+    let queue = send(&app.router, "GET", "/queue", Some(&junior), None).await;
+    let (_, version) = state(&app, &wire).await;
+    let form = format!(
+        "csrf={}&version={version}&decision=approve",
+        tokens(&queue.body)[0]
+    );
+    let uri = format!("/proposals/{wire}/decide");
+    let refused = send(&app.router, "POST", &uri, Some(&junior), Some(&form)).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert!(refused.body.contains("Not your tier"));
+    assert_eq!(state(&app, &wire).await.0, LaneState::Pending);
+    // The proposer sees no approve button, and why; the lead decides it.
+    let proposer = sign_in(&app.router, "agent-7", "agent-token").await;
+    let page = proposal_page(&app.router, &wire, &proposer).await;
+    assert!(page.body.contains("someone else must approve it"));
+    assert!(!page.body.contains("button class=\"approve\""));
+    assert!(page.body.contains("Why reject it") && page.body.contains("Why defer it"));
+    let lead = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let page = proposal_page(&app.router, &wire, &lead).await;
+    assert!(page.body.contains("button class=\"approve\""));
+    assert!(!page.body.contains("why-not"));
+}

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use crate::RiskTier;
+
 /// How an operator proves who they are when signing in.
 ///
 /// ```
@@ -225,6 +227,8 @@ pub struct Operator {
     id: String,
     credential: Credential,
     accounts: Accounts,
+    /// The risk tiers whose proposals the operator may decide; `None`: every tier.
+    tiers: Option<Vec<RiskTier>>,
 }
 
 impl Operator {
@@ -243,7 +247,40 @@ impl Operator {
             id: id.into(),
             credential,
             accounts,
+            tiers: None,
         }
+    }
+
+    /// Limits the operator to deciding proposals of these risk tiers (a junior operator
+    /// approves low-write calls only). They still see every proposal of their accounts;
+    /// one of another tier shows why they cannot decide it. By default an operator may
+    /// decide every tier.
+    ///
+    /// ```
+    /// use cairnloop::RiskTier;
+    /// use cairnloop::console::{Accounts, Credential, Operator};
+    /// let junior = Operator::new("cy", Credential::token("x"), Accounts::All)
+    ///     .deciding_only([RiskTier::ReadOnly, RiskTier::LowWrite]);
+    /// assert!(junior.may_decide(RiskTier::LowWrite));
+    /// assert!(!junior.may_decide(RiskTier::HighWrite));
+    /// ```
+    #[must_use]
+    pub fn deciding_only(mut self, tiers: impl IntoIterator<Item = RiskTier>) -> Self {
+        self.tiers = Some(tiers.into_iter().collect());
+        self
+    }
+
+    /// Whether the operator may decide a proposal of this risk tier.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, console::{Accounts, Credential, Operator}};
+    /// assert!(Operator::new("bea", Credential::token("x"), Accounts::All).may_decide(RiskTier::Destructive));
+    /// ```
+    #[must_use]
+    pub fn may_decide(&self, tier: RiskTier) -> bool {
+        self.tiers
+            .as_ref()
+            .is_none_or(|tiers| tiers.contains(&tier))
     }
 
     /// The operator's id.

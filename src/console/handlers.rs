@@ -693,8 +693,10 @@ where
         signed.token(&inner),
         signed.token(&inner),
     ];
+    let decidable = decidable(&inner, &signed.operator, &lane);
     signed.with_cookie(pages::proposal(&pages::ProposalView {
         operator: signed.operator.id(),
+        decidable,
         lane: &lane,
         schema: schema.as_ref(),
         custom,
@@ -703,6 +705,33 @@ where
         tokens: &tokens,
         now: inner.governor.now().ok(),
     }))
+}
+
+/// What the signed-in operator may do with a pending lane: the page shows only the
+/// decisions that would be accepted, and says why the others are not there.
+fn decidable<C: ?Sized + Sync + 'static, S: ApprovalStore>(
+    inner: &Inner<C, S>,
+    operator: &Operator,
+    lane: &ApprovalLane,
+) -> pages::Decidable {
+    let proposal = lane.proposal();
+    let tier = proposal.risk_tier();
+    if !operator.may_decide(tier) {
+        return pages::Decidable::Nothing(format!(
+            "You may not decide {} proposals; another operator decides this one.",
+            tier.as_str()
+        ));
+    }
+    if !inner.governor.config().allows_self_approval()
+        && crate::approvals::same_person(operator.id(), proposal.actor_id())
+    {
+        return pages::Decidable::AllButApproval(
+            "You proposed this call, so someone else must approve it; you may reject or \
+             defer it."
+                .to_string(),
+        );
+    }
+    pages::Decidable::Everything
 }
 
 async fn proposal_input<C, S>(
@@ -803,6 +832,20 @@ where
         Err(refused) => return refused,
     };
     let operator = signed.operator.id();
+    let tier = lane.proposal().risk_tier();
+    if !signed.operator.may_decide(tier) {
+        return pages::refusal_with_link(
+            StatusCode::FORBIDDEN,
+            "Not your tier",
+            &format!(
+                "You may not decide {} proposals; another operator decides this one. Nothing \
+                 was changed.",
+                tier.as_str()
+            ),
+            Some(operator),
+            &key,
+        );
+    }
     let reason = form.reason.trim();
     let decided = match form.decision.as_str() {
         "approve" => inner.governor.approve(&lane.key(), operator).await,

@@ -11,10 +11,11 @@ use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ApprovalMode;
 use crate::approvals::{ApprovalLane, AuditRecord};
 use crate::declare::RiskTier;
-use crate::gate::{LaneState, Timestamp};
-use crate::json::is_secret_name;
+use crate::gate::{LaneState, ModeSource, Timestamp};
+use crate::json::{Preview, PreviewSource, is_secret_name};
 
 use super::Rendered;
 use super::html::{Attr, Person, Query, Shortened, Text, page};
@@ -223,7 +224,7 @@ fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> String {
     }
     for lane in lanes {
         let proposal = lane.proposal();
-        let first = proposal.preview().text().lines().next().unwrap_or("");
+        let first = summary(proposal.preview());
         let _ = write!(
             rows,
             "<tr><td><a href=\"/proposals/{key}\">{title}</a><div class=\"sub\">{first}</div></td>\
@@ -231,7 +232,7 @@ fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> String {
              <td><code>{short}</code></td></tr>",
             key = lane.key(),
             title = Text(proposal.title()),
-            first = Shortened(first),
+            first = Shortened(&first),
             tier = tier_badge(proposal.risk_tier()),
             actor = Person(proposal.actor_id()),
             account = Text(proposal.account_id().unwrap_or("—")),
@@ -240,6 +241,23 @@ fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> String {
         );
     }
     rows
+}
+
+/// One line that says what a proposal does: the first line of the tool's own preview, or,
+/// for a tool without one, its arguments (the fallback's first line is only the title,
+/// which the queue shows already).
+fn summary(preview: &Preview) -> String {
+    let text = preview.text();
+    match preview.source() {
+        PreviewSource::Tool => text.lines().next().unwrap_or("").to_string(),
+        PreviewSource::Fallback => text
+            .lines()
+            .skip_while(|line| *line != "input:")
+            .skip(1)
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 /// The lanes on the filter's page of the queue.
@@ -341,9 +359,19 @@ pub(crate) fn queue(
     respond(StatusCode::OK, page("Queue", Some(operator), &body))
 }
 
+/// Which decisions the operator viewing a pending proposal may make.
+pub(crate) enum Decidable {
+    Everything,
+    /// Not approval (the operator proposed it), with why.
+    AllButApproval(String),
+    /// None (not the operator's tier), with why.
+    Nothing(String),
+}
+
 /// What a proposal page shows.
 pub(crate) struct ProposalView<'a> {
     pub(crate) operator: &'a str,
+    pub(crate) decidable: Decidable,
     pub(crate) lane: &'a ApprovalLane,
     pub(crate) schema: Option<&'a Value>,
     /// The renderer the tool names, if any.
@@ -362,34 +390,16 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
     let proposal = lane.proposal();
     let key = lane.key();
     let mut body = String::new();
+    // What a person reads first: the consequence, in words; then the arguments; then who,
+    // when, and what an approval binds, as recorded.
     let _ = write!(
         body,
-        "<h1>{} {}</h1><p class=\"state state-{state}\">{state}</p><dl class=\"facts\">\
-         <dt>Tool</dt><dd><code>{}</code></dd><dt>Proposed by</dt><dd>{}</dd>\
-         <dt>Account</dt><dd>{}</dd><dt>Proposed</dt><dd>{}</dd>\
-         <dt>Expires</dt><dd>{} ({})</dd><dt>Id</dt><dd><code>{}</code></dd>",
+        "<h1>{} {}</h1><p class=\"state state-{state}\">{state}</p>\
+         <section><h2>What it will do</h2><pre class=\"preview\">{}</pre></section>",
         Text(proposal.title()),
         tier_badge(proposal.risk_tier()),
-        Text(proposal.tool()),
-        Person(proposal.actor_id()),
-        Text(proposal.account_id().unwrap_or("—")),
-        lane.proposed_at().utc(),
-        lane.expires_at().utc(),
-        time_left(lane.expires_at(), view.now),
-        key,
+        Shortened(proposal.preview().text()),
         state = lane.state().as_str(),
-    );
-    if let Some(by) = lane.decided_by() {
-        let _ = write!(body, "<dt>Decided by</dt><dd>{}</dd>", Person(by));
-    }
-    if let Some(reason) = lane.reason() {
-        let _ = write!(body, "<dt>Reason</dt><dd>{}</dd>", Shortened(reason));
-    }
-    body.push_str("</dl>");
-    let _ = write!(
-        body,
-        "<section><h2>What it will do</h2><pre class=\"preview\">{}</pre></section>",
-        Shortened(proposal.preview().text())
     );
     body.push_str("<section><h2>Arguments</h2>");
     match view.view {
@@ -437,49 +447,47 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
         body,
         "<p><a href=\"/proposals/{key}/input.json\">The whole input as JSON</a></p></section>"
     );
+    if lane.state() == LaneState::Pending {
+        decide_section(&mut body, view, &key.to_string(), lane.version());
+    }
+    let _ = write!(
+        body,
+        "<section><h2>Who and when</h2><dl class=\"facts\">\
+         <dt>Proposed by</dt><dd>{}</dd><dt>Account</dt><dd>{}</dd>\
+         <dt>Proposed</dt><dd>{}</dd><dt>Expires</dt><dd>{} ({})</dd>",
+        Person(proposal.actor_id()),
+        Text(proposal.account_id().unwrap_or("—")),
+        lane.proposed_at().utc(),
+        lane.expires_at().utc(),
+        time_left(lane.expires_at(), view.now),
+    );
+    if let Some(by) = lane.decided_by() {
+        let _ = write!(body, "<dt>Decided by</dt><dd>{}</dd>", Person(by));
+    }
+    if let Some(reason) = lane.reason() {
+        let _ = write!(body, "<dt>Reason</dt><dd>{}</dd>", Shortened(reason));
+    }
+    body.push_str("</dl></section>");
     let policy = proposal.policy();
+    let why_approval = match policy.decided_by {
+        ModeSource::Spec => "as the tool declares",
+        ModeSource::TierOverride => "the host requires it for this risk tier",
+        ModeSource::Hook => "the host's policy required it for this call",
+    };
     let _ = write!(
         body,
         "<section><h2>What an approval binds</h2><dl class=\"facts\">\
+         <dt>Tool</dt><dd><code>{}</code></dd>\
          <dt>Required scopes</dt><dd>{}</dd><dt>Granted to the proposer</dt><dd>{}</dd>\
-         <dt>Risk tier</dt><dd>{}</dd><dt>Approval mode</dt><dd>{} (declared {}, set by {})</dd>\
-         <dt>Host floor</dt><dd>{}</dd><dt>Idempotency key</dt><dd><code>{}</code></dd></dl></section>",
+         <dt>Risk tier</dt><dd>{}</dd><dt>Approval</dt><dd>{} ({why_approval})</dd>\
+         <dt>Proposal id</dt><dd><code>{}</code></dd></dl></section>",
+        Text(proposal.tool()),
         scopes(proposal.required_scopes()),
         scopes(proposal.granted_scopes()),
         proposal.risk_tier().as_str(),
-        policy.resolved.as_str(),
-        policy.declared.as_str(),
-        policy.decided_by.as_str(),
-        policy.host_floor.as_str(),
+        approval_words(policy.resolved),
         key,
     );
-    if lane.state() == LaneState::Pending {
-        let version = lane.version();
-        let _ = write!(
-            body,
-            "<section class=\"decide\"><h2>Decide</h2>\
-             <form method=\"post\" action=\"/proposals/{key}/decide\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-             <input type=\"hidden\" name=\"version\" value=\"{version}\">\
-             <input type=\"hidden\" name=\"decision\" value=\"approve\">\
-             <button class=\"approve\" type=\"submit\">Approve</button></form>\
-             <form method=\"post\" action=\"/proposals/{key}/decide\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-             <input type=\"hidden\" name=\"version\" value=\"{version}\">\
-             <input type=\"hidden\" name=\"decision\" value=\"reject\">\
-             <label>Reason <input name=\"reason\" required maxlength=\"500\"></label>\
-             <button class=\"reject\" type=\"submit\">Reject</button></form>\
-             <form method=\"post\" action=\"/proposals/{key}/decide\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-             <input type=\"hidden\" name=\"version\" value=\"{version}\">\
-             <input type=\"hidden\" name=\"decision\" value=\"defer\">\
-             <label>Reason <input name=\"reason\" required maxlength=\"500\"></label>\
-             <button class=\"defer\" type=\"submit\">Defer</button></form></section>",
-            Attr(&view.tokens[0]),
-            Attr(&view.tokens[1]),
-            Attr(&view.tokens[2]),
-        );
-    }
     body.push_str("<section><h2>History</h2><ol class=\"history\">");
     for record in view.history {
         if let AuditRecord::Transition(event) = record {
@@ -507,6 +515,56 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
         StatusCode::OK,
         page(proposal.title(), Some(view.operator), &body),
     )
+}
+
+/// The forms for the decisions the operator may make, and why any other is missing.
+fn decide_section(body: &mut String, view: &ProposalView<'_>, key: &str, version: u64) {
+    body.push_str("<section class=\"decide\"><h2>Decide</h2>");
+    let (approve, others, why) = match &view.decidable {
+        Decidable::Everything => (true, true, None),
+        Decidable::AllButApproval(why) => (false, true, Some(why)),
+        Decidable::Nothing(why) => (false, false, Some(why)),
+    };
+    if let Some(why) = why {
+        let _ = write!(body, "<p class=\"notice why-not\">{}</p>", Text(why));
+    }
+    let form = |body: &mut String, token: &str, decision: &str| {
+        let _ = write!(
+            body,
+            "<form method=\"post\" action=\"/proposals/{key}/decide\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+             <input type=\"hidden\" name=\"version\" value=\"{version}\">\
+             <input type=\"hidden\" name=\"decision\" value=\"{decision}\">",
+            Attr(token)
+        );
+    };
+    if approve {
+        form(body, &view.tokens[0], "approve");
+        body.push_str("<button class=\"approve\" type=\"submit\">Approve</button></form>");
+    }
+    if others {
+        for (token, decision, label, button) in [
+            (&view.tokens[1], "reject", "Why reject it", "Reject"),
+            (&view.tokens[2], "defer", "Why defer it", "Defer"),
+        ] {
+            form(body, token, decision);
+            let _ = write!(
+                body,
+                "<label>{label} <input name=\"reason\" required maxlength=\"500\"></label>\
+                 <button class=\"{decision}\" type=\"submit\">{button}</button></form>"
+            );
+        }
+    }
+    body.push_str("</section>");
+}
+
+/// An approval mode as an operator says it.
+const fn approval_words(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::Auto => "runs without approval",
+        ApprovalMode::RequiresApproval => "needs a person's approval",
+        ApprovalMode::AlwaysBlock => "never runs",
+    }
 }
 
 fn scopes(list: &[String]) -> String {

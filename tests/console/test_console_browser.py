@@ -38,7 +38,10 @@ AGENT = [
 ]
 HOSTILE = (
     '<script>alert("xss")</script>"><img src=x onerror=alert(2)> '
-    "[click](javascript:alert(3)) \u202eevil\u200b"
+    "[click](javascript:alert(3)) \u202eevil\u200b "
+    # Characters no hand-written list named: a soft hyphen inside an IBAN, a Hangul filler,
+    # a braille blank, a tag letter, a combining grapheme joiner, a C1 control.
+    "DE89\u00ad3704 \u3164 \u2800 \U000e0041 a\u034fb \u0085"
 )
 NOTE = ("internal_note", {"ticket": 4211, "body": HOSTILE})
 REFUND = ("refund_order", {"order": 1001, "cents": 1250, "reason": "late"})
@@ -87,6 +90,7 @@ def desk():
         [
             CONSOLE, "--store", store, "--address", f"127.0.0.1:{port}",
             "--operator", "ops-lead=lead-token", "--operator", "agent-7=agent-token",
+            "--operator", "junior=junior-token", "--decides", "junior=read_only,low_write",
         ],
         stderr=subprocess.PIPE, text=True,
     )
@@ -144,8 +148,10 @@ def test_sign_in_queue_proposal_approve_and_the_reissued_call_runs_once(desk, br
     ).evaluate("form => [...form.elements].map(e => e.value).join(' ')")
     assert '<script>alert("xss")</script>' in body
     # The characters that would reorder or hide text show as their code points.
-    assert "U+202E" in body and "U+200B" in body
-    assert "\u202e" not in body and "\u200b" not in body
+    for hidden in ["\u202e", "\u200b", "\u00ad", "\u3164", "\u2800", "\U000e0041", "\u034f", "\u0085"]:
+        code = f"U+{ord(hidden):04X}"
+        assert code in body, code
+        assert hidden not in body, code
     if SHOTS:
         page.screenshot(path=f"{SHOTS}/console-proposal.png", full_page=True)
     page.click("button.approve")
@@ -175,13 +181,36 @@ def test_reject_with_a_reason(desk, browser):
     context.close()
 
 
-def test_the_proposer_cannot_approve_their_own_call(desk, browser):
+def test_the_proposer_is_not_offered_an_approval_and_is_told_why(desk, browser):
     context, page, _ = signed_in(browser, desk["base"], "agent-7", "agent-token")
     page.goto(f"{desk['base']}/proposals/{desk['big']}")
-    page.click("button.approve")
-    expect(page.locator("h1")).to_have_text("Four eyes")
-    expect(page.locator("main")).to_contain_text("someone else must approve it")
+    expect(page.locator("p.why-not")).to_contain_text("someone else must approve it")
+    assert page.locator("button.approve").count() == 0
+    # Rejecting and deferring stay, each with a field that says what it is for.
+    expect(page.get_by_label("Why reject it")).to_be_visible()
+    expect(page.get_by_label("Why defer it")).to_be_visible()
     assert lane(desk["store"], desk["big"])["state"] == "pending"
+    context.close()
+
+
+def test_an_operator_sees_but_cannot_decide_a_tier_beyond_their_rights(desk, browser):
+    context, page, _ = signed_in(browser, desk["base"], "junior", "junior-token")
+    page.goto(f"{desk['base']}/proposals/{desk['big']}")
+    expect(page.locator("h1")).to_contain_text("Refund order")
+    expect(page.locator("p.why-not")).to_contain_text("may not decide high_write proposals")
+    assert page.locator("section.decide form").count() == 0
+    assert lane(desk["store"], desk["big"])["state"] == "pending"
+    context.close()
+
+
+def test_the_page_says_when_the_live_queue_stops(desk, browser):
+    context, page, _ = signed_in(browser, desk["base"], "ops-lead", "lead-token")
+    # The session ends in another tab of the same browser.
+    other = context.new_page()
+    other.goto(f"{desk['base']}/queue")
+    other.click("form.logout button")
+    expect(other).to_have_url(f"{desk['base']}/login")
+    expect(page.locator("p.refresh-stopped")).to_contain_text("session ended", timeout=10_000)
     context.close()
 
 
