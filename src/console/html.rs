@@ -1,11 +1,16 @@
-//! HTML written by hand: every text that came from outside goes through [`Text`], which
-//! escapes it, so no model-written string can become markup.
+//! The pieces every page is made of. Pages are `maud` templates, which escape every value
+//! they splice in unless it is marked as markup; the types here splice outside text in
+//! with more than escaping: [`Text`] also shows invisible characters by their code
+//! points, [`Person`] flags mixed-script ids, [`Shortened`] cuts long values. Each renders
+//! through `Display`, escaped by its own code.
 
 use std::prelude::rust_2024::*;
 #[allow(unused_imports)]
 use std::{format, vec};
 
 use std::fmt::{self, Write as _};
+
+use maud::{DOCTYPE, Markup, Render, html};
 
 use crate::approvals::{is_invisible, is_mixed_script};
 
@@ -128,29 +133,50 @@ impl fmt::Display for Query<'_> {
     }
 }
 
+/// Each of these escapes what it shows itself (see its `Display`): a template splices
+/// its output as it is.
+macro_rules! render_by_display {
+    ($($kind:ident),*) => {
+        $(
+            impl Render for $kind<'_> {
+                fn render_to(&self, buffer: &mut String) {
+                    let _ = write!(buffer, "{self}");
+                }
+            }
+        )*
+    };
+}
+
+render_by_display!(Text, Attr, Person, Shortened, Query);
+
 /// A whole page: the layout around `body`, for a signed-in operator or none.
-pub(crate) fn page(title: &str, operator: Option<&str>, body: &str) -> String {
-    let mut out = String::with_capacity(body.len() + 1_024);
-    let _ = write!(
-        out,
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} · cairnloop console</title>\
-         <link rel=\"stylesheet\" href=\"/assets/console.css\">\
-         <script src=\"/assets/console.js\" defer></script></head><body>\
-         <header><a class=\"brand\" href=\"/queue\">cairnloop console</a>",
-        Text(title)
-    );
-    if let Some(operator) = operator {
-        let _ = write!(
-            out,
-            "<nav aria-label=\"Console\"><a href=\"/queue\">Queue</a><a href=\"/reconcile\">Reconcile</a>\
-             <a href=\"/audit\">Audit</a></nav><span class=\"who\">{}</span>",
-            Text(operator)
-        );
+pub(crate) fn page(title: &str, operator: Option<&str>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (Text(title)) " · cairnloop console" }
+                link rel="stylesheet" href="/assets/console.css";
+                script src="/assets/console.js" defer {}
+            }
+            body {
+                header {
+                    a.brand href="/queue" { "cairnloop console" }
+                    @if let Some(operator) = operator {
+                        nav aria-label="Console" {
+                            a href="/queue" { "Queue" }
+                            a href="/reconcile" { "Reconcile" }
+                            a href="/audit" { "Audit" }
+                        }
+                        span.who { (Person(operator)) }
+                    }
+                }
+                main { (body) }
+            }
+        }
     }
-    let _ = write!(out, "</header><main>{body}</main></body></html>");
-    out
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
-//! The pages: plain HTML, every outside text escaped, forms that work without script.
+//! The pages: `maud` templates, so every value is escaped unless it is marked as markup
+//! (only the sanitised markup of a custom view is); forms that work without script.
 
 use std::prelude::rust_2024::*;
 #[allow(unused_imports)]
 use std::{format, vec};
 
-use std::fmt::Write as _;
-
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
+use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -105,8 +105,27 @@ impl AuditFilter {
     }
 }
 
-fn respond(status: StatusCode, html: String) -> Response {
-    (status, Html(html)).into_response()
+fn respond(status: StatusCode, page: Markup) -> Response {
+    (status, Html(page.into_string())).into_response()
+}
+
+/// A page that says why something was refused, and that nothing changed; `back` is where
+/// its link leads, and what it says.
+fn refusal_page(
+    status: StatusCode,
+    title: &str,
+    message: &str,
+    operator: Option<&str>,
+    back: Markup,
+) -> Response {
+    let body = html! {
+        section.notice.refused {
+            h1 { (Text(title)) }
+            p { (Text(message)) }
+            p { (back) }
+        }
+    };
+    respond(status, page(title, operator, body))
 }
 
 /// A page that says why something was refused, and that nothing changed.
@@ -116,13 +135,8 @@ pub(crate) fn refusal(
     message: &str,
     operator: Option<&str>,
 ) -> Response {
-    let body = format!(
-        "<section class=\"notice refused\"><h1>{}</h1><p>{}</p>\
-         <p><a href=\"/queue\">Back to the queue</a></p></section>",
-        Text(title),
-        Text(message)
-    );
-    respond(status, page(title, operator, &body))
+    let back = html! { a href="/queue" { "Back to the queue" } };
+    refusal_page(status, title, message, operator, back)
 }
 
 /// [`refusal`], with a link back to the proposal.
@@ -133,14 +147,8 @@ pub(crate) fn refusal_with_link(
     operator: Option<&str>,
     key: &str,
 ) -> Response {
-    let body = format!(
-        "<section class=\"notice refused\"><h1>{}</h1><p>{}</p>\
-         <p><a href=\"/proposals/{}\">Back to the proposal</a></p></section>",
-        Text(title),
-        Text(message),
-        Query(key)
-    );
-    respond(status, page(title, operator, &body))
+    let back = html! { a href={ "/proposals/" (Query(key)) } { "Back to the proposal" } };
+    refusal_page(status, title, message, operator, back)
 }
 
 pub(crate) fn bad_token(operator: Option<&str>) -> Response {
@@ -155,47 +163,47 @@ pub(crate) fn bad_token(operator: Option<&str>) -> Response {
 
 /// The lane changed since the page was made: what it is now.
 pub(crate) fn stale(operator: &str, lane: &ApprovalLane) -> Response {
-    let by = lane
-        .decided_by()
-        .map(|who| format!(" by {}", Person(who)))
-        .unwrap_or_default();
-    let body = format!(
-        "<section class=\"notice refused\"><h1>Changed meanwhile</h1>\
-         <p>This proposal changed since you opened it: it is now <strong>{}</strong>{by}. \
-         Your decision was not applied.</p>\
-         <p><a href=\"/proposals/{}\">See it as it is now</a></p></section>",
-        lane.state().as_str(),
-        lane.key()
-    );
+    let body = html! {
+        section.notice.refused {
+            h1 { "Changed meanwhile" }
+            p {
+                "This proposal changed since you opened it: it is now "
+                strong { (lane.state().as_str()) }
+                @if let Some(who) = lane.decided_by() { " by " (Person(who)) }
+                ". Your decision was not applied."
+            }
+            p { a href={ "/proposals/" (lane.key()) } { "See it as it is now" } }
+        }
+    };
     respond(
         StatusCode::CONFLICT,
-        page("Changed meanwhile", Some(operator), &body),
+        page("Changed meanwhile", Some(operator), body),
     )
 }
 
 pub(crate) fn login(token: &str, note: Option<&str>, status: StatusCode) -> Response {
-    let note = note
-        .map(|note| format!("<p class=\"notice\">{}</p>", Text(note)))
-        .unwrap_or_default();
-    let body = format!(
-        "<section class=\"login\"><h1>Sign in</h1>{note}\
-         <form method=\"post\" action=\"/login\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-         <label>Operator <input name=\"operator\" autocomplete=\"username\" required></label>\
-         <label>Password or token <input name=\"password\" type=\"password\" \
-         autocomplete=\"current-password\" required></label>\
-         <button type=\"submit\">Sign in</button></form></section>",
-        Attr(token)
-    );
-    respond(status, page("Sign in", None, &body))
+    let body = html! {
+        section.login {
+            h1 { "Sign in" }
+            @if let Some(note) = note { p.notice { (Text(note)) } }
+            form method="post" action="/login" {
+                input type="hidden" name="csrf" value=(Attr(token));
+                label { "Operator " input name="operator" autocomplete="username" required; }
+                label {
+                    "Password or token "
+                    input name="password" type="password" autocomplete="current-password" required;
+                }
+                button type="submit" { "Sign in" }
+            }
+        }
+    };
+    respond(status, page("Sign in", None, body))
 }
 
-fn tier_badge(tier: RiskTier) -> String {
-    format!(
-        "<span class=\"tier tier-{0}\">{1}</span>",
-        tier.as_str(),
-        tier.as_str().replace('_', " ")
-    )
+fn tier_badge(tier: RiskTier) -> Markup {
+    html! {
+        span class={ "tier tier-" (tier.as_str()) } { (tier.as_str().replace('_', " ")) }
+    }
 }
 
 /// Time left until `expires`, as a person says it.
@@ -215,32 +223,27 @@ pub(crate) fn time_left(expires: Timestamp, now: Option<Timestamp>) -> String {
     }
 }
 
-fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> String {
-    let mut rows = String::new();
-    if lanes.is_empty() {
-        rows.push_str(
-            "<tr><td colspan=\"6\" class=\"empty\">Nothing waits for a decision.</td></tr>",
-        );
+fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> Markup {
+    html! {
+        @if lanes.is_empty() {
+            tr { td colspan="6" class="empty" { "Nothing waits for a decision." } }
+        }
+        @for lane in lanes {
+            @let proposal = lane.proposal();
+            @let key = lane.key().to_string();
+            tr {
+                td {
+                    a href={ "/proposals/" (key) } { (Text(proposal.title())) }
+                    div.sub { (Shortened(&summary(proposal.preview()))) }
+                }
+                td { (tier_badge(proposal.risk_tier())) }
+                td { (Person(proposal.actor_id())) }
+                td { (Text(proposal.account_id().unwrap_or("—"))) }
+                td { (time_left(lane.expires_at(), now)) }
+                td { code { (&key[..8]) } }
+            }
+        }
     }
-    for lane in lanes {
-        let proposal = lane.proposal();
-        let first = summary(proposal.preview());
-        let _ = write!(
-            rows,
-            "<tr><td><a href=\"/proposals/{key}\">{title}</a><div class=\"sub\">{first}</div></td>\
-             <td>{tier}</td><td>{actor}</td><td>{account}</td><td>{left}</td>\
-             <td><code>{short}</code></td></tr>",
-            key = lane.key(),
-            title = Text(proposal.title()),
-            first = Shortened(&first),
-            tier = tier_badge(proposal.risk_tier()),
-            actor = Person(proposal.actor_id()),
-            account = Text(proposal.account_id().unwrap_or("—")),
-            left = time_left(lane.expires_at(), now),
-            short = &lane.key().to_string()[..8],
-        );
-    }
-    rows
 }
 
 /// One line that says what a proposal does: the first line of the tool's own preview, or,
@@ -285,78 +288,61 @@ pub(crate) fn queue(
     now: Option<Timestamp>,
 ) -> Response {
     let shown = page_of(filter, lanes);
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<h1>Waiting for a decision <span class=\"count\">{}</span></h1>",
-        lanes.len()
-    );
-    if partial {
-        body.push_str(
-            "<p class=\"notice\">More proposals wait than the queue reads at once; \
-                       narrow the filters.</p>",
-        );
-    }
-    body.push_str("<form class=\"filters\" method=\"get\" action=\"/queue\"><label>Tool <select name=\"tool\"><option value=\"\">any</option>");
-    for tool in tools {
-        let selected = if *tool == filter.tool {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(body, "<option{selected}>{}</option>", Text(tool));
-    }
-    body.push_str(
-        "</select></label><label>Tier <select name=\"tier\"><option value=\"\">any</option>",
-    );
-    for tier in RiskTier::ALL {
-        let selected = if tier.as_str() == filter.tier {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(
-            body,
-            "<option value=\"{0}\"{selected}>{0}</option>",
-            tier.as_str()
-        );
-    }
-    let _ = write!(
-        body,
-        "</select></label><label>Actor <input name=\"actor\" value=\"{}\"></label>\
-         <button type=\"submit\">Filter</button></form>",
-        Attr(&filter.actor)
-    );
-    let _ = write!(
-        body,
-        "<table class=\"queue\"><thead><tr><th>Proposal</th><th>Tier</th><th>Proposer</th>\
-         <th>Account</th><th>Time left</th><th>Id</th></tr></thead>\
-         <tbody id=\"queue-rows\" data-refresh=\"/queue/rows?{}\">{}</tbody></table>",
-        Attr(&filter.query(filter.page)),
-        queue_rows(shown, now)
-    );
-    body.push_str("<nav class=\"pages\" aria-label=\"Queue pages\">");
-    if filter.page > 0 {
-        let _ = write!(
-            body,
-            "<a href=\"/queue?{}\">Newer</a>",
-            Attr(&filter.query(filter.page - 1))
-        );
-    }
-    if filter.page.saturating_add(1).saturating_mul(QUEUE_PAGE) < lanes.len() {
-        let _ = write!(
-            body,
-            "<a href=\"/queue?{}\">Older</a>",
-            Attr(&filter.query(filter.page + 1))
-        );
-    }
-    let _ = write!(
-        body,
-        "</nav><form method=\"post\" action=\"/logout\" class=\"logout\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button>Sign out</button></form>",
-        Attr(logout_token)
-    );
-    respond(StatusCode::OK, page("Queue", Some(operator), &body))
+    let older = filter.page.saturating_add(1).saturating_mul(QUEUE_PAGE) < lanes.len();
+    let body = html! {
+        h1 { "Waiting for a decision " span.count { (lanes.len()) } }
+        @if partial {
+            p.notice { "More proposals wait than the queue reads at once; narrow the filters." }
+        }
+        form.filters method="get" action="/queue" {
+            label {
+                "Tool "
+                select name="tool" {
+                    option value="" { "any" }
+                    @for tool in tools {
+                        option selected[*tool == filter.tool] { (Text(tool)) }
+                    }
+                }
+            }
+            label {
+                "Tier "
+                select name="tier" {
+                    option value="" { "any" }
+                    @for tier in RiskTier::ALL {
+                        option value=(tier.as_str()) selected[tier.as_str() == filter.tier] {
+                            (tier.as_str())
+                        }
+                    }
+                }
+            }
+            label { "Actor " input name="actor" value=(Attr(&filter.actor)); }
+            button type="submit" { "Filter" }
+        }
+        table.queue {
+            thead {
+                tr {
+                    th { "Proposal" } th { "Tier" } th { "Proposer" } th { "Account" }
+                    th { "Time left" } th { "Id" }
+                }
+            }
+            tbody id="queue-rows" data-refresh={ "/queue/rows?" (Attr(&filter.query(filter.page))) } {
+                (queue_rows(shown, now))
+            }
+        }
+        nav.pages aria-label="Queue pages" {
+            @if filter.page > 0 {
+                a href={ "/queue?" (Attr(&filter.query(filter.page - 1))) } { "Newer" }
+            }
+            @if older {
+                a href={ "/queue?" (Attr(&filter.query(filter.page + 1))) } { "Older" }
+            }
+        }
+        form.logout method="post" action="/logout" {
+            input type="hidden" name="csrf" value=(Attr(logout_token));
+            button { "Sign out" }
+        }
+    };
+    respond(StatusCode::OK, page("Queue", Some(operator), body))
 }
 
 /// Which decisions the operator viewing a pending proposal may make.
@@ -388,174 +374,159 @@ pub(crate) struct ProposalView<'a> {
 pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
     let lane = view.lane;
     let proposal = lane.proposal();
-    let key = lane.key();
-    let mut body = String::new();
-    // What a person reads first: the consequence, in words; then the arguments; then who,
-    // when, and what an approval binds, as recorded.
-    let _ = write!(
-        body,
-        "<h1>{} {}</h1><p class=\"state state-{state}\">{state}</p>\
-         <section><h2>What it will do</h2><pre class=\"preview\">{}</pre></section>",
-        Text(proposal.title()),
-        tier_badge(proposal.risk_tier()),
-        Shortened(proposal.preview().text()),
-        state = lane.state().as_str(),
-    );
-    body.push_str("<section><h2>Arguments</h2>");
-    match view.view {
-        Some(Rendered::Text(text)) => {
-            let _ = write!(body, "<div class=\"custom\">{}</div>", Shortened(text));
-        }
-        Some(Rendered::Fields(fields)) => {
-            body.push_str("<dl class=\"facts custom\">");
-            for (label, value) in fields {
-                let _ = write!(
-                    body,
-                    "<dt>{}</dt><dd>{}</dd>",
-                    Text(label),
-                    Shortened(value)
-                );
-            }
-            body.push_str("</dl>");
-        }
-        Some(Rendered::Html(markup)) => {
-            let _ = write!(body, "<div class=\"custom\">{}</div>", sanitize(markup));
-        }
-        None => {
-            if let Some(name) = view.custom {
-                let _ = write!(
-                    body,
-                    "<p class=\"notice\">This tool asks for the view “{}”, which this \
-                     console does not have; the generated form is shown.</p>",
-                    Text(name)
-                );
-            }
-            match serde_json::from_str::<Value>(proposal.input()) {
-                Ok(input) => {
-                    body.push_str("<form class=\"arguments\">");
-                    let defs = view.schema.and_then(|schema| schema.get("$defs"));
-                    fields(&mut body, "", &input, view.schema, defs, 0, false);
-                    body.push_str("</form>");
-                }
-                Err(_) => {
-                    let _ = write!(body, "<pre>{}</pre>", Shortened(proposal.input()));
-                }
-            }
-        }
-    }
-    let _ = write!(
-        body,
-        "<p><a href=\"/proposals/{key}/input.json\">The whole input as JSON</a></p></section>"
-    );
-    if lane.state() == LaneState::Pending {
-        decide_section(&mut body, view, &key.to_string(), lane.version());
-    }
-    let _ = write!(
-        body,
-        "<section><h2>Who and when</h2><dl class=\"facts\">\
-         <dt>Proposed by</dt><dd>{}</dd><dt>Account</dt><dd>{}</dd>\
-         <dt>Proposed</dt><dd>{}</dd><dt>Expires</dt><dd>{} ({})</dd>",
-        Person(proposal.actor_id()),
-        Text(proposal.account_id().unwrap_or("—")),
-        lane.proposed_at().utc(),
-        lane.expires_at().utc(),
-        time_left(lane.expires_at(), view.now),
-    );
-    if let Some(by) = lane.decided_by() {
-        let _ = write!(body, "<dt>Decided by</dt><dd>{}</dd>", Person(by));
-    }
-    if let Some(reason) = lane.reason() {
-        let _ = write!(body, "<dt>Reason</dt><dd>{}</dd>", Shortened(reason));
-    }
-    body.push_str("</dl></section>");
+    let key = lane.key().to_string();
     let policy = proposal.policy();
     let why_approval = match policy.decided_by {
         ModeSource::Spec => "as the tool declares",
         ModeSource::TierOverride => "the host requires it for this risk tier",
         ModeSource::Hook => "the host's policy required it for this call",
     };
-    let _ = write!(
-        body,
-        "<section><h2>What an approval binds</h2><dl class=\"facts\">\
-         <dt>Tool</dt><dd><code>{}</code></dd>\
-         <dt>Required scopes</dt><dd>{}</dd><dt>Granted to the proposer</dt><dd>{}</dd>\
-         <dt>Risk tier</dt><dd>{}</dd><dt>Approval</dt><dd>{} ({why_approval})</dd>\
-         <dt>Proposal id</dt><dd><code>{}</code></dd></dl></section>",
-        Text(proposal.tool()),
-        scopes(proposal.required_scopes()),
-        scopes(proposal.granted_scopes()),
-        proposal.risk_tier().as_str(),
-        approval_words(policy.resolved),
-        key,
-    );
-    body.push_str("<section><h2>History</h2><ol class=\"history\">");
-    for record in view.history {
-        if let AuditRecord::Transition(event) = record {
-            let _ = write!(
-                body,
-                "<li><time>{}</time> {} → <strong>{}</strong>{}{}</li>",
-                event.at.utc(),
-                event.from.map_or("new", LaneState::as_str),
-                event.to.as_str(),
-                event
-                    .by
-                    .as_deref()
-                    .map(|by| format!(" by {}", Text(by)))
-                    .unwrap_or_default(),
-                event
-                    .reason
-                    .as_deref()
-                    .map(|reason| format!(": {}", Shortened(reason)))
-                    .unwrap_or_default(),
-            );
+    let state = lane.state().as_str();
+    // What a person reads first: the consequence, in words; then the arguments and the
+    // decision; then who, when, and what an approval binds, as recorded.
+    let body = html! {
+        h1 { (Text(proposal.title())) " " (tier_badge(proposal.risk_tier())) }
+        p class={ "state state-" (state) } { (state) }
+        section {
+            h2 { "What it will do" }
+            pre.preview { (Shortened(proposal.preview().text())) }
         }
-    }
-    body.push_str("</ol></section>");
+        section {
+            h2 { "Arguments" }
+            (arguments(view))
+            p { a href={ "/proposals/" (key) "/input.json" } { "The whole input as JSON" } }
+        }
+        @if lane.state() == LaneState::Pending {
+            (decide_section(view, &key, lane.version()))
+        }
+        section {
+            h2 { "Who and when" }
+            dl.facts {
+                dt { "Proposed by" } dd { (Person(proposal.actor_id())) }
+                dt { "Account" } dd { (Text(proposal.account_id().unwrap_or("—"))) }
+                dt { "Proposed" } dd { (lane.proposed_at().utc()) }
+                dt { "Expires" }
+                dd { (lane.expires_at().utc()) " (" (time_left(lane.expires_at(), view.now)) ")" }
+                @if let Some(by) = lane.decided_by() {
+                    dt { "Decided by" } dd { (Person(by)) }
+                }
+                @if let Some(reason) = lane.reason() {
+                    dt { "Reason" } dd { (Shortened(reason)) }
+                }
+            }
+        }
+        section {
+            h2 { "What an approval binds" }
+            dl.facts {
+                dt { "Tool" } dd { code { (Text(proposal.tool())) } }
+                dt { "Required scopes" } dd { (scopes(proposal.required_scopes())) }
+                dt { "Granted to the proposer" } dd { (scopes(proposal.granted_scopes())) }
+                dt { "Risk tier" } dd { (proposal.risk_tier().as_str()) }
+                dt { "Approval" } dd { (approval_words(policy.resolved)) " (" (why_approval) ")" }
+                dt { "Proposal id" } dd { code { (key) } }
+            }
+        }
+        section {
+            h2 { "History" }
+            ol.history {
+                @for record in view.history {
+                    @if let AuditRecord::Transition(event) = record {
+                        li {
+                            time { (event.at.utc()) }
+                            " " (event.from.map_or("new", LaneState::as_str)) " → "
+                            strong { (event.to.as_str()) }
+                            @if let Some(by) = event.by.as_deref() { " by " (Person(by)) }
+                            @if let Some(reason) = event.reason.as_deref() {
+                                ": " (Shortened(reason))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
     respond(
         StatusCode::OK,
-        page(proposal.title(), Some(view.operator), &body),
+        page(proposal.title(), Some(view.operator), body),
     )
 }
 
+/// The arguments: the host's view of them for a tool that names one, else a read-only
+/// form made from the input schema.
+fn arguments(view: &ProposalView<'_>) -> Markup {
+    let input = view.lane.proposal().input();
+    html! {
+        @match view.view {
+            Some(Rendered::Text(text)) => div.custom { (Shortened(text)) },
+            Some(Rendered::Fields(fields)) => dl.facts.custom {
+                @for (label, value) in fields { dt { (Text(label)) } dd { (Shortened(value)) } }
+            },
+            // The one place markup from outside is spliced in: after the allow-list.
+            Some(Rendered::Html(markup)) => div.custom { (PreEscaped(sanitize(markup))) },
+            None => {
+                @if let Some(name) = view.custom {
+                    p.notice {
+                        "This tool asks for the view “" (Text(name)) "”, which this console \
+                         does not have; the generated form is shown."
+                    }
+                }
+                @match serde_json::from_str::<Value>(input) {
+                    Ok(input) => form.arguments {
+                        (fields(Field {
+                            name: "",
+                            value: &input,
+                            schema: view.schema,
+                            defs: view.schema.and_then(|schema| schema.get("$defs")),
+                            depth: 0,
+                            masked: false,
+                        }))
+                    },
+                    Err(_) => pre { (Shortened(input)) },
+                }
+            },
+        }
+    }
+}
+
 /// The forms for the decisions the operator may make, and why any other is missing.
-fn decide_section(body: &mut String, view: &ProposalView<'_>, key: &str, version: u64) {
-    body.push_str("<section class=\"decide\"><h2>Decide</h2>");
+fn decide_section(view: &ProposalView<'_>, key: &str, version: u64) -> Markup {
     let (approve, others, why) = match &view.decidable {
         Decidable::Everything => (true, true, None),
         Decidable::AllButApproval(why) => (false, true, Some(why)),
         Decidable::Nothing(why) => (false, false, Some(why)),
     };
-    if let Some(why) = why {
-        let _ = write!(body, "<p class=\"notice why-not\">{}</p>", Text(why));
-    }
-    let form = |body: &mut String, token: &str, decision: &str| {
-        let _ = write!(
-            body,
-            "<form method=\"post\" action=\"/proposals/{key}/decide\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-             <input type=\"hidden\" name=\"version\" value=\"{version}\">\
-             <input type=\"hidden\" name=\"decision\" value=\"{decision}\">",
-            Attr(token)
-        );
+    let form = |token: &str, decision: &str, inside: Markup| {
+        html! {
+            form method="post" action={ "/proposals/" (key) "/decide" } {
+                input type="hidden" name="csrf" value=(Attr(token));
+                input type="hidden" name="version" value=(version);
+                input type="hidden" name="decision" value=(decision);
+                (inside)
+            }
+        }
     };
-    if approve {
-        form(body, &view.tokens[0], "approve");
-        body.push_str("<button class=\"approve\" type=\"submit\">Approve</button></form>");
-    }
-    if others {
-        for (token, decision, label, button) in [
-            (&view.tokens[1], "reject", "Why reject it", "Reject"),
-            (&view.tokens[2], "defer", "Why defer it", "Defer"),
-        ] {
-            form(body, token, decision);
-            let _ = write!(
-                body,
-                "<label>{label} <input name=\"reason\" required maxlength=\"500\"></label>\
-                 <button class=\"{decision}\" type=\"submit\">{button}</button></form>"
-            );
+    html! {
+        section.decide {
+            h2 { "Decide" }
+            @if let Some(why) = why { p.notice.why-not { (Text(why)) } }
+            @if approve {
+                (form(&view.tokens[0], "approve", html! {
+                    button.approve type="submit" { "Approve" }
+                }))
+            }
+            @if others {
+                @for (token, decision, label, button) in [
+                    (&view.tokens[1], "reject", "Why reject it", "Reject"),
+                    (&view.tokens[2], "defer", "Why defer it", "Defer"),
+                ] {
+                    (form(token, decision, html! {
+                        label { (label) " " input name="reason" required maxlength="500"; }
+                        button class=(decision) type="submit" { (button) }
+                    }))
+                }
+            }
         }
     }
-    body.push_str("</section>");
 }
 
 /// An approval mode as an operator says it.
@@ -567,14 +538,14 @@ const fn approval_words(mode: ApprovalMode) -> &'static str {
     }
 }
 
-fn scopes(list: &[String]) -> String {
-    if list.is_empty() {
-        return "none".to_string();
+fn scopes(list: &[String]) -> Markup {
+    html! {
+        @if list.is_empty() { "none" }
+        @for (i, scope) in list.iter().enumerate() {
+            @if i > 0 { " " }
+            code { (Text(scope)) }
+        }
     }
-    list.iter()
-        .map(|scope| format!("<code>{}</code>", Text(scope)))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The schema a `$ref` points to, within `$defs`.
@@ -589,32 +560,43 @@ fn resolve<'v>(schema: Option<&'v Value>, defs: Option<&'v Value>) -> Option<&'v
     }
 }
 
-/// Read-only fields for `value`, labelled from its schema; nested values as fieldsets.
-/// Below a secret-looking field name (as in the preview), values are masked.
-fn fields(
-    out: &mut String,
-    name: &str,
-    value: &Value,
-    schema: Option<&Value>,
-    defs: Option<&Value>,
+/// One value of the arguments, with where it stands in the schema.
+struct Field<'v> {
+    name: &'v str,
+    value: &'v Value,
+    schema: Option<&'v Value>,
+    defs: Option<&'v Value>,
     depth: usize,
+    /// Below a secret-looking field name.
     masked: bool,
-) {
-    let masked = masked || is_secret_name(name);
-    let schema = resolve(schema, defs);
-    let label = schema
-        .and_then(|schema| schema.get("title"))
-        .and_then(Value::as_str)
-        .unwrap_or(name);
-    let help = schema
-        .and_then(|schema| schema.get("description"))
-        .and_then(Value::as_str)
-        .map(|text| format!("<small>{}</small>", Shortened(text)))
-        .unwrap_or_default();
-    match value {
-        Value::Object(object) if depth < 16 => {
+}
+
+/// Read-only fields for a value, labelled from its schema; nested values as fieldsets.
+/// Below a secret-looking field name (as in the preview), values are masked.
+fn fields(field: Field<'_>) -> Markup {
+    let masked = field.masked || is_secret_name(field.name);
+    let schema = resolve(field.schema, field.defs);
+    let text_of = |key: &str| {
+        schema
+            .and_then(|schema| schema.get(key))
+            .and_then(Value::as_str)
+    };
+    let label = text_of("title").unwrap_or(field.name);
+    let help =
+        html! { @if let Some(text) = text_of("description") { small { (Shortened(text)) } } };
+    let child = |name: &'_ str, value, schema| {
+        fields(Field {
+            name,
+            value,
+            schema,
+            defs: field.defs,
+            depth: field.depth + 1,
+            masked,
+        })
+    };
+    match field.value {
+        Value::Object(object) if field.depth < 16 => {
             let properties = schema.and_then(|schema| schema.get("properties"));
-            let _ = write!(out, "<fieldset><legend>{}</legend>{help}", Text(label));
             // The schema's order first, then anything else the input holds.
             let mut keys: Vec<&String> = Vec::new();
             if let Some(Value::Object(properties)) = properties {
@@ -626,36 +608,33 @@ fn fields(
                     keys.push(key);
                 }
             }
-            for key in keys {
-                let child = properties.and_then(|properties| properties.get(key));
-                fields(out, key, &object[key], child, defs, depth + 1, masked);
+            html! {
+                fieldset {
+                    legend { (Text(label)) } (help)
+                    @for key in keys {
+                        (child(key, &object[key], properties.and_then(|properties| properties.get(key))))
+                    }
+                }
             }
-            out.push_str("</fieldset>");
         }
-        Value::Array(items) if depth < 16 => {
-            let _ = write!(out, "<fieldset><legend>{}</legend>{help}", Text(label));
+        Value::Array(items) if field.depth < 16 => {
             let item_schema = schema.and_then(|schema| schema.get("items"));
-            for (i, item) in items.iter().enumerate() {
-                fields(
-                    out,
-                    &format!("{name}[{i}]"),
-                    item,
-                    item_schema,
-                    defs,
-                    depth + 1,
-                    masked,
-                );
+            html! {
+                fieldset {
+                    legend { (Text(label)) } (help)
+                    @for (i, item) in items.iter().enumerate() {
+                        (child(&format!("{}[{i}]", field.name), item, item_schema))
+                    }
+                }
             }
-            out.push_str("</fieldset>");
         }
-        _ if masked => {
-            let _ = write!(
-                out,
-                "<label>{}{help}<input readonly value=\"******\">\
-                 <small>masked: a secret-looking field (in the JSON)</small></label>",
-                Text(label)
-            );
-        }
+        _ if masked => html! {
+            label {
+                (Text(label)) (help)
+                input readonly value="******";
+                small { "masked: a secret-looking field (in the JSON)" }
+            }
+        },
         other => {
             let text = match other {
                 Value::String(text) => text.clone(),
@@ -663,74 +642,76 @@ fn fields(
             };
             let allowed = schema
                 .and_then(|schema| schema.get("enum"))
-                .and_then(Value::as_array)
-                .map(|values| {
-                    let names: Vec<String> = values
-                        .iter()
-                        .map(|value| Text(&value.to_string()).to_string())
-                        .collect();
-                    format!("<small>one of {}</small>", names.join(", "))
-                })
-                .unwrap_or_default();
+                .and_then(Value::as_array);
             let (shown, left) = super::html::shortened(&text);
-            let cut = if left > 0 {
-                format!("<small class=\"cut\">… and {left} more characters (see the JSON)</small>")
-            } else {
-                String::new()
+            let allowed = html! {
+                @if let Some(values) = allowed {
+                    small {
+                        "one of "
+                        @for (i, value) in values.iter().enumerate() {
+                            @if i > 0 { ", " }
+                            (Text(&value.to_string()))
+                        }
+                    }
+                }
             };
-            if text.len() > 80 || text.contains('\n') {
-                let _ = write!(
-                    out,
-                    "<label>{}{help}<textarea readonly rows=\"4\">{}</textarea>{cut}{allowed}</label>",
-                    Text(label),
-                    // A textarea holds text, not markup: hidden characters as plain code points.
-                    Attr(shown)
-                );
-            } else {
-                let _ = write!(
-                    out,
-                    "<label>{}{help}<input readonly value=\"{}\">{allowed}</label>",
-                    Text(label),
-                    Attr(shown)
-                );
+            html! {
+                label {
+                    (Text(label)) (help)
+                    @if text.len() > 80 || text.contains('\n') {
+                        // A textarea holds text, not markup: hidden characters as plain
+                        // code points.
+                        textarea readonly rows="4" { (Attr(shown)) }
+                        @if left > 0 {
+                            small.cut { "… and " (left) " more characters (see the JSON)" }
+                        }
+                    } @else {
+                        input readonly value=(Attr(shown));
+                    }
+                    (allowed)
+                }
             }
         }
     }
 }
 
 pub(crate) fn reconcile(operator: &str, lanes: &[ApprovalLane], tokens: &[String]) -> Response {
-    let mut body = String::from(
-        "<h1>Outcomes to settle</h1><p>These runs were interrupted, or their process died \
-         before the outcome was written. Find out what happened, then mark each one.</p>",
-    );
-    if lanes.is_empty() {
-        body.push_str("<p class=\"empty\">Nothing to settle.</p>");
-    }
-    for (lane, token) in lanes.iter().zip(tokens) {
-        let proposal = lane.proposal();
-        let key = lane.key();
-        let _ = write!(
-            body,
-            "<section class=\"settle\"><h2><a href=\"/proposals/{key}\">{}</a> {}</h2>\
-             <p class=\"state state-{state}\">{state}</p><p>Proposed by {} · {} attempt(s)</p>\
-             <form method=\"post\" action=\"/proposals/{key}/reconcile\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-             <input type=\"hidden\" name=\"version\" value=\"{}\">\
-             <label>It <select name=\"resolution\"><option value=\"executed\">ran (mark executed)</option>\
-             <option value=\"failed\">did not run (mark failed)</option>\
-             <option value=\"closed\">is closed (may be proposed again)</option></select></label>\
-             <label>Note <input name=\"note\" required maxlength=\"500\"></label>\
-             <button type=\"submit\">Settle</button></form></section>",
-            Text(proposal.title()),
-            tier_badge(proposal.risk_tier()),
-            Person(proposal.actor_id()),
-            lane.attempts(),
-            Attr(token),
-            lane.version(),
-            state = lane.state().as_str(),
-        );
-    }
-    respond(StatusCode::OK, page("Reconcile", Some(operator), &body))
+    let body = html! {
+        h1 { "Outcomes to settle" }
+        p {
+            "These runs were interrupted, or their process died before the outcome was \
+             written. Find out what happened, then mark each one."
+        }
+        @if lanes.is_empty() { p.empty { "Nothing to settle." } }
+        @for (lane, token) in lanes.iter().zip(tokens) {
+            @let proposal = lane.proposal();
+            @let key = lane.key();
+            @let state = lane.state().as_str();
+            section.settle {
+                h2 {
+                    a href={ "/proposals/" (key) } { (Text(proposal.title())) }
+                    " " (tier_badge(proposal.risk_tier()))
+                }
+                p class={ "state state-" (state) } { (state) }
+                p { "Proposed by " (Person(proposal.actor_id())) " · " (lane.attempts()) " attempt(s)" }
+                form method="post" action={ "/proposals/" (key) "/reconcile" } {
+                    input type="hidden" name="csrf" value=(Attr(token));
+                    input type="hidden" name="version" value=(lane.version());
+                    label {
+                        "It "
+                        select name="resolution" {
+                            option value="executed" { "ran (mark executed)" }
+                            option value="failed" { "did not run (mark failed)" }
+                            option value="closed" { "is closed (may be proposed again)" }
+                        }
+                    }
+                    label { "Note " input name="note" required maxlength="500"; }
+                    button type="submit" { "Settle" }
+                }
+            }
+        }
+    };
+    respond(StatusCode::OK, page("Reconcile", Some(operator), body))
 }
 
 pub(crate) fn audit(
@@ -739,69 +720,50 @@ pub(crate) fn audit(
     records: &[(u64, AuditRecord)],
     more: bool,
 ) -> Response {
-    let mut body = String::from("<h1>Audit log</h1>");
-    let kind = |value: &str| {
-        if filter.kind == value {
-            " selected"
-        } else {
-            ""
+    let next = records.last().filter(|_| more).map(|(last, _)| *last);
+    let body = html! {
+        h1 { "Audit log" }
+        form.filters method="get" action="/audit" {
+            label { "Tool " input name="tool" value=(Attr(&filter.tool)); }
+            label { "Actor " input name="actor" value=(Attr(&filter.actor)); }
+            label {
+                "Kind "
+                select name="kind" {
+                    option value="" { "any" }
+                    option value="decision" selected[filter.kind == "decision"] { "decisions" }
+                    option value="transition" selected[filter.kind == "transition"] { "lane moves" }
+                }
+            }
+            button type="submit" { "Filter" }
+        }
+        p { a href={ "/audit.jsonl?" (Attr(&filter.query(0))) } { "Export as JSON lines" } }
+        table.audit {
+            thead {
+                tr { th { "#" } th { "Kind" } th { "Tool" } th { "Who" } th { "What" } th { "Why" } }
+            }
+            tbody {
+                @for (seq, record) in records {
+                    @match record {
+                        AuditRecord::Decision(event) => tr {
+                            td { (seq) } td { "decision" } td { (Text(&event.tool)) }
+                            td { (Person(&event.actor_id)) } td { (Text(&event.decision)) }
+                            td { (Shortened(event.reason.as_deref().unwrap_or(""))) }
+                        },
+                        AuditRecord::Transition(event) => tr {
+                            td { (seq) } td { "lane move" } td { (Text(&event.tool)) }
+                            td { (Person(event.by.as_deref().unwrap_or(&event.proposer))) }
+                            td { (event.from.map_or("new", LaneState::as_str)) " → " (event.to.as_str()) }
+                            td { (Shortened(event.reason.as_deref().unwrap_or(""))) }
+                        },
+                    }
+                }
+            }
+        }
+        nav.pages aria-label="Audit pages" {
+            @if let Some(last) = next { a href={ "/audit?" (Attr(&filter.query(last))) } { "Next" } }
         }
     };
-    let _ = write!(
-        body,
-        "<form class=\"filters\" method=\"get\" action=\"/audit\">\
-         <label>Tool <input name=\"tool\" value=\"{}\"></label>\
-         <label>Actor <input name=\"actor\" value=\"{}\"></label>\
-         <label>Kind <select name=\"kind\"><option value=\"\">any</option>\
-         <option value=\"decision\"{}>decisions</option>\
-         <option value=\"transition\"{}>lane moves</option></select></label>\
-         <button type=\"submit\">Filter</button></form>\
-         <p><a href=\"/audit.jsonl?{}\">Export as JSON lines</a></p>",
-        Attr(&filter.tool),
-        Attr(&filter.actor),
-        kind("decision"),
-        kind("transition"),
-        Attr(&filter.query(0)),
-    );
-    body.push_str(
-        "<table class=\"audit\"><thead><tr><th>#</th><th>Kind</th><th>Tool</th>\
-                   <th>Who</th><th>What</th><th>Why</th></tr></thead><tbody>",
-    );
-    for (seq, record) in records {
-        match record {
-            AuditRecord::Decision(event) => {
-                let _ = write!(
-                    body,
-                    "<tr><td>{seq}</td><td>decision</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    Text(&event.tool),
-                    Person(&event.actor_id),
-                    Text(&event.decision),
-                    Shortened(event.reason.as_deref().unwrap_or("")),
-                );
-            }
-            AuditRecord::Transition(event) => {
-                let _ = write!(
-                    body,
-                    "<tr><td>{seq}</td><td>lane move</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td></tr>",
-                    Text(&event.tool),
-                    Person(event.by.as_deref().unwrap_or(&event.proposer)),
-                    event.from.map_or("new", LaneState::as_str),
-                    event.to.as_str(),
-                    Shortened(event.reason.as_deref().unwrap_or("")),
-                );
-            }
-        }
-    }
-    body.push_str("</tbody></table><nav class=\"pages\" aria-label=\"Audit pages\">");
-    if let (true, Some((last, _))) = (more, records.last()) {
-        let _ = write!(
-            body,
-            "<a href=\"/audit?{}\">Next</a>",
-            Attr(&filter.query(*last))
-        );
-    }
-    body.push_str("</nav>");
-    respond(StatusCode::OK, page("Audit", Some(operator), &body))
+    respond(StatusCode::OK, page("Audit", Some(operator), body))
 }
 
 #[cfg(test)]
