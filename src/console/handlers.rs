@@ -138,17 +138,21 @@ async fn same_origin_writes(
     next.run(request).await
 }
 
-/// Why the headers show a request from another site, if they do.
+/// Why the headers show a request from another site, if they do. A browser that sends
+/// `Sec-Fetch-Site` (every current one) is taken at its word; otherwise `Origin`, when
+/// present, must name the host the request was sent to (`null`, an opaque origin, never
+/// does).
 fn cross_site(headers: &HeaderMap) -> Option<&'static str> {
     let text = |name| headers.get(name).map(|value: &HeaderValue| value.to_str());
     match text("sec-fetch-site") {
-        None | Some(Ok("same-origin")) => {}
+        Some(Ok("same-origin")) => return None,
         Some(_) => return Some("the browser says this form came from another site"),
+        None => {}
     }
-    // No `Origin` (not a browser, or a same-origin navigation): the token decides.
+    // No `Origin` (not a browser): the token decides.
     let origin = text(header::ORIGIN.as_str())?;
     let host = text(header::HOST.as_str()).and_then(Result::ok);
-    // `Origin` is `scheme://host[:port]`, or `null` from an opaque origin.
+    // `Origin` is `scheme://host[:port]`.
     let origin_host = origin
         .ok()
         .and_then(|origin| origin.split_once("://"))
@@ -159,7 +163,8 @@ fn cross_site(headers: &HeaderMap) -> Option<&'static str> {
     }
 }
 
-/// On every answer: no inline script, no framing, no sniffing, no caching, no referrer.
+/// On every answer: no inline script, no framing, no sniffing, no caching, no referrer
+/// to another site.
 async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     let mut set = |name: &'static str, value: &'static str| {
@@ -172,7 +177,9 @@ async fn security_headers(mut response: Response) -> Response {
     );
     set("x-content-type-options", "nosniff");
     set("x-frame-options", "DENY");
-    set("referrer-policy", "no-referrer");
+    // Same-origin requests keep their origin (a form post then says where it came
+    // from); nothing is sent to another site.
+    set("referrer-policy", "same-origin");
     set("cache-control", "no-store");
     response
 }
