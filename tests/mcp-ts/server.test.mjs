@@ -184,6 +184,9 @@ test("every outcome kind, after listTools, passes the SDK's output validation", 
     rejected: [true, "rejected", null],
     deferred: [false, "awaiting_approval", null],
   });
+  // Every field error in one answer: the wrong type, both missing fields, the unknown one.
+  assert.deepEqual(seen.invalid.structuredContent.errors.map((error) => [error.path, error.code]),
+    [["/cents", "invalid_type"], ["/order", "required"], ["/reason", "required"], ["/zzz", "unknown_field"]]);
   assert.equal(seen.rejected.structuredContent.reason, "not needed");
   assert.equal(seen.deferred.structuredContent.state, "deferred");
   assert.equal("reason" in seen.waiting.structuredContent, false);

@@ -319,6 +319,21 @@ async fn the_argument_text_reaches_the_strict_decoder_as_rig_holds_it() {
         };
         assert!(text.text.contains(says), "{:.60}: {}", arguments, text.text);
     }
+    // Every field error in one answer: a wrong type, a missing field, an unknown one.
+    let refund = tools
+        .iter()
+        .find(|tool| tool.name() == "refund_order")
+        .expect("refund_order is offered");
+    let result = refund
+        .execute(r#"{"cents":"seven","zzz":true}"#.to_string(), &mut ToolContext::new())
+        .await;
+    let text = result.output().as_content();
+    let ToolResultContent::Text(text) = &text[0] else {
+        panic!("the text comes first");
+    };
+    for path in ["/cents", "/order", "/zzz"] {
+        assert!(text.text.contains(path), "{path}: {}", text.text);
+    }
     assert!(desk.shop.ran().is_empty(), "nothing ran");
 }
 
