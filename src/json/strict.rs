@@ -422,6 +422,46 @@ mod tests {
         (error.path().to_owned(), error.code())
     }
 
+    /// Every (path, code) decoding `text` into `T` reports.
+    fn every_error<T: DeserializeOwned>(text: &str) -> Vec<(String, &'static str)> {
+        let Err(errors) = decode_text::<T>(text, &InputLimits::new()) else {
+            panic!("{text} decoded");
+        };
+        errors
+            .iter()
+            .map(|error| (error.path().to_owned(), error.code()))
+            .collect()
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code, reason = "only decoded")]
+    struct Counted {
+        items: Vec<u32>,
+        n: u32,
+        count: core::num::NonZeroU32,
+    }
+
+    #[test]
+    fn an_error_in_an_array_does_not_hide_the_fields_after_it() {
+        assert_eq!(
+            every_error::<Counted>(r#"{"items": ["x", 2], "n": "y", "count": 1}"#),
+            [
+                ("/items/0".to_owned(), "invalid_type"),
+                ("/n".to_owned(), "invalid_type")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_field_whose_stand_in_is_refused_too_is_reported_once() {
+        // A missing nonzero count: its stand-in, 0, is refused at the same place. The
+        // field is reported once, as missing, and the decoding stops there.
+        assert_eq!(
+            every_error::<Counted>(r#"{"items": [], "n": 1}"#),
+            [("/count".to_owned(), "required")]
+        );
+    }
+
     #[test]
     fn duplicate_keys_are_found_at_any_depth() {
         assert_eq!(first(r#"{"a":1,"a":2}"#), ("/a".into(), "duplicate_key"));

@@ -325,7 +325,10 @@ async fn the_argument_text_reaches_the_strict_decoder_as_rig_holds_it() {
         .find(|tool| tool.name() == "refund_order")
         .expect("refund_order is offered");
     let result = refund
-        .execute(r#"{"cents":"seven","zzz":true}"#.to_string(), &mut ToolContext::new())
+        .execute(
+            r#"{"cents":"seven","zzz":true}"#.to_string(),
+            &mut ToolContext::new(),
+        )
         .await;
     let text = result.output().as_content();
     let ToolResultContent::Text(text) = &text[0] else {
