@@ -773,6 +773,11 @@ mod tests {
             fast(r#"{"f0": {"a": -5, "c": "x", "d": 2.5e3}, "f1": [{"b": []}], "f2": "small"}"#);
         assert!(probe.is_some());
         assert!(fast(r#"{"f2": {"large": {"a": 7}}}"#).is_some());
+        // A unit variant in the map form serde_json also reads: the same value.
+        assert_eq!(
+            fast(r#"{"f2": {"small": null}}"#).and_then(|probe| probe.f2),
+            Some(Kind::Small)
+        );
         assert!(fast(r#"{"f0": {"a": 9007199254740991}}"#).is_some());
     }
 
