@@ -546,9 +546,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     ) -> Result<Outcome, ApprovalError> {
         match lane.state() {
             // Its time ran out and no sweep has expired it yet: expired now, and said so.
-            LaneState::Pending if now >= lane.expires_at() => Ok(Outcome::AwaitingApproval(
-                Box::new(self.approvals.expire_if_due(&lane.key(), now).await?),
-            )),
+            // Boxed, like the other rare paths below: every call's future would carry it.
+            LaneState::Pending if now >= lane.expires_at() => {
+                let expired = Box::pin(self.approvals.expire_if_due(&lane.key(), now)).await?;
+                Ok(Outcome::AwaitingApproval(Box::new(expired)))
+            }
             // Boxed: the run of an approved call is most of this state, and every call
             // (also one that runs at once or is blocked) would otherwise carry and move
             // it; a repeat of an approved call is the rare case.
@@ -665,12 +667,13 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     }
 
     /// Approves a pending proposal, by `approver`. The approver may not be the proposer
-    /// (ids compared ignoring ASCII case) unless the configuration allows it.
+    /// (the same person by [`same_person`](crate::approvals::same_person): caseless,
+    /// compatibility-normalised, look-alikes alike) unless the configuration allows it.
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::SelfApproval`], [`ApprovalError::MissingDecider`] for an empty id
-    /// or one with control characters, [`ApprovalError::Expired`], a refused transition,
+    /// [`ApprovalError::SelfApproval`], [`ApprovalError::MissingDecider`] for an empty id,
+    /// [`ApprovalError::InvalidDecider`] for one the identity rule refuses, [`ApprovalError::Expired`], a refused transition,
     /// the clock's or the store's error.
     pub async fn approve(
         &self,

@@ -96,8 +96,8 @@ impl<S: ApprovalStore> Approvals<S> {
     }
 
     /// Approves a pending lane, by `approver` at `now`. The approver may not be the
-    /// proposer (their ids compared ignoring ASCII case) unless the host allows it, and
-    /// neither id may be empty or hold control characters.
+    /// proposer (the same person by the identity rule) unless the host allows it, and
+    /// neither id may break that rule.
     pub(crate) async fn approve(
         &self,
         key: &IdempotencyKey,
@@ -462,7 +462,6 @@ fn check_clock(lane: &ApprovalLane, now: Timestamp) -> Result<(), ApprovalError>
     Ok(())
 }
 
-/// An id that can be compared for four eyes: not blank, no control characters.
 /// The deciding person's id, by the identity rule: an empty or blank one is missing.
 fn check_decider(by: &str) -> Result<(), ApprovalError> {
     if text::is_blank(by) {
