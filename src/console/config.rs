@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::RiskTier;
+use crate::declare::RiskTier;
 
 /// How an operator proves who they are when signing in.
 ///

@@ -11,9 +11,8 @@ use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::ApprovalMode;
 use crate::approvals::{ApprovalLane, AuditRecord};
-use crate::declare::RiskTier;
+use crate::declare::{ApprovalMode, RiskTier};
 use crate::gate::{LaneState, ModeSource, Timestamp};
 use crate::json::{Preview, PreviewSource, is_secret_name};
 
