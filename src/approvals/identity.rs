@@ -1,25 +1,7 @@
 //! One rule for every identity: an actor, an operator, an approver, a token's subject,
-//! an account.
-//!
-//! An id is **refused** when it is empty, longer than [`MAX_ID_BYTES`], begins or ends
-//! with whitespace, or holds a control character or an invisible one: a default-ignorable
-//! code point (zero-width spaces and joiners, the byte-order mark, soft hyphen, variation
-//! selectors, tag characters, Hangul fillers, …), a format character, a line or paragraph
-//! separator, a private-use, surrogate or unassigned code point, or the one blank that
-//! Unicode files as a symbol (U+2800 BRAILLE PATTERN BLANK). All of these come from the
-//! Unicode Character Database (through `icu_properties`), not from a list of our own, save
-//! that last one.
-//!
-//! Two ids are the **same person** for four eyes when their comparison forms are equal:
-//! the id compatibility-normalised (NFKC: fullwidth `ａ` is `a`), case-folded (`ÉMILE` is
-//! `émile`, `STRASSE` is `straße`), then reduced to its UTS #39 confusable skeleton (a
-//! Cyrillic `а` is a Latin `a`, and so is an all-Cyrillic spelling of a Latin name). The
-//! skeleton errs towards "the same": `op1` and `opl` count as one person, so the one
-//! cannot approve the other's call. Refusing a genuine second person is safe; letting a
-//! proposer approve under a look-alike name is not.
-//!
-//! An id that mixes scripts (Latin with a Cyrillic letter, say) is allowed, and flagged
-//! where a person reads it ([`is_mixed_script`]).
+//! an account. [`check_id`] says which ids are refused, [`same_person`] which two ids
+//! name one person for four eyes, [`is_mixed_script`] which are flagged where a person
+//! reads them.
 
 use std::prelude::rust_2024::*;
 
@@ -58,7 +40,17 @@ pub enum IdentityError {
     Invisible(u32),
 }
 
-/// Checks `id` against the identity rule (see the [module](self) docs).
+/// Checks `id` against the identity rule that every identity follows (an actor, an
+/// operator, an approver, a token's subject, an account).
+///
+/// An id is **refused** when it is empty, longer than [`MAX_ID_BYTES`], begins or ends
+/// with whitespace, or holds a control character or an invisible one: a default-ignorable
+/// code point (zero-width spaces and joiners, the byte-order mark, soft hyphen, variation
+/// selectors, tag characters, Hangul fillers, …), a format character, a line or paragraph
+/// separator, a private-use, surrogate or unassigned code point, or the one blank that
+/// Unicode files as a symbol (U+2800 BRAILLE PATTERN BLANK). All of these come from the
+/// Unicode Character Database (through `icu_properties`), not from a list of our own, save
+/// that last one. Whitespace inside an id is allowed (`alice via desktop`).
 ///
 /// # Errors
 ///
@@ -136,6 +128,7 @@ pub fn is_invisible(c: char) -> bool {
 
 /// Whether the id mixes scripts (UTS #39: no one script covers every letter), as a
 /// look-alike name often does. Digits, punctuation and symbols belong to every script.
+/// A mixed-script id is allowed, and flagged where a person reads it.
 ///
 /// ```
 /// use cairnloop::approvals::is_mixed_script;
@@ -164,7 +157,15 @@ pub fn comparison_form(id: &str) -> String {
     unicode_security::skeleton(&folded).collect()
 }
 
-/// Whether two ids name the same person for four eyes (see the [module](self) docs).
+/// Whether two ids name the same person for four eyes.
+///
+/// Two ids are the same person when their [`comparison_form`]s are equal: the id
+/// compatibility-normalised (NFKC: fullwidth `ａ` is `a`), case-folded (`ÉMILE` is
+/// `émile`, `STRASSE` is `straße`), then reduced to its UTS #39 confusable skeleton (a
+/// Cyrillic `а` is a Latin `a`, and so is an all-Cyrillic spelling of a Latin name). The
+/// skeleton errs towards "the same": `op1` and `opl` count as one person, so the one
+/// cannot approve the other's call. Refusing a genuine second person is safe; letting a
+/// proposer approve under a look-alike name is not.
 ///
 /// ```
 /// use cairnloop::approvals::same_person;
