@@ -208,9 +208,10 @@ impl Tag {
         let name = text[name_start..at].to_ascii_lowercase();
         let mut attributes = Vec::new();
         loop {
+            // Between attributes: whitespace, a `/`, a stray `=`.
             while bytes
                 .get(at)
-                .is_some_and(|byte| byte.is_ascii_whitespace() || *byte == b'/')
+                .is_some_and(|byte| byte.is_ascii_whitespace() || matches!(byte, b'/' | b'='))
             {
                 at += 1;
             }
@@ -226,16 +227,12 @@ impl Tag {
                 }
                 Some(_) => {}
             }
+            // At least one byte: the one found above is none of those, nor `>`.
             let attribute_start = at;
             while bytes.get(at).is_some_and(|byte| {
                 !byte.is_ascii_whitespace() && !matches!(byte, b'=' | b'>' | b'/')
             }) {
                 at += 1;
-            }
-            if at == attribute_start {
-                // A stray `=`: step over it.
-                at += 1;
-                continue;
             }
             let attribute = text[attribute_start..at].to_ascii_lowercase();
             let mut value = String::new();
@@ -295,6 +292,15 @@ mod tests {
             ("<iframe src=//evil.example></iframe>shown", "shown"),
             ("a < b & c", "a &lt; b &amp; c"),
             ("&lt;script&gt; stays text", "&lt;script&gt; stays text"),
+            // Every reference a host's escaper writes means its character, once.
+            (
+                "Tom &amp; Jerry&apos;s &quot;&#39;&#x27;&#X27;&#65;",
+                "Tom &amp; Jerry&#39;s &quot;&#39;&#39;&#39;A",
+            ),
+            ("&unknown; &#xZZ; &", "&amp;unknown; &amp;#xZZ; &amp;"),
+            // A closing tag closes where it stands.
+            ("<b>bold</b> plain", "<b>bold</b> plain"),
+            ("<p><b>x</p>y", "<p><b>x</b></p>y"),
             ("<b>unclosed", "<b>unclosed</b>"),
             (
                 "<ul><li>one<li>two</ul>",
@@ -312,6 +318,8 @@ mod tests {
             ("<svg><a href=x>y</a></svg>z", "z"),
             ("<", "&lt;"),
             ("<p", "&lt;p"),
+            ("<p = title=t / >x</p>", "<p title=\"t\">x</p>"),
+            ("<br/>a<hr />", "<br>a<hr>"),
         ];
         for (markup, expected) in cases {
             assert_eq!(sanitize(markup), expected, "{markup}");

@@ -100,7 +100,7 @@ impl Kept {
     /// Room for one more anonymous session: the oldest anonymous one goes.
     fn make_room_anonymous(&mut self) {
         // Ids of sessions already gone are dropped from the order as they come up.
-        while self.anonymous.len() >= MAX_SESSIONS || self.anonymous_order.len() > 2 * MAX_SESSIONS
+        while self.anonymous.len() >= MAX_SESSIONS || self.anonymous_order.len() >= 2 * MAX_SESSIONS
         {
             let Some(oldest) = self.anonymous_order.pop_front() else {
                 break;
@@ -280,6 +280,46 @@ mod tests {
         assert!(matches!(sessions.lookup(&first), Lookup::Expired));
         let kept = sessions.lock();
         assert_eq!(kept.anonymous.len(), MAX_SESSIONS);
+        assert!(kept.anonymous_order.len() <= 2 * MAX_SESSIONS);
+    }
+
+    #[test]
+    fn signed_in_sessions_past_the_bound_drop_the_one_that_ends_first() {
+        let sessions = Sessions::default();
+        let first = sessions
+            .open(Some("early"), Duration::from_secs(30))
+            .unwrap();
+        let second = sessions.open(Some("bea"), Duration::from_secs(60)).unwrap();
+        // Below the bound nothing is dropped.
+        assert!(matches!(sessions.lookup(&first), Lookup::SignedIn(_)));
+        assert!(matches!(sessions.lookup(&second), Lookup::SignedIn(_)));
+        for _ in 2..MAX_SESSIONS {
+            sessions.open(Some("bea"), Duration::from_secs(60)).unwrap();
+        }
+        assert_eq!(sessions.lock().signed_in.len(), MAX_SESSIONS);
+        let newest = sessions.open(Some("cy"), Duration::from_secs(60)).unwrap();
+        assert_eq!(sessions.lock().signed_in.len(), MAX_SESSIONS);
+        assert!(
+            matches!(sessions.lookup(&first), Lookup::Expired),
+            "the soonest to end"
+        );
+        assert!(matches!(sessions.lookup(&second), Lookup::SignedIn(_)));
+        assert!(matches!(sessions.lookup(&newest), Lookup::SignedIn(_)));
+    }
+
+    #[test]
+    fn a_closed_session_is_over_and_closed_ones_do_not_pile_up() {
+        let sessions = Sessions::default();
+        let operator = sessions.open(Some("bea"), Duration::from_secs(60)).unwrap();
+        sessions.close(&operator);
+        assert!(matches!(sessions.lookup(&operator), Lookup::Expired));
+        // Sign-in forms opened and closed, over and over: what is kept stays bounded.
+        for _ in 0..2 * MAX_SESSIONS + 10 {
+            let form = sessions.open(None, Duration::from_secs(60)).unwrap();
+            sessions.close(&form);
+        }
+        let kept = sessions.lock();
+        assert!(kept.anonymous.is_empty());
         assert!(kept.anonymous_order.len() <= 2 * MAX_SESSIONS);
     }
 
