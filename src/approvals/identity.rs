@@ -177,3 +177,40 @@ pub fn comparison_form(id: &str) -> String {
 pub fn same_person(one: &str, other: &str) -> bool {
     one == other || comparison_form(one) == comparison_form(other)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_may_be_as_long_as_the_bound_and_no_longer() {
+        let at_bound = "a".repeat(MAX_ID_BYTES);
+        assert_eq!(check_id(&at_bound), Ok(()));
+        assert_eq!(
+            check_id(&"a".repeat(MAX_ID_BYTES + 1)),
+            Err(IdentityError::TooLong)
+        );
+        assert_eq!(
+            check_id(&"é".repeat(MAX_ID_BYTES)),
+            Err(IdentityError::TooLong)
+        );
+    }
+
+    #[test]
+    fn mixed_scripts_are_told_apart_from_one_script_with_digits_and_marks() {
+        for one_script in [
+            "agent-7",
+            "агент-7",
+            "émile",
+            "user:alice",
+            "日本語-1",
+            "Ωμέγα",
+        ] {
+            assert!(!is_mixed_script(one_script), "{one_script}");
+        }
+        // Latin with a Cyrillic а, Latin with a Greek ο, Cyrillic with a Latin p.
+        for mixed in ["аgent-7", "gοogle", "аpp"] {
+            assert!(is_mixed_script(mixed), "{mixed}");
+        }
+    }
+}
