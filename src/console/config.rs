@@ -101,17 +101,12 @@ impl Credential {
     /// is unknown, holds a token or holds a password hash: the time a wrong sign-in takes
     /// does not tell who the operators are.
     pub(crate) fn sign_in(credential: Option<&Self>, given: &str) -> bool {
-        match credential {
-            Some(Self::PasswordHash(hash)) => verify_password(hash, given),
-            Some(token @ Self::Token(_)) => {
-                let _ = verify_password(decoy_hash(), given);
-                token.accepts(given)
-            }
-            None => {
-                let _ = verify_password(decoy_hash(), given);
-                false
-            }
+        // Only a password hash costs an Argon2 verification of its own; any other
+        // sign-in makes the same one against the decoy.
+        if !matches!(credential, Some(Self::PasswordHash(_))) {
+            let _ = verify_password(decoy_hash(), given);
         }
+        credential.is_some_and(|credential| credential.accepts(given))
     }
 
     /// Whether `given` proves this credential. A malformed stored hash proves nothing.
