@@ -3,13 +3,19 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Without `alloc`, a device keeps field errors inline (no heap), each with a path of its
+// own: results that carry them are larger than clippy's default threshold, by design.
+#![cfg_attr(
+    all(feature = "device", not(feature = "alloc")),
+    allow(clippy::result_large_err, clippy::large_enum_variant)
+)]
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
-// The layers, lowest first: declare, gate, json, approvals, stores, rig, mcp, remote,
+// The layers, lowest first: declare, gate, device, json, approvals, stores, rig, mcp, remote,
 // console. Each builds only on the ones below it (`tests/layers.rs` checks it); the
 // README's "Layers and features" draws them.
 #[cfg(all(feature = "serde", feature = "std"))]
@@ -17,6 +23,8 @@ pub mod approvals;
 #[cfg(feature = "console")]
 pub mod console;
 pub mod declare;
+#[cfg(feature = "device")]
+pub mod device;
 pub mod gate;
 #[cfg(feature = "serde")]
 pub mod json;

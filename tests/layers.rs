@@ -5,9 +5,10 @@
 use std::path::Path;
 
 /// The layers, lowest first.
-const LAYERS: [&str; 9] = [
+const LAYERS: [&str; 10] = [
     "declare",
     "gate",
+    "device",
     "json",
     "approvals",
     "stores",

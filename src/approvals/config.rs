@@ -1,4 +1,4 @@
-use crate::gate::Ttl;
+use crate::gate::{ApprovalRules, Ttl};
 
 /// How a host runs approvals: how long they live, whether a proposer may approve their
 /// own call, and how often a failed run is tried.
@@ -115,6 +115,22 @@ impl ApprovalConfig {
     #[must_use]
     pub const fn allows_self_approval(&self) -> bool {
         self.allow_self_approval
+    }
+
+    /// The approval rules in force (four eyes unless self-approval is allowed): the same
+    /// rules a device's lane table applies.
+    ///
+    /// ```
+    /// use cairnloop::{approvals::ApprovalConfig, gate::ApprovalRules};
+    /// assert_eq!(ApprovalConfig::new().rules(), ApprovalRules::FOUR_EYES);
+    /// ```
+    #[must_use]
+    pub const fn rules(&self) -> ApprovalRules {
+        if self.allow_self_approval {
+            ApprovalRules::allowing_self_approval()
+        } else {
+            ApprovalRules::FOUR_EYES
+        }
     }
 
     /// How many runs an approved call of an idempotent tool gets.

@@ -146,6 +146,16 @@ pub enum ApprovalError {
     Store(#[from] StoreError),
 }
 
+impl ApprovalError {
+    /// The error for an approval rule of the core that a decision broke.
+    pub(crate) const fn from_rule(rule: crate::gate::RuleBroken) -> Self {
+        match rule {
+            crate::gate::RuleBroken::ClockWentBackwards => Self::ClockWentBackwards,
+            crate::gate::RuleBroken::SelfApproval => Self::SelfApproval,
+        }
+    }
+}
+
 /// Why re-validation at execution invalidated an approved call.
 ///
 /// ```

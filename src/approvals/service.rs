@@ -14,7 +14,7 @@ use crate::declare::text;
 use crate::declare::{
     Actor, Codec, ErasedInput, IdempotencyKey, Registry, RunError, RunKey, ToolEntry,
 };
-use crate::gate::{Blocked, LaneAction, LaneState, Subject, Timestamp, Verdict, run_gates};
+use crate::gate::{Blocked, LaneAction, LaneState, Subject, Timestamp, Verdict, is_due, run_gates};
 use crate::json::{Governance, PolicySnapshot, Proposal, decode_stored, run_ready};
 
 /// The approval lifecycle over a store: propose, approve, reject, defer, expire, and
@@ -87,7 +87,7 @@ impl<S: ApprovalStore> Approvals<S> {
             return Ok(existing);
         }
         // A person closed this call's last run without an outcome: propose it afresh.
-        check_clock(&existing, now)?;
+        self.due(&existing, now)?; // a closed lane never expires: only the clock is checked
         let reopened = existing
             .moved(LaneAction::Reopen, now, None, None)?
             .reopened(proposal, now, expires_at);
@@ -110,9 +110,10 @@ impl<S: ApprovalStore> Approvals<S> {
         if check_id(proposer).is_err() {
             return Err(ApprovalError::InvalidProposer);
         }
-        if !self.config.allows_self_approval() && same_person(approver, proposer) {
-            return Err(ApprovalError::SelfApproval);
-        }
+        self.config
+            .rules()
+            .four_eyes(proposer, approver, same_person)
+            .map_err(ApprovalError::from_rule)?;
         self.apply(&lane, LaneAction::Approve, now, Some(approver), None)
             .await
     }
@@ -141,8 +142,7 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key).await?;
-        check_clock(&lane, now)?;
-        if is_due(&lane, now) {
+        if self.due(&lane, now)? {
             return self.apply(&lane, LaneAction::Expire, now, None, None).await;
         }
         Ok(lane)
@@ -155,13 +155,21 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key).await?;
-        check_clock(&lane, now)?;
-        if is_due(&lane, now) {
+        if self.due(&lane, now)? {
             self.apply(&lane, LaneAction::Expire, now, None, None)
                 .await?;
             return Err(ApprovalError::Expired);
         }
         Ok(lane)
+    }
+
+    /// Whether `lane` is due to expire at `now`, by the rules every lane store shares (a
+    /// clock that went back past the lane's last move is refused).
+    fn due(&self, lane: &ApprovalLane, now: Timestamp) -> Result<bool, ApprovalError> {
+        self.config
+            .rules()
+            .liveness(lane.state(), lane.updated_at(), lane.expires_at(), now)
+            .map_err(ApprovalError::from_rule)
     }
 
     async fn apply(
@@ -379,7 +387,9 @@ impl<S: ApprovalStore> Approvals<S> {
                         {
                             LaneAction::LoseLease
                         }
-                        LaneState::Pending | LaneState::Approved if is_due(lane, now) => {
+                        LaneState::Pending | LaneState::Approved
+                            if is_due(lane.state(), lane.expires_at(), now) =>
+                        {
                             LaneAction::Expire
                         }
                         _ => continue,
@@ -413,7 +423,7 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key).await?;
-        check_clock(&lane, now)?;
+        self.due(&lane, now)?; // an interrupted or unknown lane never expires: the clock only
         check_decider(by)?;
         if text::is_blank(note) || text::has_control(note, false) {
             return Err(ApprovalError::ReasonRequired(action));
@@ -448,18 +458,6 @@ impl<S: ApprovalStore> Drop for RunGuard<'_, S> {
             .transition_detached(lane.version(), interrupted, event.clone());
         self.approvals.notify(event);
     }
-}
-
-/// Whether a lane that can still expire has reached its expiry: at or after it.
-fn is_due(lane: &ApprovalLane, now: Timestamp) -> bool {
-    now >= lane.expires_at() && matches!(lane.state(), LaneState::Pending | LaneState::Approved)
-}
-
-fn check_clock(lane: &ApprovalLane, now: Timestamp) -> Result<(), ApprovalError> {
-    if now < lane.updated_at() {
-        return Err(ApprovalError::ClockWentBackwards);
-    }
-    Ok(())
 }
 
 /// The deciding person's id, by the identity rule: an empty or blank one is missing.

@@ -10,7 +10,20 @@ enum Text {
     Static(&'static str),
     #[cfg(feature = "alloc")]
     Owned(String),
+    /// A short path built without `alloc` (a device naming an unknown field); the bytes
+    /// are always a whole `str`. Only where a device has no `alloc`: it makes every field
+    /// error larger.
+    #[cfg(all(feature = "device", not(feature = "alloc")))]
+    Inline {
+        bytes: [u8; INLINE_TEXT],
+        len: u8,
+    },
 }
+
+/// Longest path a device's field error holds (with `alloc` or without): a length byte and
+/// 15 bytes keep the inline text as small as a `&str`.
+#[cfg(feature = "device")]
+pub(crate) const INLINE_TEXT: usize = 15;
 
 impl Text {
     fn as_str(&self) -> &str {
@@ -18,6 +31,10 @@ impl Text {
             Self::Static(s) => s,
             #[cfg(feature = "alloc")]
             Self::Owned(s) => s,
+            #[cfg(all(feature = "device", not(feature = "alloc")))]
+            Self::Inline { bytes, len } => {
+                core::str::from_utf8(bytes.get(..usize::from(*len)).unwrap_or(&[])).unwrap_or("")
+            }
         }
     }
 }
@@ -71,6 +88,48 @@ impl FieldError {
             code,
             message: Text::Owned(message),
         }
+    }
+
+    /// A field error at the field `name` of the input: its path is `/` and the name (JSON
+    /// Pointer escapes applied). Without `alloc` the path is kept inline, and `None` says
+    /// it is longer than [`INLINE_TEXT`] bytes.
+    #[cfg(feature = "device")]
+    pub(crate) fn for_named_field(
+        name: &str,
+        code: &'static str,
+        message: &'static str,
+    ) -> Option<Self> {
+        let mut bytes = [0_u8; INLINE_TEXT];
+        let mut len = 0;
+        let mut push = |part: &[u8]| -> Option<()> {
+            bytes.get_mut(len..len + part.len())?.copy_from_slice(part);
+            len += part.len();
+            Some(())
+        };
+        push(b"/")?;
+        for byte in name.bytes() {
+            match byte {
+                b'~' => push(b"~0")?,
+                b'/' => push(b"~1")?,
+                other => push(&[other])?,
+            }
+        }
+        let path = core::str::from_utf8(bytes.get(..len)?).ok()?;
+        #[cfg(feature = "alloc")]
+        let path = Text::Owned(String::from(path));
+        #[cfg(not(feature = "alloc"))]
+        let path = {
+            let _ = path;
+            Text::Inline {
+                bytes,
+                len: u8::try_from(len).ok()?,
+            }
+        };
+        Some(Self {
+            path,
+            code,
+            message: Text::Static(message),
+        })
     }
 
     /// Where in the input: a JSON-pointer-like path, empty for the input as a whole.

@@ -29,6 +29,8 @@ pub(crate) use codec::{Codec, ErasedInput, RunKey};
 #[cfg(feature = "serde")]
 pub use codec::{RunError, RunFuture};
 pub use entry::ToolEntry;
+#[cfg(feature = "device")]
+pub(crate) use input_error::INLINE_TEXT;
 pub use input_error::{FieldError, InputErrors};
 pub use key::IdempotencyKey;
 pub use limits::InputLimits;

@@ -144,6 +144,56 @@ pub(crate) const fn eq_ignore_ascii_case(a: &str, b: &str) -> bool {
     true
 }
 
+/// `string` as a JSON string with the minimal escapes of RFC 8785: the canonical form that
+/// idempotency keys hash, on a host and on a device alike.
+#[cfg_attr(not(any(feature = "serde", feature = "device")), allow(dead_code))]
+pub(crate) fn write_string<W: core::fmt::Write + ?Sized>(
+    out: &mut W,
+    string: &str,
+) -> core::fmt::Result {
+    if !needs_escape(string) {
+        // Most strings: one pass that the compiler can widen, and three writes.
+        out.write_str("\"")?;
+        out.write_str(string)?;
+        return out.write_str("\"");
+    }
+    out.write_str("\"")?;
+    // Runs of characters that need no escape are written as one slice. Every character
+    // to escape is ASCII, and no byte of a multi-byte character is: bytes will do.
+    let mut plain = 0;
+    for (i, &byte) in string.as_bytes().iter().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            byte if byte < b' ' => "",
+            _ => continue,
+        };
+        out.write_str(&string[plain..i])?;
+        if escape.is_empty() {
+            write!(out, "\\u{byte:04x}")?;
+        } else {
+            out.write_str(escape)?;
+        }
+        plain = i + 1;
+    }
+    out.write_str(&string[plain..])?;
+    out.write_str("\"")
+}
+
+/// Whether any byte of `string` is escaped in JSON text: a quote, a backslash or a
+/// control character. No early exit, so that the check runs over many bytes at a time.
+#[cfg_attr(not(any(feature = "serde", feature = "device")), allow(dead_code))]
+pub(crate) fn needs_escape(string: &str) -> bool {
+    string.bytes().fold(false, |found, byte| {
+        found | (byte < b' ') | (byte == b'"') | (byte == b'\\')
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

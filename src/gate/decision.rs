@@ -171,6 +171,13 @@ impl<'a, T: Tool + ?Sized> Pending<'a, T> {
     pub fn write_preview(&self, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
         T::preview(self.call.input(), out)
     }
+
+    /// The call, to run once: only for a lane whose approval was just claimed (a device's
+    /// lane table, after its `start_execution` move).
+    #[cfg(feature = "device")]
+    pub(crate) fn into_approved_call(self) -> Invocation<'a, T> {
+        self.call
+    }
 }
 
 impl<T: Tool + ?Sized> fmt::Debug for Pending<'_, T> {

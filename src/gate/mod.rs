@@ -1,7 +1,8 @@
-//! Deciding a call: the one gate sequence every entrance uses, and the approval state
-//! machine. `no_std`, no `alloc`; it builds only on [`declare`](crate::declare).
+//! Deciding a call: the one gate sequence every entrance uses, the approval state
+//! machine, and the rules a person's decision must pass. `no_std`, no `alloc`; it builds only on [`declare`](crate::declare).
 
 mod access;
+mod approval;
 mod decision;
 mod lane;
 mod mode_policy;
@@ -9,6 +10,9 @@ mod time;
 mod visibility;
 
 pub use access::{MissingScopes, check_scopes};
+pub use approval::{
+    ApprovalRules, InvalidAsciiId, MAX_ASCII_ID, RuleBroken, check_ascii_id, is_due, same_ascii_id,
+};
 pub use decision::{Blocked, Decision, Pending, Verdict, decide, execute, verdict_for};
 #[cfg(feature = "serde")]
 pub(crate) use decision::{InputGate, Subject, run_gates};
