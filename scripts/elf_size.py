@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Prints the code (.text) and read-only data (.rodata) sizes of an ELF file, any
 architecture: the size of the bare-metal no_std check binary, without cross binutils.
-Usage: scripts/elf_size.py FILE"""
+
+Usage: scripts/elf_size.py FILE
+       scripts/elf_size.py --firmware GOVERNED DIRECT
+The second form prints flash (.text + .rodata) and static RAM (.data + .bss) of a
+governed firmware and of the same firmware dispatching directly, and what governance
+adds: the difference. Flash also holds the initial image of .data (as large as .data),
+shown apart."""
 
 import struct
 import sys
@@ -33,7 +39,37 @@ def sections(data):
         yield raw.decode(), size
 
 
+def footprint(path):
+    """Flash and static RAM of a firmware image, in bytes."""
+    data = open(path, "rb").read()
+    if data[:4] != b"\x7fELF":
+        sys.exit(f"{path} is not an ELF file")
+    sizes = {}
+    for name, size in sections(data):
+        for kind in (".text", ".rodata", ".data", ".bss", ".vector_table"):
+            if name == kind or name.startswith(kind + "."):
+                sizes[kind] = sizes.get(kind, 0) + size
+    flash = sizes.get(".text", 0) + sizes.get(".rodata", 0)
+    ram = sizes.get(".data", 0) + sizes.get(".bss", 0)
+    return flash, ram, sizes.get(".data", 0)
+
+
+def firmware(governed, direct):
+    (flash, ram, data), (bare_flash, bare_ram, bare_data) = footprint(governed), footprint(direct)
+
+    def line(label, flash, ram, data):
+        print(f"{label:<11} flash (.text + .rodata) {flash} bytes ({flash / 1024:.1f} KiB), "
+              f"static RAM (.data + .bss) {ram} bytes ({ram / 1024:.1f} KiB); "
+              f".data's image in flash {data} bytes")
+
+    line("firmware:", flash, ram, data)
+    line("direct:", bare_flash, bare_ram, bare_data)
+    line("governance:", flash - bare_flash, ram - bare_ram, data - bare_data)
+
+
 def main():
+    if sys.argv[1] == "--firmware":
+        return firmware(sys.argv[2], sys.argv[3])
     data = open(sys.argv[1], "rb").read()
     if data[:4] != b"\x7fELF":
         sys.exit(f"{sys.argv[1]} is not an ELF file")

@@ -195,13 +195,17 @@ impl serde::Serialize for FieldError {
     }
 }
 
-/// How many field errors the core keeps without `alloc`; past it they are counted.
-#[cfg(not(feature = "alloc"))]
+/// How many field errors the core keeps without `alloc`; past it they are counted. A
+/// device (which decodes calls by name) keeps four.
+#[cfg(all(not(feature = "alloc"), not(feature = "device")))]
 const INLINE_CAPACITY: usize = 2;
+#[cfg(all(not(feature = "alloc"), feature = "device"))]
+const INLINE_CAPACITY: usize = 4;
 
 /// Every problem found with a tool's input.
 ///
-/// With `alloc` it keeps every error. Without it, it keeps the first two and counts the
+/// With `alloc` it keeps every error. Without it, it keeps the first two (four with the
+/// `device` feature) and counts the
 /// rest in [`omitted`](InputErrors::omitted), so a no_std agent still reports that more
 /// were found.
 ///

@@ -173,7 +173,9 @@ pub(crate) fn write_string<W: core::fmt::Write + ?Sized>(
             byte if byte < b' ' => "",
             _ => continue,
         };
-        out.write_str(&string[plain..i])?;
+        // `plain` and `i` lie on character boundaries (the byte at `i` is ASCII): `get`
+        // never fails, and keeps a panic's formatting out of a device's code.
+        out.write_str(string.get(plain..i).unwrap_or_default())?;
         if escape.is_empty() {
             write!(out, "\\u{byte:04x}")?;
         } else {
@@ -181,7 +183,7 @@ pub(crate) fn write_string<W: core::fmt::Write + ?Sized>(
         }
         plain = i + 1;
     }
-    out.write_str(&string[plain..])?;
+    out.write_str(string.get(plain..).unwrap_or_default())?;
     out.write_str("\"")
 }
 

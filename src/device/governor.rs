@@ -2,20 +2,17 @@ use core::fmt;
 
 use crate::declare::{Actor, IdempotencyKey, InputErrors, text};
 use crate::device::audit::{AuditEvent, AuditRing, By};
+use crate::device::call::CallText;
 use crate::device::fields::Args;
 use crate::device::fixed::FixedText;
 use crate::device::key::{code_of, key_of};
 use crate::device::lanes::{ARGS_BYTES, ID_BYTES, Lane, LaneTable};
-use crate::device::reader::{Kind, Reader, Syntax};
 use crate::device::reply::{Refusal, Reply};
 use crate::device::tool::{Admission, DeviceRegistry, Handled};
 use crate::gate::{
     ApprovalRules, Blocked, LaneAction, LaneState, ModePolicy, Timestamp, Ttl, check_ascii_id,
     same_ascii_id,
 };
-
-/// Longest call text a device reads, in bytes.
-pub const MAX_CALL_BYTES: usize = 512;
 
 /// The front door of a governed device: its tools, a fixed lane table of `LANES`
 /// proposals and an audit ring of `AUDIT` records, with no heap. Every call a model sends
@@ -175,28 +172,17 @@ impl<C: 'static, const LANES: usize, const AUDIT: usize> DeviceGovernor<C, LANES
         context: &C,
         now: Timestamp,
     ) -> Result<Reply, Refusal> {
-        if line.len() > MAX_CALL_BYTES {
-            return Err(Refusal::Oversized);
-        }
-        if core::str::from_utf8(line).is_err() {
-            return Err(Refusal::NotUtf8);
-        }
-        let call = envelope(line).map_err(|syntax| Refusal::Malformed {
-            code: syntax.code,
-            message: syntax.message,
-        })?;
+        let call = CallText::parse(line)?;
         let mut name = [0_u8; text::MAX_NAME_LEN];
         let found = call
-            .name
-            .decode_into(&mut name)
-            .and_then(|len| core::str::from_utf8(name.get(..len)?).ok())
+            .name(&mut name)
             .and_then(|name| Some((self.tools.position(name)?, self.tools.get(name)?)));
         // Gate 0.
         let Some((index, entry)) = found else {
             return Ok(self.blocked(now, None, Blocked::UnknownTool));
         };
         // Gate 1: the arguments against the tool's fields, every error at once.
-        let args = match Args::decode(call.arguments, entry.fields()) {
+        let args = match Args::decode(call.arguments(), entry.fields()) {
             Ok(args) => args,
             Err(errors) => return Ok(self.blocked(now, Some(index), needs_input(errors))),
         };
@@ -219,6 +205,22 @@ impl<C: 'static, const LANES: usize, const AUDIT: usize> DeviceGovernor<C, LANES
                 self.ran(index, claimed, ok, text, now)
             }
         })
+    }
+
+    /// Refuses an input the transport found bad before the governor could read it (a
+    /// frame longer than its buffer, a line cut off by the link), and records the refusal
+    /// in the audit trail like any other.
+    ///
+    /// ```
+    /// # static NONE: cairnloop::device::DeviceRegistry<()> = cairnloop::device::DeviceRegistry::new(&[]);
+    /// # let mut device = cairnloop::device::DeviceGovernor::<(), 8, 32>::new(&NONE);
+    /// use cairnloop::device::Refusal;
+    /// let reply = device.refuse_input(Refusal::Oversized, cairnloop::gate::Timestamp::from_unix_millis(0));
+    /// assert_eq!(reply.to_string(), "refused: the call is longer than the device reads (too_large)");
+    /// assert_eq!(device.audit().next_seq(), 1);
+    /// ```
+    pub fn refuse_input(&mut self, refusal: Refusal, now: Timestamp) -> Reply {
+        self.refuse(now, None, 0, By::Agent, refusal)
     }
 
     /// What the lane table says of a call that needs approval.
@@ -628,60 +630,4 @@ impl<C: 'static, const LANES: usize, const AUDIT: usize> DeviceGovernor<C, LANES
 
 fn needs_input(errors: InputErrors) -> Blocked {
     Blocked::NeedsInput { errors }
-}
-
-/// A call's parts: the tool's name and the arguments' text.
-struct CallText<'a> {
-    name: crate::device::reader::RawString<'a>,
-    arguments: &'a [u8],
-}
-
-/// `{"name": "…", "arguments": {…}}`, strictly: no other member, none twice, the name a
-/// string; the arguments' syntax and depth are checked here, their fields at gate 1.
-fn envelope(line: &[u8]) -> Result<CallText<'_>, Syntax> {
-    const NOT_A_CALL: Syntax = Syntax {
-        code: "invalid_call",
-        message: "a call is {\"name\": \"…\", \"arguments\": {…}} and nothing else",
-    };
-    let limits = crate::declare::InputLimits::new();
-    let mut reader = Reader::new(line, limits.max_depth().saturating_add(1));
-    if reader.next_kind()? != Kind::Object {
-        return Err(NOT_A_CALL);
-    }
-    reader.open_object(1)?;
-    let (mut name, mut arguments) = (None, None);
-    let mut first = true;
-    while let Some(key) = reader.next_key(first)? {
-        first = false;
-        let mut member = [0_u8; 9];
-        let member = key
-            .decode_into(&mut member)
-            .and_then(|len| member.get(..len))
-            .unwrap_or(b"?");
-        match member {
-            b"name" if name.is_none() => {
-                if reader.next_kind()? != Kind::String {
-                    return Err(NOT_A_CALL);
-                }
-                name = Some(reader.string()?);
-            }
-            b"arguments" if arguments.is_none() => {
-                let start = reader.position();
-                reader.skip_value(2)?;
-                arguments = line.get(start..reader.position());
-            }
-            b"name" | b"arguments" => {
-                return Err(Syntax {
-                    code: "duplicate_key",
-                    message: "a member of the call appears more than once",
-                });
-            }
-            _ => return Err(NOT_A_CALL),
-        }
-    }
-    reader.end()?;
-    Ok(CallText {
-        name: name.ok_or(NOT_A_CALL)?,
-        arguments: arguments.unwrap_or(b"{}"),
-    })
 }

@@ -31,7 +31,8 @@ fn write_envelope(
     canonical_input: &str,
     actor: &Actor<'_>,
 ) -> fmt::Result {
-    use fmt::Write as _;
+    // One instance of the string writer serves keys and canonical arguments alike.
+    let out: &mut dyn fmt::Write = out;
     out.write_str("{\"account_id\":")?;
     match actor.account() {
         Some(account) => text::write_string(out, account)?,

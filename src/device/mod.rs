@@ -16,6 +16,7 @@
 //! `examples/firmware` runs three tools on an emulated Cortex-M4 in CI.
 
 mod audit;
+mod call;
 mod fields;
 mod fixed;
 mod governor;
@@ -26,9 +27,10 @@ mod reply;
 mod tool;
 
 pub use audit::{AuditEntry, AuditEvent, AuditRing, By};
+pub use call::{CallText, MAX_CALL_BYTES};
 pub use fields::{Args, Field, FieldKind, MAX_FIELDS, MAX_TEXT};
 pub use fixed::FixedText;
-pub use governor::{DeviceGovernor, MAX_CALL_BYTES};
+pub use governor::DeviceGovernor;
 pub use lanes::{ARGS_BYTES, ID_BYTES, Lane, LaneTable};
 pub use reply::{Refusal, Reply};
 pub use tool::{DeviceEntry, DeviceRegistry, DeviceTool, MAX_FIELD_NAME, OUTPUT_BYTES};

@@ -145,7 +145,9 @@ impl fmt::Display for Refusal {
             Self::Malformed { message, .. } => write!(f, "not a call: {message}"),
             Self::LaneTableFull => f.write_str("every lane holds a live call"),
             Self::ArgumentsTooLong => f.write_str("the arguments are longer than a lane holds"),
-            Self::InvalidId => f.write_str("an id must be 1 to 16 printable ASCII characters"),
+            Self::InvalidId => f.write_str(
+                "an id must be printable ASCII with no space, at most 64 bytes (16 for a proposer)",
+            ),
             Self::NoSuchLane => f.write_str("no lane in that slot"),
             Self::CodeMismatch => f.write_str("the code is not that of the call in that slot"),
             Self::SelfApproval => f.write_str("the proposer cannot approve their own call"),
