@@ -9,7 +9,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(by_name_call parse_names canonical_json)
+  targets=(by_name_call parse_names canonical_json device_call)
 fi
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 mkdir -p fuzz/target
