@@ -26,6 +26,7 @@ mod identities;
 #[derive(Default)]
 struct Lab {
     runs: AtomicUsize,
+
     fail_first: AtomicUsize,
     run_keys: Mutex<Vec<Option<IdempotencyKey>>>,
 }
@@ -181,7 +182,45 @@ impl Tool for Flaky {
     }
 }
 
+/// A tool that counts the previews it writes: a preview is the dear part of a proposal.
+struct WriteNote;
+
+impl Tool for WriteNote {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "write_note",
+        "Write note",
+        "Writes a note to an account.",
+        RiskTier::LowWrite,
+    );
+    const SCOPES: &'static [Scope] = &[];
+    type Input = Transfer;
+    type Output = ();
+    type Error = String;
+    type Context = Lab;
+
+    fn validate(_: &Transfer) -> Result<(), InputErrors> {
+        Ok(())
+    }
+
+    fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+
+    fn preview(note: &Transfer, out: &mut dyn std::fmt::Write) -> Option<std::fmt::Result> {
+        PREVIEWS.fetch_add(1, Ordering::SeqCst);
+        Some(write!(out, "Note to {}", note.to))
+    }
+
+    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Previews written by `write_note` (a tool's preview sees only its input).
+static PREVIEWS: AtomicUsize = AtomicUsize::new(0);
+
 static LAB: Registry<Lab> = Registry::new(&[
+    ToolEntry::json::<WriteNote>(),
     ToolEntry::json::<SendMoney>(),
     ToolEntry::json::<TagTicket>(),
     ToolEntry::json::<SetLimit>(),
@@ -1590,4 +1629,35 @@ fn the_identity_table_through_the_governor() {
         );
     }
     assert!(VARIANTS.len() >= 30);
+}
+
+#[test]
+fn a_repeated_call_finds_its_lane_without_a_preview_or_an_event() {
+    let bench = Bench::new();
+    let before = PREVIEWS.load(Ordering::SeqCst);
+    let key = bench.propose_tool("write_note", ARGS, at(0));
+    assert_eq!(PREVIEWS.load(Ordering::SeqCst), before + 1);
+    let opened = bench.transitions().len();
+    for minute in 1..=3 {
+        // The same call, its keys in another order: the same lane, nothing new made.
+        let again = bench.propose_tool(
+            "write_note",
+            r#"{"cents": 5000, "to": "DE02 1203"}"#,
+            at(minute * 60_000),
+        );
+        assert_eq!(again, key);
+    }
+    assert_eq!(
+        PREVIEWS.load(Ordering::SeqCst),
+        before + 1,
+        "a repeat wrote a preview"
+    );
+    assert_eq!(bench.transitions().len(), opened, "a repeat opened a lane");
+    // Each repeat's decision is still on the trail, under the lane's key.
+    let decisions = pollster::block_on(bench.governor.events())
+        .unwrap()
+        .into_iter()
+        .filter(|record| matches!(record, AuditRecord::Decision(event) if event.idempotency_key == Some(key)))
+        .count();
+    assert_eq!(decisions, 4);
 }

@@ -112,12 +112,20 @@ const T0: Timestamp = Timestamp::from_unix_millis(1_000_000);
 fn lane(n: u64) -> ApprovalLane {
     let actor = Actor::new("kit-agent", &[]);
     let mode = ModePolicy::<()>::new().resolve(&SPEC, &actor, &());
+    let input = format!("{{\"n\":{n}}}");
     let proposal = Proposal::from_draft(Draft {
         spec: &SPEC,
         scopes: &[] as &[Scope],
         actor: &actor,
         dedupe_token: None,
-        input: format!("{{\"n\":{n}}}"),
+        idempotency_key: crate::declare::IdempotencyKey::for_canonical_call(
+            SPEC.name(),
+            &input,
+            Some(actor.id()),
+            None,
+            None,
+        ),
+        input,
         own_preview: None,
         mode,
         host_floor: ApprovalMode::Auto,

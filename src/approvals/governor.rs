@@ -15,7 +15,7 @@ use crate::approvals::{
 use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, ToolEntry};
 use crate::gate::{Blocked, Decision, LaneAction, LaneState, Timestamp, Verdict, decide, execute};
 use crate::json::{
-    Admitted, AuditEvent, Draft, Governance, Proposal, ToolCall, derive_key, gate_call,
+    Admitted, AuditEvent, Draft, Governance, Proposal, ToolCall, derive_key, gate_call, keyed_call,
     proposal_key, propose_call, run_ready,
 };
 
@@ -460,22 +460,32 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     },
                 mode,
             } => {
+                let keyed = keyed_call(entry, codec, &input, actor, call.dedupe_token())
+                    .map_err(ApprovalError::Encoding)?;
+                // The clock first: without a time nothing is decided, nor recorded.
+                let now = self.now()?;
+                let key = keyed.key;
+                if let Some(record) = &mut record {
+                    record.idempotency_key = Some(key);
+                }
+                // A repeated call (the model asks again while a person decides) finds its
+                // lane by one lookup: no preview, no snapshots, no opening event. A lane
+                // closed by a person is proposed afresh, below.
+                if let Some(lane) = self.approvals.store().get(&key).await? {
+                    if lane.state() != LaneState::Closed {
+                        self.record(record).await?;
+                        return self.reissued(lane, now, actor, context).await;
+                    }
+                }
                 let proposal = propose_call(
                     entry,
                     codec,
                     &input,
                     actor,
-                    call.dedupe_token(),
+                    keyed,
                     mode,
                     self.governance.mode_policy(),
-                )
-                .map_err(ApprovalError::Encoding)?;
-                // The clock first: without a time nothing is decided, nor recorded.
-                let now = self.now()?;
-                let key = proposal.idempotency_key();
-                if let Some(record) = &mut record {
-                    record.idempotency_key = Some(key);
-                }
+                );
                 self.record(record).await?;
                 let lane = match self.approvals.propose(proposal, now).await {
                     Ok(lane) => lane,
@@ -651,6 +661,13 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     scopes: entry.scopes(),
                     actor,
                     dedupe_token: None,
+                    idempotency_key: IdempotencyKey::for_canonical_call(
+                        spec.name(),
+                        &input,
+                        Some(actor.id()),
+                        actor.account(),
+                        None,
+                    ),
                     input,
                     own_preview,
                     mode: *pending.mode(),
@@ -830,7 +847,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     }
 
     /// The store's event log: every transition, and every decision unless a sink of the
-    /// host's takes them.
+    /// host's takes them (a [`MemoryStore`](crate::approvals::MemoryStore) keeps the
+    /// newest of them, a durable store all).
     ///
     /// # Errors
     ///

@@ -170,9 +170,17 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
 /// An in-memory [`ApprovalStore`], safe to share between threads, for tests and hosts
 /// that keep nothing across restarts.
 ///
-/// It is bounded: it holds at most `capacity` lanes, and a new proposal past that is
-/// refused with [`StoreError::Full`]. Nothing is evicted on its own; terminal lanes and
-/// their events leave only through [`MemoryStore::compact`], an explicit host call.
+/// It is bounded, so a process that answers calls for ever stays the same size:
+///
+/// - **Lanes**: at most `capacity`; a new proposal past that is refused with
+///   [`StoreError::Full`], and no lane is evicted on its own (a lane a person may still
+///   decide, or that may still run, is never lost). Terminal lanes leave through
+///   [`MemoryStore::compact`], an explicit host call.
+/// - **Events**: the newest `event_capacity` records are kept, in a ring. Each keeps its
+///   sequence number, so a cursor stays exact; a reader that falls behind by more than the
+///   ring holds misses the oldest, and [`MemoryStore::evicted_events`] counts them. A host
+///   that must keep every record gives the governor a durable store (SQLite, PostgreSQL),
+///   which keeps everything, or an audit sink of its own.
 ///
 /// ```
 /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
@@ -180,19 +188,45 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
 /// let store = MemoryStore::new();
 /// assert!(pollster::block_on(store.events_since(0, 10)).unwrap().is_empty());
 /// assert_eq!(store.capacity(), MemoryStore::DEFAULT_CAPACITY);
+/// assert_eq!(store.event_capacity(), MemoryStore::DEFAULT_EVENT_CAPACITY);
 /// ```
 #[cfg(feature = "std")]
 #[derive(Debug)]
 pub struct MemoryStore {
     inner: std::sync::Mutex<Memory>,
     capacity: usize,
+    event_capacity: usize,
 }
 
 #[cfg(feature = "std")]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Memory {
     lanes: std::collections::BTreeMap<IdempotencyKey, ApprovalLane>,
-    events: Vec<AuditRecord>,
+    /// The kept events with their sequence numbers, oldest first (ascending; gaps only
+    /// where `compact` removed records).
+    events: std::collections::VecDeque<(u64, AuditRecord)>,
+    /// The sequence number of the next event (the first is 1).
+    next_seq: u64,
+    /// Events that left the ring to make room.
+    evicted: u64,
+}
+
+#[cfg(feature = "std")]
+impl Memory {
+    /// Appends `record` under the next sequence number, making room in a full ring.
+    fn push(&mut self, record: AuditRecord, event_capacity: usize) {
+        if event_capacity == 0 {
+            self.next_seq += 1;
+            self.evicted += 1;
+            return;
+        }
+        while self.events.len() >= event_capacity {
+            self.events.pop_front();
+            self.evicted += 1;
+        }
+        self.events.push_back((self.next_seq, record));
+        self.next_seq += 1;
+    }
 }
 
 #[cfg(feature = "std")]
@@ -210,6 +244,13 @@ impl MemoryStore {
     /// assert_eq!(cairnloop::approvals::MemoryStore::DEFAULT_CAPACITY, 100_000);
     /// ```
     pub const DEFAULT_CAPACITY: usize = 100_000;
+
+    /// How many events [`MemoryStore::new`] keeps.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::MemoryStore::DEFAULT_EVENT_CAPACITY, 10_000);
+    /// ```
+    pub const DEFAULT_EVENT_CAPACITY: usize = 10_000;
 
     /// An empty store for up to [`MemoryStore::DEFAULT_CAPACITY`] lanes.
     ///
@@ -230,9 +271,54 @@ impl MemoryStore {
     #[must_use]
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
-            inner: std::sync::Mutex::new(Memory::default()),
+            inner: std::sync::Mutex::new(Memory {
+                lanes: std::collections::BTreeMap::new(),
+                events: std::collections::VecDeque::new(),
+                next_seq: 1,
+                evicted: 0,
+            }),
             capacity,
+            event_capacity: Self::DEFAULT_EVENT_CAPACITY,
         }
+    }
+
+    /// The same store, keeping the newest `event_capacity` events (0 keeps none: every
+    /// record is counted as evicted at once).
+    ///
+    /// ```
+    /// let store = cairnloop::approvals::MemoryStore::new().with_event_capacity(500);
+    /// assert_eq!(store.event_capacity(), 500);
+    /// ```
+    #[must_use]
+    pub fn with_event_capacity(self, event_capacity: usize) -> Self {
+        Self {
+            event_capacity,
+            ..self
+        }
+    }
+
+    /// How many events the store keeps at most.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::MemoryStore::new().event_capacity(), 10_000);
+    /// ```
+    #[must_use]
+    pub const fn event_capacity(&self) -> usize {
+        self.event_capacity
+    }
+
+    /// How many events left the ring to make room for newer ones, since the store was
+    /// made.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] when a thread panicked while holding the store.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::MemoryStore::new().evicted_events(), Ok(0));
+    /// ```
+    pub fn evicted_events(&self) -> Result<u64, StoreError> {
+        Ok(self.lock()?.evicted)
     }
 
     /// How many lanes the store holds at most.
@@ -261,8 +347,8 @@ impl MemoryStore {
         let mut memory = self.lock()?;
         let before = memory.lanes.len();
         memory.lanes.retain(|_, lane| !lane.state().is_terminal());
-        let Memory { lanes, events } = &mut *memory;
-        events.retain(|record| match record {
+        let Memory { lanes, events, .. } = &mut *memory;
+        events.retain(|(_, record)| match record {
             AuditRecord::Transition(event) => lanes.contains_key(&event.key),
             AuditRecord::Decision(event) => event
                 .idempotency_key
@@ -301,7 +387,7 @@ impl MemoryStore {
                 vacant.insert(lane.clone());
             }
         }
-        memory.events.push(AuditRecord::Transition(event));
+        memory.push(AuditRecord::Transition(event), self.event_capacity);
         Ok((lane, true))
     }
 
@@ -320,7 +406,7 @@ impl MemoryStore {
             return Err(StoreError::Conflict);
         }
         *stored = lane;
-        memory.events.push(AuditRecord::Transition(event));
+        memory.push(AuditRecord::Transition(event), self.event_capacity);
         Ok(())
     }
 
@@ -345,15 +431,8 @@ impl MemoryStore {
 
     fn events_now(&self, after: u64, limit: usize) -> Result<Vec<(u64, AuditRecord)>, StoreError> {
         let memory = self.lock()?;
-        let skip = usize::try_from(after).unwrap_or(usize::MAX);
-        Ok(memory
-            .events
-            .iter()
-            .enumerate()
-            .skip(skip)
-            .take(limit)
-            .map(|(index, record)| (index as u64 + 1, record.clone()))
-            .collect())
+        let first = memory.events.partition_point(|(seq, _)| *seq <= after);
+        Ok(memory.events.range(first..).take(limit).cloned().collect())
     }
 }
 
@@ -393,7 +472,10 @@ impl ApprovalStore for MemoryStore {
     }
 
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        ready(self.lock().map(|mut memory| memory.events.push(record)))
+        ready(
+            self.lock()
+                .map(|mut memory| memory.push(record, self.event_capacity)),
+        )
     }
 
     fn events_since(

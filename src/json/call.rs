@@ -272,10 +272,10 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
     codec: &Codec<C>,
     input: &ErasedInput,
     actor: &Actor<'_>,
-    dedupe_token: Option<&str>,
+    keyed: Keyed<'_>,
     mode: crate::gate::ModeResolution,
     policy: &ModePolicy<C>,
-) -> Result<Proposal, String> {
+) -> Proposal {
     let spec = entry.spec();
     let mut own = String::new();
     let own_preview = match (codec.preview)(input, &mut own) {
@@ -283,16 +283,50 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
         // No preview, or one that failed to write: the fallback never fails.
         _ => None,
     };
-    Ok(Proposal::from_draft(Draft {
+    Proposal::from_draft(Draft {
         spec,
         scopes: entry.scopes(),
         actor,
-        dedupe_token,
-        input: (codec.canonical)(input)?,
+        dedupe_token: keyed.dedupe_token,
+        input: keyed.canonical,
+        idempotency_key: keyed.key,
         own_preview,
         mode,
         host_floor: policy.tier_floor(spec.risk_tier()),
-    }))
+    })
+}
+
+/// A call that awaits approval, as far as finding its lane needs: its input as canonical
+/// JSON and its key. A repeated call stops here (one store lookup finds its lane); only a
+/// new one goes on to a preview and snapshots ([`propose_call`]).
+pub(crate) struct Keyed<'a> {
+    pub(crate) canonical: String,
+    pub(crate) key: crate::declare::IdempotencyKey,
+    pub(crate) dedupe_token: Option<&'a str>,
+}
+
+/// The canonical input and key of a call that awaits approval; the error when the input
+/// cannot be written as JSON.
+pub(crate) fn keyed_call<'a, C: ?Sized + 'static>(
+    entry: &ToolEntry<C>,
+    codec: &Codec<C>,
+    input: &ErasedInput,
+    actor: &Actor<'_>,
+    dedupe_token: Option<&'a str>,
+) -> Result<Keyed<'a>, String> {
+    let canonical = (codec.canonical)(input)?;
+    let key = crate::declare::IdempotencyKey::for_canonical_call(
+        entry.spec().name(),
+        &canonical,
+        Some(actor.id()),
+        actor.account(),
+        dedupe_token,
+    );
+    Ok(Keyed {
+        canonical,
+        key,
+        dedupe_token,
+    })
 }
 
 /// The key a call that awaits approval is proposed under ([`propose_call`]'s), computed
@@ -304,14 +338,9 @@ pub(crate) fn proposal_key<C: ?Sized + 'static>(
     actor: &Actor<'_>,
     dedupe_token: Option<&str>,
 ) -> Option<crate::declare::IdempotencyKey> {
-    let input = (codec.canonical)(input).ok()?;
-    Some(crate::declare::IdempotencyKey::for_canonical_call(
-        entry.spec().name(),
-        &input,
-        Some(actor.id()),
-        actor.account(),
-        dedupe_token,
-    ))
+    keyed_call(entry, codec, input, actor, dedupe_token)
+        .ok()
+        .map(|keyed| keyed.key)
 }
 
 /// Decodes the stored canonical input of an approved call, for the run.

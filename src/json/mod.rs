@@ -20,7 +20,9 @@ pub(crate) mod strict;
 mod watch;
 
 pub use audit::AuditEvent;
-pub(crate) use call::{Admitted, decode_stored, gate_call, proposal_key, propose_call, run_ready};
+pub(crate) use call::{
+    Admitted, decode_stored, gate_call, keyed_call, proposal_key, propose_call, run_ready,
+};
 pub use call::{Governance, ToolCall};
 pub use canonical::canonical_json;
 pub(crate) use canonical_writer::canonical_text;

@@ -95,6 +95,9 @@ pub(crate) struct Draft<'a> {
     pub(crate) dedupe_token: Option<&'a str>,
     /// The input as the tool receives it, as RFC 8785 canonical JSON.
     pub(crate) input: String,
+    /// The key of the call, hashed from `input` by the caller (which looked its lane up
+    /// first).
+    pub(crate) idempotency_key: IdempotencyKey,
     /// The tool's own preview, if it wrote one.
     pub(crate) own_preview: Option<String>,
     pub(crate) mode: ModeResolution,
@@ -102,8 +105,8 @@ pub(crate) struct Draft<'a> {
 }
 
 impl Proposal {
-    /// The proposal of a call: its canonical input and key (computed here, once), its
-    /// preview (the tool's own, else the structured fallback) and its snapshots.
+    /// The proposal of a call: its canonical input and key, its preview (the tool's own,
+    /// else the structured fallback) and its snapshots.
     pub(crate) fn from_draft(draft: Draft<'_>) -> Self {
         let Draft {
             spec,
@@ -111,20 +114,14 @@ impl Proposal {
             actor,
             dedupe_token,
             input,
+            idempotency_key,
             own_preview,
             mode,
             host_floor,
         } = draft;
-        // Written once: the snapshot of the input, the text its key is hashed from, and
+        // Written once: the snapshot of the input, the text its key was hashed from, and
         // the source of the fallback preview.
         let canonical_input = input;
-        let idempotency_key = IdempotencyKey::for_canonical_call(
-            spec.name(),
-            &canonical_input,
-            Some(actor.id()),
-            actor.account(),
-            dedupe_token,
-        );
         let preview = match own_preview {
             Some(text) => Preview::new(text, PreviewSource::Tool),
             None => Preview::fallback_of_canonical(spec, scopes, &mode, &canonical_input),
