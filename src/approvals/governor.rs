@@ -471,11 +471,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 // A repeated call (the model asks again while a person decides) finds its
                 // lane by one lookup: no preview, no snapshots, no opening event. A lane
                 // closed by a person is proposed afresh, below.
-                if let Some(lane) = self.approvals.store().get(&key).await? {
-                    if lane.state() != LaneState::Closed {
-                        self.record(record).await?;
-                        return self.reissued(lane, now, actor, context).await;
-                    }
+                if let Some(lane) = self.approvals.store().get(&key).await?
+                    && lane.state() != LaneState::Closed
+                {
+                    self.record(record).await?;
+                    return self.reissued(lane, now, actor, context).await;
                 }
                 let proposal = propose_call(
                     entry,
