@@ -406,3 +406,72 @@ fn tools_list_carries_the_mode_in_force_for_its_caller() {
     // listing is not changed by this one's.
     assert_eq!(read_mode(&served(Governor::new(&TOOLS))), Some("auto"));
 }
+
+/// An input whose JSON Schema counts how often it is generated.
+#[derive(Deserialize, Serialize)]
+#[allow(dead_code, reason = "decoded, not read")]
+struct Counted {
+    n: u32,
+}
+
+static SCHEMAS_MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl JsonSchema for Counted {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Counted".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        SCHEMAS_MADE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _ = generator;
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 0}},
+            "required": ["n"],
+            "additionalProperties": false
+        })
+    }
+}
+
+struct CountedTool;
+
+impl Tool for CountedTool {
+    const SPEC: ToolSpec = ToolSpec::new("counted", "Counted", "Counts.", RiskTier::ReadOnly);
+    const SCOPES: &'static [Scope] = &[];
+    type Input = Counted;
+    type Output = u32;
+    type Error = String;
+    type Context = ();
+
+    fn validate(_: &Counted) -> Result<(), InputErrors> {
+        Ok(())
+    }
+
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+
+    async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
+        Ok(call.input().n)
+    }
+}
+
+static COUNTED: Registry<()> = Registry::new(&[ToolEntry::mcp::<CountedTool>()]);
+
+#[test]
+fn schemas_are_made_once_per_registry_and_shared() {
+    let governor = Governor::new(&COUNTED);
+    let actor = Actor::new("agent", &[]);
+    let first = governor.mcp_tools_for(&actor, &()).unwrap();
+    let made = SCHEMAS_MADE.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(made >= 1);
+    for _ in 0..10 {
+        assert_eq!(governor.mcp_tools_for(&actor, &()).unwrap(), first);
+        assert_eq!(COUNTED.mcp_tools().unwrap(), first);
+    }
+    // Another governor over the same registry shares what was made.
+    let other = Governor::new(&COUNTED);
+    assert_eq!(other.mcp_tools_for(&actor, &()).unwrap(), first);
+    assert_eq!(SCHEMAS_MADE.load(std::sync::atomic::Ordering::SeqCst), made);
+    assert_eq!(first[0]["inputSchema"]["required"], json!(["n"]));
+}

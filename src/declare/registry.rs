@@ -43,6 +43,10 @@ pub struct Registry<C: ?Sized + 'static> {
     /// costs the same among 10 or 10,000 tools.
     #[cfg(feature = "std")]
     index: std::sync::OnceLock<std::collections::HashMap<&'static str, usize>>,
+    /// What the layers above derive from the whole registry once and share (the MCP
+    /// projection with its JSON Schemas): one value per type, made on first use.
+    #[cfg(feature = "std")]
+    derived: std::sync::Mutex<std::vec::Vec<std::sync::Arc<dyn core::any::Any + Send + Sync>>>,
 }
 
 /// Most tools one registry holds. The compile-time check for duplicate names sorts the
@@ -187,6 +191,8 @@ impl<C: ?Sized + 'static> Registry<C> {
             tools,
             #[cfg(feature = "std")]
             index: std::sync::OnceLock::new(),
+            #[cfg(feature = "std")]
+            derived: std::sync::Mutex::new(std::vec::Vec::new()),
         }
     }
 
@@ -257,6 +263,35 @@ impl<C: ?Sized + 'static> Registry<C> {
     #[must_use]
     pub const fn tools(&self) -> &'static [ToolEntry<C>] {
         self.tools
+    }
+
+    /// The value of type `T` derived from this registry, made by `make` on first use and
+    /// shared after: a registry's tools never change, so neither does what is derived
+    /// from them alone. `make` runs under the cache's lock, so it must not ask for
+    /// another derived value.
+    #[cfg(feature = "std")]
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn derived<T: core::any::Any + Send + Sync>(
+        &self,
+        make: impl FnOnce(&Self) -> T,
+    ) -> std::sync::Arc<T> {
+        use std::sync::Arc;
+        let found = |kept: &[Arc<dyn core::any::Any + Send + Sync>]| {
+            kept.iter()
+                .find_map(|value| Arc::clone(value).downcast::<T>().ok())
+        };
+        // A poisoned lock only means another thread panicked while making a value: what
+        // is kept is whole (values are pushed complete), so it is used as it is.
+        let mut kept = self
+            .derived
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(value) = found(&kept) {
+            return value;
+        }
+        let value = Arc::new(make(self));
+        kept.push(Arc::clone(&value) as Arc<dyn core::any::Any + Send + Sync>);
+        value
     }
 }
 

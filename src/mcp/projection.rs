@@ -210,13 +210,31 @@ impl<C: ?Sized + 'static> Registry<C> {
     /// assert!(EMPTY.mcp_tools().unwrap().is_empty());
     /// ```
     pub fn mcp_tools(&self) -> Result<Vec<Value>, ProjectionError> {
-        self.tools()
+        self.projected()
+            .0
             .iter()
-            .filter(|entry| entry.is_callable_by_name())
-            .map(ToolEntry::mcp_tool)
+            .flatten()
+            .map(|tool| tool.clone())
             .collect()
     }
+
+    /// Each tool's `tools/list` entry (`None` for a tool not callable by name), made once
+    /// per registry: generating JSON Schemas is most of a listing's cost.
+    fn projected(&self) -> std::sync::Arc<Projected> {
+        self.derived(|registry| {
+            Projected(
+                registry
+                    .tools()
+                    .iter()
+                    .map(|entry| entry.is_callable_by_name().then(|| entry.mcp_tool()))
+                    .collect(),
+            )
+        })
+    }
 }
+
+/// The `tools/list` entries of a registry's tools, in registration order.
+struct Projected(Vec<Option<Result<Value, ProjectionError>>>);
 
 impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C, S> {
     /// The `tools/list` entries of the tools `actor` may call: exactly those
@@ -239,11 +257,15 @@ impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C,
         actor: &Actor<'_>,
         context: &C,
     ) -> Result<Vec<Value>, ProjectionError> {
+        let projected = self.registry().projected();
+        // `verdicts` goes through the tools in registration order, as the projection does.
         self.verdicts(actor, context)
-            .filter_map(|(entry, verdict)| Some((entry, verdict.mode()?.resolved())))
-            .filter(|(entry, _)| entry.is_callable_by_name())
-            .map(|(entry, mode)| {
-                let mut tool = entry.mcp_tool()?;
+            .zip(projected.0.iter())
+            .filter_map(|((entry, verdict), tool)| {
+                Some((entry, verdict.mode()?.resolved(), tool.as_ref()?))
+            })
+            .map(|(entry, mode, tool)| {
+                let mut tool = tool.clone()?;
                 if mode != entry.spec().approval_mode() {
                     tool["_meta"][META_APPROVAL_MODE] = mode.as_str().into();
                 }
