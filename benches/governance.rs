@@ -391,6 +391,129 @@ fn mcp_tools_list(c: &mut Criterion) {
     );
 }
 
+/// The same 100 tools written for rig alone: rig keeps each definition (its schema made
+/// once, at registration) and clones it for a listing.
+struct RigListed<const N: usize>;
+
+impl<const N: usize> rig_agent::core::tool::PortableTool for RigListed<N> {
+    const NAME: &'static str = name(N);
+    type Args = Query;
+    type Output = String;
+    type Error = std::convert::Infallible;
+
+    fn description(&self) -> String {
+        "A listed tool.".into()
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(Query)).unwrap_or_default()
+    }
+
+    async fn call(&self, _: Query) -> Result<String, Self::Error> {
+        Ok(String::new())
+    }
+}
+
+/// Listings of 100 tools an actor may call, against rig's: the names a model may call
+/// (`Governor::visible`) against rig's `ToolSet::tool_definitions`, and the MCP listing
+/// (`Governor::mcp_tools_for`) against rig's definitions as JSON values.
+fn listings_against_rig(c: &mut Criterion) {
+    let mut set = rig_agent::tool::ToolSet::default();
+    seq_macro::seq!(N in 0..100 { set.add_tool(RigListed::<N>); });
+    assert_eq!(set.tool_definitions().len(), 100);
+    let governor = cairnloop::Governor::new(&LISTED);
+    let actor = Actor::new("agent", &["orders:read"]);
+    assert_eq!(governor.visible(&actor, &()).count(), 100);
+    let visible = || governor.visible(black_box(&actor), &()).count();
+    let rig_definitions = || black_box(&set).tool_definitions().len();
+    let listing = || {
+        governor
+            .mcp_tools_for(black_box(&actor), &())
+            .unwrap()
+            .len()
+    };
+    let rig_values = || {
+        serde_json::to_value(black_box(&set).tool_definitions())
+            .unwrap()
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let mut group = c.benchmark_group("listing_100");
+    group.bench_function("visible", |b| b.iter(visible));
+    group.bench_function("rig_tool_definitions", |b| b.iter(rig_definitions));
+    group.bench_function("mcp_tools_for", |b| b.iter(listing));
+    group.bench_function("rig_to_value", |b| b.iter(rig_values));
+    group.finish();
+    paired(
+        "listing_100",
+        "visible",
+        2.0,
+        || {
+            black_box(visible());
+        },
+        || {
+            black_box(rig_definitions());
+        },
+    );
+    paired(
+        "listing_100",
+        "mcp_tools_for",
+        1.5,
+        || {
+            black_box(listing());
+        },
+        || {
+            black_box(rig_values());
+        },
+    );
+}
+
+/// A repeated call (the model asks again while a person decides) against the decision of
+/// the same call: the same decode and gates, stopped at gate 4 by a host override.
+fn repeated_call(c: &mut Criterion) {
+    let repeated = benches::discarding();
+    assert_eq!(
+        benches::call(&repeated, Path::Proposal, SHIPMENT),
+        "awaiting_approval"
+    );
+    let decision = cairnloop::Governor::new(&benches::SHIPPING)
+        .with_audit_sink(cairnloop::approvals::DiscardAudit)
+        .with_governance(cairnloop::Governance::new().with_mode_policy(
+            ModePolicy::new().with_tier(RiskTier::HighWrite, ApprovalMode::AlwaysBlock),
+        ));
+    assert_eq!(
+        benches::call(&decision, Path::Proposal, SHIPMENT),
+        "always_blocked"
+    );
+    let mut group = c.benchmark_group("repeated_call");
+    group.bench_function("cairnloop", |b| {
+        b.iter(|| benches::call(&repeated, Path::Proposal, black_box(SHIPMENT)))
+    });
+    group.bench_function("decision", |b| {
+        b.iter(|| benches::call(&decision, Path::Proposal, black_box(SHIPMENT)))
+    });
+    group.finish();
+    paired(
+        "repeated_call",
+        "cairnloop",
+        2.0,
+        || {
+            black_box(benches::call(
+                &repeated,
+                Path::Proposal,
+                black_box(SHIPMENT),
+            ));
+        },
+        || {
+            black_box(benches::call(
+                &decision,
+                Path::Proposal,
+                black_box(SHIPMENT),
+            ));
+        },
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // 4b. Against an agent framework's own dispatch: rig's tool set running the same tool by
 //     name (parse, its future, the output as a tool result), without governance; the
@@ -669,6 +792,19 @@ fn report() {
             f64::INFINITY,
         ),
         ("idempotency_key", "cairnloop".into(), "floor".into(), 1.5),
+        (
+            "listing_100",
+            "visible".into(),
+            "rig_tool_definitions".into(),
+            2.0,
+        ),
+        (
+            "listing_100",
+            "mcp_tools_for".into(),
+            "rig_to_value".into(),
+            1.5,
+        ),
+        ("repeated_call", "cairnloop".into(), "decision".into(), 2.0),
         // No budget of their own: how the governed call compares with rig's dispatch.
         ("rig_dispatch", "rig".into(), "floor".into(), f64::INFINITY),
         ("rig_dispatch", "cairnloop".into(), "rig".into(), 1.0),
@@ -729,6 +865,8 @@ fn main() {
     visibility(&mut criterion);
     mcp_tools_list(&mut criterion);
     rig_dispatch(&mut criterion);
+    listings_against_rig(&mut criterion);
+    repeated_call(&mut criterion);
     idempotency_key(&mut criterion);
     criterion.final_summary();
     report();

@@ -214,7 +214,7 @@ impl<C: ?Sized + 'static> Registry<C> {
             .0
             .iter()
             .flatten()
-            .map(|tool| tool.clone())
+            .cloned()
             .collect()
     }
 
