@@ -468,6 +468,39 @@ fn listings_against_rig(c: &mut Criterion) {
     );
 }
 
+/// The default governor (every decision kept in its memory store's ring, which a long-lived
+/// process has filled) against the same governor with a sink that discards.
+fn default_governor(c: &mut Criterion) {
+    let default = benches::governor_with_store_log();
+    for _ in 0..cairnloop::approvals::MemoryStore::DEFAULT_EVENT_CAPACITY {
+        benches::call(&default, Path::Executes, SHIPMENT);
+    }
+    let discarding = benches::discarding();
+    let mut group = c.benchmark_group("default_governor");
+    group.bench_function("cairnloop", |b| {
+        b.iter(|| benches::call(&default, Path::Executes, black_box(SHIPMENT)))
+    });
+    group.bench_function("discarding_sink", |b| {
+        b.iter(|| benches::call(&discarding, Path::Executes, black_box(SHIPMENT)))
+    });
+    group.finish();
+    paired(
+        "default_governor",
+        "cairnloop",
+        1.3,
+        || {
+            black_box(benches::call(&default, Path::Executes, black_box(SHIPMENT)));
+        },
+        || {
+            black_box(benches::call(
+                &discarding,
+                Path::Executes,
+                black_box(SHIPMENT),
+            ));
+        },
+    );
+}
+
 /// A repeated call (the model asks again while a person decides) against the decision of
 /// the same call: the same decode and gates, stopped at gate 4 by a host override.
 fn repeated_call(c: &mut Criterion) {
@@ -805,6 +838,12 @@ fn report() {
             1.5,
         ),
         ("repeated_call", "cairnloop".into(), "decision".into(), 2.0),
+        (
+            "default_governor",
+            "cairnloop".into(),
+            "discarding_sink".into(),
+            1.3,
+        ),
         // No budget of their own: how the governed call compares with rig's dispatch.
         ("rig_dispatch", "rig".into(), "floor".into(), f64::INFINITY),
         ("rig_dispatch", "cairnloop".into(), "rig".into(), 1.0),
@@ -867,6 +906,7 @@ fn main() {
     rig_dispatch(&mut criterion);
     listings_against_rig(&mut criterion);
     repeated_call(&mut criterion);
+    default_governor(&mut criterion);
     idempotency_key(&mut criterion);
     criterion.final_summary();
     report();

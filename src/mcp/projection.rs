@@ -210,12 +210,7 @@ impl<C: ?Sized + 'static> Registry<C> {
     /// assert!(EMPTY.mcp_tools().unwrap().is_empty());
     /// ```
     pub fn mcp_tools(&self) -> Result<Vec<Value>, ProjectionError> {
-        self.projected()
-            .0
-            .iter()
-            .flatten()
-            .cloned()
-            .collect()
+        self.projected().0.iter().flatten().cloned().collect()
     }
 
     /// Each tool's `tools/list` entry (`None` for a tool not callable by name), made once
