@@ -5,7 +5,7 @@
 //! valgrind --tool=callgrind target/release/deps/profile-* executes 20000
 //! ```
 //!
-//! Paths: `floor`, each name of `cairnloop_benches::Path::ALL`, `visibility_1000` (one
+//! Paths: `floor`, `repeated` (the same proposal made again: its lane found), each name of `cairnloop_benches::Path::ALL`, `visibility_1000` (one
 //! listing of 1,000 tools for an actor with five scopes, as the governance bench's) and
 //! `visibility_floor` (its floor, the bench's too).
 
@@ -40,6 +40,16 @@ fn main() {
             .filter(|_| floor(std::hint::black_box(SHIPMENT)))
             .count();
         println!("floor: {ok} of {times}");
+        return;
+    }
+    if path == "repeated" {
+        // The same proposal made again and again: its lane found each time.
+        let governor = discarding();
+        let mut last = "";
+        for _ in 0..times {
+            last = call(&governor, Path::Proposal, std::hint::black_box(SHIPMENT));
+        }
+        println!("repeated: {last} ×{times}");
         return;
     }
     let Some(&(chosen, _)) = Path::ALL.iter().find(|(_, name)| *name == path) else {
