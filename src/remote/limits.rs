@@ -191,10 +191,22 @@ impl RateCounter {
     /// Counts one request of `subject` now; when it is past its pace, how long until
     /// the next one is let in.
     pub(crate) fn admit(&self, subject: &str, limits: &HttpLimits) -> Result<(), Duration> {
-        self.admit_at(subject, limits, Instant::now())
+        self.admit_when(subject, limits, Instant::now)
     }
 
     fn admit_at(&self, subject: &str, limits: &HttpLimits, now: Instant) -> Result<(), Duration> {
+        self.admit_when(subject, limits, || now)
+    }
+
+    /// The clock is read under the lock: a time read before it would be stale by the
+    /// wait for the lock, and under contention a request would be refused for the time it
+    /// queued, not for its subject's pace.
+    fn admit_when(
+        &self,
+        subject: &str,
+        limits: &HttpLimits,
+        clock: impl FnOnce() -> Instant,
+    ) -> Result<(), Duration> {
         // Zero requests a minute lets nobody in; the interval is at least a nanosecond.
         let per_minute = limits.requests_per_minute();
         if per_minute == 0 {
@@ -204,6 +216,7 @@ impl RateCounter {
         // A burst is never more than a minute's budget.
         let tolerance = interval.saturating_mul(limits.burst().min(per_minute));
         let mut arrivals = self.arrivals.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = clock();
         if arrivals.len() >= MAX_COUNTED {
             arrivals.retain(|_, arrival| *arrival > now);
         }
@@ -249,6 +262,37 @@ mod tests {
                 .count();
         }
         assert_eq!(admitted, 20 + 19, "{admitted} in 2 s");
+    }
+
+    /// Many threads at once, far under the pace: none is refused for the time it waited
+    /// for the others (the clock was once read before the lock, and a queue longer than
+    /// the burst's span refused the last in it).
+    #[test]
+    fn threads_queued_for_the_counter_are_not_refused_for_waiting() {
+        let counter = std::sync::Arc::new(RateCounter::default());
+        // The largest rate: an interval of 14 ns, so a burst of 20 spans 280 ns, less
+        // than a wait for a contended lock; no thread comes near the pace itself.
+        let limits = HttpLimits::new().with_requests_per_minute(u32::MAX);
+        let threads = 16;
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(threads));
+        let refused: usize = (0..threads)
+            .map(|_| {
+                let (counter, barrier) = (counter.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    (0..2_000)
+                        .filter(|_| counter.admit("one-subject", &limits).is_err())
+                        .count()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .sum();
+        assert_eq!(
+            refused, 0,
+            "{refused} of 32,000 refused under a pace of 71 million a second"
+        );
     }
 
     #[test]
