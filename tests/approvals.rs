@@ -1661,3 +1661,49 @@ fn a_repeated_call_finds_its_lane_without_a_preview_or_an_event() {
         .count();
     assert_eq!(decisions, 4);
 }
+
+#[test]
+fn the_same_text_is_the_same_call_only_for_the_same_actor_account_and_dedupe_token() {
+    let bench = Bench::new();
+    let propose = |call: &ToolCall<'_>, actor: &Actor<'_>| match pollster::block_on(
+        bench.at(at(0)).call(call, actor, &bench.lab),
+    ) {
+        Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+        other => panic!("expected a proposal, got {other:?}"),
+    };
+    let call = ToolCall::new("write_note", ARGS);
+    let first = propose(&call, &agent());
+    // Asked again, the same text: the same lane (its key remembered, not recomputed).
+    assert_eq!(propose(&call, &agent()), first);
+    let others = [
+        propose(
+            &call,
+            &Actor::new("agent-8", &["payments:write"]).with_account("acme"),
+        ),
+        propose(
+            &call,
+            &Actor::new("agent-7", &["payments:write"]).with_account("other"),
+        ),
+        propose(&call, &Actor::new("agent-7", &["payments:write"])),
+        propose(
+            &ToolCall::new("write_note", ARGS).with_dedupe_token("2"),
+            &agent(),
+        ),
+        propose(&ToolCall::new("send_money", ARGS), &agent()),
+    ];
+    for (i, key) in others.iter().enumerate() {
+        assert_ne!(*key, first, "call {i} found another call's lane");
+        for later in &others[i + 1..] {
+            assert_ne!(key, later);
+        }
+    }
+    // Each key is the one computed from the call itself.
+    let expected = IdempotencyKey::for_call(
+        "write_note",
+        &serde_json::json!({"to": "DE02 1203", "cents": 5000}),
+        Some("agent-7"),
+        Some("acme"),
+        None,
+    );
+    assert_eq!(first, expected);
+}

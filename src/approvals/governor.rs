@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::approvals::identity::check_id;
+use crate::approvals::recent::{CallParts, RecentKeys};
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, Approvals, AuditRecord, AuditSink,
     Clock, MemoryStore, SystemClock,
@@ -70,6 +71,8 @@ pub struct Governor<C: ?Sized + 'static, S = MemoryStore> {
     clock: Box<dyn Clock>,
     sink: Option<Arc<dyn AuditSink>>,
     holder: String,
+    /// Keys of calls that awaited approval lately, by their exact text.
+    recent: RecentKeys,
 }
 
 /// What became of a call by name.
@@ -191,6 +194,7 @@ impl<C: ?Sized + Sync + 'static> Governor<C, MemoryStore> {
             clock: Box::new(SystemClock),
             sink: None,
             holder: alloc::format!("process-{}", std::process::id()),
+            recent: RecentKeys::new(),
         }
     }
 }
@@ -219,6 +223,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             clock: self.clock,
             sink: self.sink,
             holder: self.holder,
+            recent: self.recent,
         }
     }
 
@@ -460,18 +465,40 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     },
                 mode,
             } => {
-                let keyed = keyed_call(entry, codec, &input, actor, call.dedupe_token())
-                    .map_err(ApprovalError::Encoding)?;
                 // The clock first: without a time nothing is decided, nor recorded.
                 let now = self.now()?;
+                let parts = CallParts {
+                    tool: entry.spec().name(),
+                    arguments: call.arguments(),
+                    actor,
+                    dedupe_token: call.dedupe_token(),
+                };
+                // A repeated call (the model asks again while a person decides) finds its
+                // lane by one lookup: no preview, no snapshots, no opening event; and when
+                // its text is the same as last time, its key is not computed again. A lane
+                // closed by a person is proposed afresh, below.
+                let known = self.recent.get(&parts);
+                if let Some(key) = known
+                    && let Some(lane) = self.approvals.store().get(&key).await?
+                    && lane.state() != LaneState::Closed
+                {
+                    if let Some(record) = &mut record {
+                        record.idempotency_key = Some(key);
+                    }
+                    self.record(record).await?;
+                    return self.reissued(lane, now, actor, context).await;
+                }
+                let keyed = keyed_call(entry, codec, &input, actor, call.dedupe_token())
+                    .map_err(ApprovalError::Encoding)?;
                 let key = keyed.key;
+                if known.is_none() {
+                    self.recent.insert(&parts, key);
+                }
                 if let Some(record) = &mut record {
                     record.idempotency_key = Some(key);
                 }
-                // A repeated call (the model asks again while a person decides) finds its
-                // lane by one lookup: no preview, no snapshots, no opening event. A lane
-                // closed by a person is proposed afresh, below.
-                if let Some(lane) = self.approvals.store().get(&key).await?
+                if known.is_none()
+                    && let Some(lane) = self.approvals.store().get(&key).await?
                     && lane.state() != LaneState::Closed
                 {
                     self.record(record).await?;

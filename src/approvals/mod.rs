@@ -15,6 +15,7 @@ mod error;
 mod governor;
 mod identity;
 mod lane;
+mod recent;
 mod reply;
 mod service;
 mod store;

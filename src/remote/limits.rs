@@ -194,6 +194,7 @@ impl RateCounter {
         self.admit_when(subject, limits, Instant::now)
     }
 
+    #[cfg(test)]
     fn admit_at(&self, subject: &str, limits: &HttpLimits, now: Instant) -> Result<(), Duration> {
         self.admit_when(subject, limits, || now)
     }
