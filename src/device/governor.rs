@@ -271,13 +271,7 @@ impl<C: 'static, const LANES: usize, const AUDIT: usize> DeviceGovernor<C, LANES
             }
             Ok(false) => {}
         }
-        self.audit.record(
-            now,
-            Some(tool),
-            code,
-            By::Agent,
-            AuditEvent::Decided("await_approval"),
-        );
+        self.decided_to_wait(now, tool, code);
         match lane.state() {
             LaneState::Approved => {
                 // The single-use claim: approved → running, once.
@@ -340,13 +334,7 @@ impl<C: 'static, const LANES: usize, const AUDIT: usize> DeviceGovernor<C, LANES
         let Some(slot) = self.lanes.insert(lane) else {
             return Err(Refusal::LaneTableFull);
         };
-        self.audit.record(
-            now,
-            Some(tool),
-            code,
-            By::Agent,
-            AuditEvent::Decided("await_approval"),
-        );
+        self.decided_to_wait(now, tool, code);
         self.audit.record(
             now,
             Some(tool),
@@ -555,6 +543,17 @@ impl<C: 'static, const LANES: usize, const AUDIT: usize> DeviceGovernor<C, LANES
             },
         );
         Ok(to)
+    }
+
+    /// Records the decision that a call waits for approval.
+    fn decided_to_wait(&mut self, now: Timestamp, tool: usize, code: u32) {
+        self.audit.record(
+            now,
+            Some(tool),
+            code,
+            By::Agent,
+            AuditEvent::Decided("await_approval"),
+        );
     }
 
     fn blocked(&mut self, now: Timestamp, tool: Option<usize>, blocked: Blocked) -> Reply {
