@@ -48,7 +48,8 @@ fn the_sqlite_store_keeps_the_contract() {
 struct Broken {
     flaw: Flaw,
     lanes: Mutex<BTreeMap<IdempotencyKey, ApprovalLane>>,
-    events: Mutex<Vec<AuditRecord>>,
+    events: Mutex<BTreeMap<u64, AuditRecord>>,
+    numbered: AtomicU64,
 }
 
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
@@ -63,6 +64,12 @@ enum Flaw {
     NoCompareAndSet,
     /// Inserting a known key overwrites the stored lane.
     InsertOverwrites,
+    /// An append takes its number, then publishes the record a moment later: a reader can
+    /// pass a number whose record is not there yet, and never see it.
+    NumberedBeforePublished,
+    /// A move copies the log, adds its event and writes the copy back, outside any lock:
+    /// moves of different lanes at once lose each other's events.
+    LogCopiedBack,
 }
 
 impl Broken {
@@ -94,13 +101,32 @@ impl Broken {
             lanes = self.lanes.lock().unwrap();
         }
         lanes.insert(lane.key(), lane);
-        if self.flaw != Flaw::LosesEvents {
-            self.events
-                .lock()
-                .unwrap()
-                .push(AuditRecord::Transition(event));
+        drop(lanes);
+        match self.flaw {
+            Flaw::LosesEvents => {}
+            Flaw::LogCopiedBack => {
+                let mut copy = self.events.lock().unwrap().clone();
+                let next = copy.keys().next_back().map_or(1, |last| last + 1);
+                copy.insert(next, AuditRecord::Transition(event));
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                *self.events.lock().unwrap() = copy;
+            }
+            _ => self.publish(AuditRecord::Transition(event)),
         }
         Ok(())
+    }
+
+    fn publish(&self, record: AuditRecord) {
+        if self.flaw == Flaw::NumberedBeforePublished {
+            let number = self.numbered.fetch_add(1, Ordering::SeqCst) + 1;
+            // Later numbers overtake this one while it waits.
+            std::thread::sleep(std::time::Duration::from_micros(50 * (number % 7)));
+            self.events.lock().unwrap().insert(number, record);
+        } else {
+            let mut events = self.events.lock().unwrap();
+            let number = self.numbered.fetch_add(1, Ordering::SeqCst) + 1;
+            events.insert(number, record);
+        }
     }
 }
 
@@ -115,10 +141,7 @@ impl ApprovalStore for Broken {
             Some(existing) if self.flaw != Flaw::InsertOverwrites => (existing.clone(), false),
             _ => {
                 lanes.insert(lane.key(), lane.clone());
-                self.events
-                    .lock()
-                    .unwrap()
-                    .push(AuditRecord::Transition(event));
+                self.publish(AuditRecord::Transition(event));
                 (lane, true)
             }
         };
@@ -151,7 +174,7 @@ impl ApprovalStore for Broken {
     }
 
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.events.lock().unwrap().push(record);
+        self.publish(record);
         ready(Ok(()))
     }
 
@@ -162,11 +185,9 @@ impl ApprovalStore for Broken {
     ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
         let events = self.events.lock().unwrap();
         ready(Ok(events
-            .iter()
-            .enumerate()
-            .map(|(i, record)| (i as u64 + 1, record.clone()))
-            .filter(|(cursor, _)| *cursor > after)
+            .range(after.saturating_add(1)..)
             .take(limit)
+            .map(|(cursor, record)| (*cursor, record.clone()))
             .collect()))
     }
 
@@ -195,6 +216,11 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         (Flaw::LosesEvents, "compare-and-set"),
         (Flaw::NoCompareAndSet, "compare-and-set"),
         (Flaw::InsertOverwrites, "insert-if-absent"),
+        (
+            Flaw::NumberedBeforePublished,
+            "cursor under concurrent writers",
+        ),
+        (Flaw::LogCopiedBack, "sweeps in a crowd"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");

@@ -10,7 +10,7 @@ use std::sync::{Arc, Barrier};
 
 use cairnloop::approvals::{ApprovalConfig, StoreError, conformance};
 use cairnloop::gate::LaneState;
-use cairnloop::stores::PostgresStore;
+use cairnloop::stores::{POSTGRES_SCHEMA_VERSION, PostgresStore};
 use cairnloop::{
     Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
     Tool, ToolCall, ToolEntry, ToolSpec,
@@ -161,9 +161,92 @@ fn a_database_with_tables_of_ours_that_we_did_not_make_is_refused() {
         PostgresStore::connect(&newer).unwrap_err(),
         StoreError::NewerSchema {
             found: 99,
-            supported: 1
+            supported: POSTGRES_SCHEMA_VERSION
         }
     );
+}
+
+/// A database written by the version-1 schema (events numbered under one lock), as that
+/// library left it.
+const VERSION_1: &str = "
+    CREATE TABLE cairnloop_schema (version INTEGER NOT NULL); INSERT INTO cairnloop_schema VALUES (1);
+    CREATE TABLE cairnloop_lanes (key TEXT PRIMARY KEY, state TEXT NOT NULL, version BIGINT NOT NULL, lane TEXT NOT NULL);
+    CREATE INDEX cairnloop_lanes_by_state ON cairnloop_lanes (state, key);
+    CREATE TABLE cairnloop_events (seq BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);
+";
+
+#[test]
+fn a_version_1_database_migrates_and_its_cursors_stay_valid() {
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    // Written by today's store into a scratch database, then moved into a version-1
+    // layout by hand: the lanes and records as the old library wrote them.
+    let scratch = fresh_database(&server);
+    let agent = Actor::new("agent-7", &[]);
+    let first = Governor::new(&TOOLS).with_store(PostgresStore::connect(&scratch).unwrap());
+    for id in 0..3 {
+        let arguments = format!(r#"{{"id": {id}}}"#);
+        let call = ToolCall::new("count", &arguments);
+        pollster::block_on(first.call(&call, &agent, &())).unwrap();
+    }
+    let mut source = postgres::Client::connect(&scratch, postgres::NoTls).unwrap();
+    let lanes = source
+        .query("SELECT key, state, version, lane FROM cairnloop_lanes", &[])
+        .unwrap();
+    let records: Vec<String> = source
+        .query("SELECT record FROM cairnloop_events ORDER BY position", &[])
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let mut old = postgres::Client::connect(&database, postgres::NoTls).unwrap();
+    old.batch_execute(VERSION_1).unwrap();
+    for row in &lanes {
+        let (key, state, version, lane): (String, String, i64, String) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        old.execute(
+            "INSERT INTO cairnloop_lanes VALUES ($1, $2, $3, $4)",
+            &[&key, &state, &version, &lane],
+        )
+        .unwrap();
+    }
+    // Numbers with a gap, as a rolled-back insert leaves.
+    old.batch_execute("SELECT setval('cairnloop_events_seq_seq', 40)")
+        .unwrap();
+    for record in &records {
+        old.execute(
+            "INSERT INTO cairnloop_events (record) VALUES ($1)",
+            &[record],
+        )
+        .unwrap();
+    }
+    let migrated = PostgresStore::connect(&database).unwrap();
+    let version: i32 = old
+        .query_one("SELECT version FROM cairnloop_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, POSTGRES_SCHEMA_VERSION);
+    // The old numbers are the old cursors, unchanged; a new event comes after them.
+    let governor = Governor::new(&TOOLS).with_store(migrated);
+    let before = pollster::block_on(governor.audit_log(0, 100)).unwrap();
+    let cursors: Vec<u64> = before.iter().map(|(cursor, _)| *cursor).collect();
+    let last = 40 + records.len() as u64;
+    assert_eq!(cursors, (41..=last).collect::<Vec<_>>());
+    let key = pollster::block_on(governor.lanes(LaneState::Pending, None, 10)).unwrap()[0].key();
+    pollster::block_on(governor.approve(&key, "ops-lead")).unwrap();
+    // A cursor returns an event once every transaction that began before it has ended (in
+    // the whole cluster: other tests run beside this one), so wait for it a little.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let after = loop {
+        let after = pollster::block_on(governor.audit_log(last - 1, 100)).unwrap();
+        if after.len() >= 2 || std::time::Instant::now() > deadline {
+            break after;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(after.len() >= 2, "{after:?}");
+    assert_eq!(after[0].0, last);
+    assert!(after[1..].iter().all(|(cursor, _)| *cursor > last));
 }
 
 #[test]
@@ -174,4 +257,65 @@ fn an_unreachable_server_is_a_typed_error() {
         PostgresStore::connect(nowhere),
         Err(StoreError::Backend(_))
     ));
+}
+
+#[test]
+fn an_event_that_commits_after_a_later_one_is_not_skipped() {
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    let agent = Actor::new("agent-7", &[]);
+    let governor = Governor::new(&TOOLS).with_store(PostgresStore::connect(&database).unwrap());
+    let propose = |id: u32| {
+        let arguments = format!(r#"{{"id": {id}}}"#);
+        pollster::block_on(governor.call(&ToolCall::new("count", &arguments), &agent, &()))
+            .unwrap();
+    };
+    propose(1);
+    let read_all = |after: u64| pollster::block_on(governor.audit_log(after, 100)).unwrap();
+    let wait_for = |after: u64, count: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let events = read_all(after);
+            if events.len() >= count || std::time::Instant::now() > deadline {
+                return events;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    // A proposal writes two records: the gates' decision and the lane's opening.
+    let first = wait_for(0, 2);
+    assert_eq!(first.len(), 2, "{first:?}");
+    let cursor = first.last().unwrap().0;
+
+    // Another process's writer takes its transaction id and is slow to commit.
+    let mut slow = postgres::Client::connect(&database, postgres::NoTls).unwrap();
+    let mut transaction = slow.transaction().unwrap();
+    transaction
+        .query_one("SELECT pg_current_xact_id()::text", &[])
+        .unwrap();
+    // Meanwhile a later writer commits.
+    propose(2);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let early = read_all(cursor);
+    assert!(
+        early.is_empty(),
+        "an event was given while an earlier writer is still open: {early:?}"
+    );
+    // The slow writer's event, written as the store writes one, commits last.
+    transaction
+        .execute(
+            "INSERT INTO cairnloop_events (position, record)
+             SELECT position_base + pg_current_xact_id()::text::bigint,
+                    (SELECT record FROM cairnloop_events ORDER BY position LIMIT 1)
+             FROM cairnloop_schema",
+            &[],
+        )
+        .unwrap();
+    transaction.commit().unwrap();
+    let late = wait_for(cursor, 3);
+    assert_eq!(late.len(), 3, "{late:?}");
+    assert!(cursor < late[0].0 && late[0].0 < late[1].0 && late[1].0 < late[2].0);
+    // The slow writer's event comes first: positions follow transaction ids.
+    assert_eq!(late[0].1, first[0].1);
+    assert_ne!(late[1].1, first[0].1);
 }

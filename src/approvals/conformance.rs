@@ -8,6 +8,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::future::Future;
 use core::pin::pin;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use core::task::{Context, Poll, Waker};
 use std::sync::Barrier;
 use std::task::Wake;
@@ -45,7 +46,11 @@ pub struct Violation {
 /// a move of a missing lane; events appended with each move, read back in order through
 /// a cursor, in pages; decision records appended; lanes listed by state, in key order,
 /// page by page, each exactly once; `racers` threads released together by a barrier,
-/// each trying to claim the same lane, exactly one winning; a detached move written.
+/// each trying to claim the same lane, exactly one winning; a detached move written;
+/// `racers` writers appending at once while a reader follows the cursor, which must
+/// return every record exactly once with growing cursors (no record that commits late
+/// is skipped); `racers` sweepers expiring the same lanes at once, each lane moved
+/// exactly once with one event, every loser told [`StoreError::Conflict`].
 ///
 /// # Errors
 ///
@@ -67,6 +72,8 @@ where
     pages_by_state(&make())?;
     detached(&make())?;
     race(Arc::new(make()), racers.max(2))?;
+    cursor_under_writers(Arc::new(make()), racers.max(2))?;
+    sweepers(Arc::new(make()), racers.max(2))?;
     Ok(())
 }
 
@@ -395,6 +402,167 @@ fn race<S: ApprovalStore + 'static>(store: Arc<S>, racers: usize) -> Result<(), 
         .and_then(|lane| lane.claim().map(|claim| claim.holder().to_string()));
     if holder.is_none() {
         return fail(CHECK, "the claimed lane holds no claim");
+    }
+    Ok(())
+}
+
+/// A decision record that names its writer and its number.
+fn marked(writer: usize, n: usize) -> AuditRecord {
+    AuditRecord::Decision(AuditEvent::of_verdict(
+        "kit_tool",
+        Some(&SPEC),
+        &Actor::new(&format!("writer-{writer}-{n}"), &[]),
+        &crate::gate::Verdict::<()>::Blocked(crate::gate::Blocked::UnknownTool),
+    ))
+}
+
+fn cursor_under_writers<S: ApprovalStore + 'static>(
+    store: Arc<S>,
+    writers: usize,
+) -> Result<(), Violation> {
+    const CHECK: &str = "cursor under concurrent writers";
+    const EACH: usize = 40;
+    let start = Arc::new(Barrier::new(writers + 1));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..writers)
+        .map(|writer| {
+            let (store, start, finished) = (
+                Arc::clone(&store),
+                Arc::clone(&start),
+                Arc::clone(&finished),
+            );
+            std::thread::spawn(move || {
+                start.wait();
+                let result = (0..EACH).try_for_each(|n| block_on(store.append(marked(writer, n))));
+                finished.fetch_add(1, Ordering::SeqCst);
+                result
+            })
+        })
+        .collect();
+    start.wait();
+    let expected = writers * EACH;
+    let mut seen: Vec<AuditRecord> = Vec::with_capacity(expected);
+    let mut cursor = 0;
+    // A store may hold back records of writes still in flight elsewhere: read until all
+    // are seen, or until a while after the last writer returned.
+    let mut deadline = Instant::now() + Duration::from_secs(60);
+    let mut all_returned = false;
+    while seen.len() < expected || !all_returned {
+        if !all_returned && finished.load(Ordering::SeqCst) == writers {
+            all_returned = true;
+            deadline = deadline.min(Instant::now() + Duration::from_secs(5));
+        }
+        let page =
+            block_on(store.events_since(cursor, 7)).or_else(|error| store_error(CHECK, &error))?;
+        for (position, record) in page {
+            if position <= cursor {
+                return fail(CHECK, format!("cursor {position} came after {cursor}"));
+            }
+            cursor = position;
+            seen.push(record);
+        }
+        if seen.len() > expected {
+            return fail(
+                CHECK,
+                format!("{} records read, {expected} written", seen.len()),
+            );
+        }
+        if Instant::now() > deadline {
+            return fail(
+                CHECK,
+                format!("{} of {expected} records read by the deadline", seen.len()),
+            );
+        }
+    }
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return store_error(CHECK, &error),
+            Err(_) => return fail(CHECK, "a writer panicked"),
+        }
+    }
+    // Every record once: each one written is found among those read.
+    for writer in 0..writers {
+        for n in 0..EACH {
+            let record = marked(writer, n);
+            let times = seen.iter().filter(|read| **read == record).count();
+            if times != 1 {
+                return fail(
+                    CHECK,
+                    format!(
+                        "record {n} of writer {writer} was read {times} times through the cursor"
+                    ),
+                );
+            }
+        }
+    }
+    let all = events(store.as_ref(), CHECK)?;
+    if all.len() != expected || all.iter().map(|(_, record)| record).ne(seen.iter()) {
+        return fail(
+            CHECK,
+            "the log read from the start differs from what the cursor gave",
+        );
+    }
+    Ok(())
+}
+
+fn sweepers<S: ApprovalStore + 'static>(store: Arc<S>, sweepers: usize) -> Result<(), Violation> {
+    const CHECK: &str = "sweeps in a crowd";
+    const LANES: u64 = 24;
+    for n in 0..LANES {
+        let lane = lane(n);
+        block_on(store.insert(lane.clone(), opened(&lane)))
+            .or_else(|error| store_error(CHECK, &error))?;
+    }
+    let start = Arc::new(Barrier::new(sweepers));
+    let handles: Vec<_> = (0..sweepers)
+        .map(|_| {
+            let (store, start) = (Arc::clone(&store), Arc::clone(&start));
+            std::thread::spawn(move || -> Result<usize, StoreError> {
+                start.wait();
+                // As a sweep does: page through the pending lanes, expire each.
+                let (mut moved_here, mut after) = (0, None);
+                loop {
+                    let page = block_on(store.list(LaneState::Pending, after.as_ref(), 5))?;
+                    for lane in &page {
+                        let (expired, event) = moved(lane, LaneAction::Expire);
+                        match block_on(store.transition(lane.version(), expired, event)) {
+                            Ok(()) => moved_here += 1,
+                            Err(StoreError::Conflict) => {}
+                            Err(error) => return Err(error),
+                        }
+                    }
+                    if page.len() < 5 {
+                        return Ok(moved_here);
+                    }
+                    after = page.last().map(ApprovalLane::key);
+                }
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(moved_here)) => total += moved_here,
+            Ok(Err(error)) => return store_error(CHECK, &error),
+            Err(_) => return fail(CHECK, "a sweeper panicked"),
+        }
+    }
+    if total != LANES as usize {
+        return fail(CHECK, format!("{total} expiries won for {LANES} lanes"));
+    }
+    for n in 0..LANES {
+        match block_on(store.get(&lane(n).key())) {
+            Ok(Some(stored)) if stored.state() == LaneState::Expired => {}
+            other => return fail(CHECK, format!("after the sweeps lane {n} is {other:?}")),
+        }
+    }
+    let count = events(store.as_ref(), CHECK)?.len();
+    if count != 2 * LANES as usize {
+        return fail(
+            CHECK,
+            format!("{count} events after {LANES} inserts and {LANES} expiries"),
+        );
     }
     Ok(())
 }

@@ -221,7 +221,11 @@ pub enum StoreError {
     /// The file, or a record in it, is damaged; nothing was rewritten.
     #[error("the store is corrupt: {0}")]
     Corrupt(String),
-    /// The store's backend failed.
+    /// The store's backend failed; nothing changed.
     #[error("store backend: {0}")]
     Backend(String),
+    /// The connection broke after a write was sent and before the store confirmed it: the
+    /// move may or may not have happened. Read the lane to learn; never retry blindly.
+    #[error("the store's connection broke before it confirmed the write: {0}")]
+    OutcomeUnknown(String),
 }

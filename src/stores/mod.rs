@@ -6,11 +6,14 @@
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
+#[cfg(feature = "postgres")]
+mod runtime;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
 mod worker;
 
 #[cfg(feature = "postgres")]
-pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresStore};
+pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SCHEMA_VERSION, SqliteOptions, SqliteStore};

@@ -1,23 +1,29 @@
-//! The PostgreSQL store: many agent processes sharing approvals, with row-level
-//! compare-and-set.
+//! The PostgreSQL store: many agent processes sharing approvals, many moves in flight at
+//! once over a pool of connections, with row-level compare-and-set and an event cursor
+//! that follows commit visibility instead of a global lock.
 
+use std::format;
 use std::future::Future;
 use std::string::{String, ToString};
+use std::sync::Arc;
+use std::time::Duration;
 use std::vec::Vec;
 
-use postgres::{Client, NoTls};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
+use tokio_postgres::NoTls;
 
 use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
 use crate::stores::record::{decode, encode};
-use crate::stores::worker::Worker;
+use crate::stores::runtime::StoreRuntime;
 
 /// The schema this library writes. A database whose schema is newer is refused.
-pub const POSTGRES_SCHEMA_VERSION: i32 = 1;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 2;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
     CREATE TABLE cairnloop_lanes (
         key TEXT PRIMARY KEY,
         state TEXT NOT NULL,
@@ -29,21 +35,196 @@ const MIGRATIONS: [&str; 1] = ["
         seq BIGSERIAL PRIMARY KEY,
         record TEXT NOT NULL
     );
-"];
+    ",
+    // Version 1 numbered events under one advisory lock held to commit. From version 2 an
+    // event's position is its transaction's id past a base above every older number, so
+    // writers never wait for each other and old cursors stay valid.
+    "
+    ALTER TABLE cairnloop_events ADD COLUMN position BIGINT;
+    UPDATE cairnloop_events SET position = seq;
+    ALTER TABLE cairnloop_events ALTER COLUMN position SET NOT NULL;
+    CREATE UNIQUE INDEX cairnloop_events_by_position ON cairnloop_events (position);
+    ALTER TABLE cairnloop_schema ADD COLUMN position_base BIGINT NOT NULL DEFAULT 0;
+    UPDATE cairnloop_schema SET position_base = (SELECT coalesce(max(seq), 0) FROM cairnloop_events);
+    ",
+];
 
-/// Serialises the writers of the event log, so that cursors follow commit order (a
-/// sequence alone does not: a later number can commit first).
-const EVENT_LOCK: i64 = 0x6361_6972_6e6c_6f6f;
+/// Taken by a migrating process only: one migrator at a time, across processes.
+const MIGRATION_LOCK: i64 = 0x6361_6972_6e6c_6f6f;
+
+// Every move is one statement: the lane's compare-and-set and its event in one implicit
+// transaction, one round trip. `$base + pg_current_xact_id()` is the event's position:
+// one event per transaction, so positions are unique, and a reader only returns positions
+// below the oldest transaction still running (see `EVENTS_SINCE`).
+const INSERT: &str = "
+    WITH added AS (
+        INSERT INTO cairnloop_lanes (key, state, version, lane) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (key) DO NOTHING RETURNING key
+    ), logged AS (
+        INSERT INTO cairnloop_events (position, record)
+        SELECT $6 + pg_current_xact_id()::text::bigint, $5 FROM added
+    )
+    SELECT EXISTS (SELECT 1 FROM added), (SELECT lane FROM cairnloop_lanes WHERE key = $1)";
+
+const TRANSITION: &str = "
+    WITH moved AS (
+        UPDATE cairnloop_lanes SET state = $1, version = $2, lane = $3
+        WHERE key = $4 AND version = $5 RETURNING key
+    ), logged AS (
+        INSERT INTO cairnloop_events (position, record)
+        SELECT $7 + pg_current_xact_id()::text::bigint, $6 FROM moved
+    )
+    SELECT EXISTS (SELECT 1 FROM moved), EXISTS (SELECT 1 FROM cairnloop_lanes WHERE key = $4)";
+
+const APPEND: &str = "
+    INSERT INTO cairnloop_events (position, record)
+    VALUES ($2 + pg_current_xact_id()::text::bigint, $1)";
+
+// Every transaction with an id below the snapshot's xmin has ended, and no later one can
+// get such an id: events below that horizon are final, so a cursor past them never skips
+// one that commits later. Events of transactions still running wait (their readers see
+// them on a later read), in id order, which is stable.
+const EVENTS_SINCE: &str = "
+    SELECT position, record FROM cairnloop_events
+    WHERE position > $1
+      AND position < $3 + pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+    ORDER BY position LIMIT $2";
+
+const GET: &str = "SELECT lane FROM cairnloop_lanes WHERE key = $1";
+
+// Keys are lowercase hex of one length: `COLLATE "C"` orders them as bytes.
+const LIST: &str = "
+    SELECT lane FROM cairnloop_lanes WHERE state = $1 AND key COLLATE \"C\" > $2
+    ORDER BY key COLLATE \"C\" LIMIT $3";
+
+/// How a [`PostgresStore`] connects: the pool's size and its timeouts.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnloop::stores::PostgresOptions;
+///
+/// let options = PostgresOptions::new()
+///     .pool_size(32)
+///     .statement_timeout(Duration::from_secs(2))
+///     .connect_timeout(Duration::from_secs(3));
+/// assert_eq!(options.pool_size_value(), 32);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostgresOptions {
+    pool_size: usize,
+    threads: usize,
+    statement_timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl PostgresOptions {
+    /// Sixteen connections, two threads, five seconds for a statement and five to
+    /// connect (or to wait for a free connection).
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::stores::PostgresOptions::new().pool_size_value(), 16);
+    /// ```
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            pool_size: 16,
+            threads: 2,
+            statement_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// At most `size` connections (at least 1): as many moves in flight at once.
+    ///
+    /// ```
+    /// let options = cairnloop::stores::PostgresOptions::new().pool_size(0);
+    /// assert_eq!(options.pool_size_value(), 1);
+    /// ```
+    #[must_use]
+    pub const fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = if size == 0 { 1 } else { size };
+        self
+    }
+
+    /// The number of connections the pool holds at most.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::stores::PostgresOptions::new().pool_size(4).pool_size_value(), 4);
+    /// ```
+    #[must_use]
+    pub const fn pool_size_value(&self) -> usize {
+        self.pool_size
+    }
+
+    /// Threads of the store's own runtime, which drives the connections (at least 1).
+    ///
+    /// ```
+    /// let options = cairnloop::stores::PostgresOptions::new().threads(1);
+    /// ```
+    #[must_use]
+    pub const fn threads(mut self, threads: usize) -> Self {
+        self.threads = if threads == 0 { 1 } else { threads };
+        self
+    }
+
+    /// The server cancels a statement that runs longer (`statement_timeout`); the move
+    /// then fails with the server's error and changes nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = cairnloop::stores::PostgresOptions::new().statement_timeout(Duration::from_millis(500));
+    /// ```
+    #[must_use]
+    pub const fn statement_timeout(mut self, timeout: Duration) -> Self {
+        self.statement_timeout = timeout;
+        self
+    }
+
+    /// How long to wait for a new connection, and for a free one from the pool.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = cairnloop::stores::PostgresOptions::new().connect_timeout(Duration::from_secs(1));
+    /// ```
+    #[must_use]
+    pub const fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// An [`ApprovalStore`] on a PostgreSQL database, for many agent processes that share
 /// approvals.
 ///
-/// Each move is one transaction: the lane is updated only where its version is the
-/// expected one (row-level compare-and-set), and its event is appended in the same
-/// transaction. The schema is versioned in a table of its own (`cairnloop_schema`) and
-/// migrated at connect; a newer schema is refused, and so is a database that has tables
-/// of the same names that this library did not make. The connection lives on a thread of
-/// its own, so an async caller never blocks its runtime.
+/// Each move is one statement, one round trip: the lane is updated only where its version
+/// is the expected one (row-level compare-and-set), and its event is appended in the same
+/// implicit transaction. Moves run concurrently over a pool of connections
+/// ([`PostgresOptions`]); a connection the server closed is replaced on its next use, so
+/// a store outlives a server restart. Writers never take a common lock: an event's
+/// position is its transaction's id, and a reader's cursor stops below the oldest
+/// transaction still running, so it never skips an event that commits later and never
+/// returns one twice. (One long transaction anywhere in the cluster holds readers back
+/// until it ends; writers are not held.)
+///
+/// The connections are tokio-postgres ones, pooled by deadpool-postgres, driven by a
+/// small runtime the store owns: a host on any executor, or none, awaits the store's
+/// futures, and a host on tokio is not blocked by them. (tokio-postgres rather than sqlx:
+/// its pipelined protocol lets a move be one round trip, its errors keep the server's
+/// SQLSTATE, and it builds on the crate's Rust version.)
+///
+/// Errors keep the server's message and SQLSTATE. A write whose connection broke before
+/// the server answered is [`StoreError::OutcomeUnknown`]: it may have committed, so it is
+/// never retried blindly; read the lane to learn.
+///
+/// The schema is versioned in a table of its own (`cairnloop_schema`) and migrated at
+/// connect; a newer schema is refused, and so is a database that has tables of the same
+/// names that this library did not make.
 ///
 /// ```no_run
 /// use cairnloop::stores::PostgresStore;
@@ -52,57 +233,127 @@ const EVENT_LOCK: i64 = 0x6361_6972_6e6c_6f6f;
 /// # Ok::<(), cairnloop::approvals::StoreError>(())
 /// ```
 pub struct PostgresStore {
-    worker: Worker<Client>,
+    pool: Pool,
+    /// Added to transaction ids to make event positions (above every version-1 number).
+    base: i64,
+    runtime: Arc<StoreRuntime>,
 }
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresStore").finish_non_exhaustive()
+        let status = self.pool.status();
+        f.debug_struct("PostgresStore")
+            .field("connections", &status.size)
+            .field("pool_size", &status.max_size)
+            .finish_non_exhaustive()
     }
 }
 
 impl PostgresStore {
     /// Connects with a libpq-style configuration string (`host=... user=... dbname=...`;
-    /// a `host` that is a path is a Unix socket directory) and migrates the schema.
+    /// a `host` that is a path is a Unix socket directory) and the default
+    /// [`PostgresOptions`], and migrates the schema.
     ///
     /// # Errors
     ///
-    /// [`StoreError::Backend`] when the server cannot be reached;
-    /// [`StoreError::NewerSchema`] and [`StoreError::Foreign`] for a database it refuses
-    /// (nothing is written to it).
+    /// [`StoreError::Backend`] when the server cannot be reached or the string does not
+    /// parse; [`StoreError::NewerSchema`] and [`StoreError::Foreign`] for a database it
+    /// refuses (nothing is written to it).
+    ///
+    /// ```no_run
+    /// let store = cairnloop::stores::PostgresStore::connect("host=localhost dbname=approvals")?;
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
     pub fn connect(config: &str) -> Result<Self, StoreError> {
-        // The client runs a runtime of its own to connect: on a thread of its own, so that
-        // a host may connect from inside an async runtime too.
-        let client = std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    let mut client = Client::connect(config, NoTls).map_err(classify)?;
-                    migrate(&mut client)?;
-                    Ok::<_, StoreError>(client)
-                })
-                .join()
-        })
-        .map_err(|_| StoreError::Backend("connecting to PostgreSQL panicked".into()))??;
+        Self::connect_with(config, PostgresOptions::new())
+    }
+
+    /// [`PostgresStore::connect`] with a pool of its own size and timeouts.
+    ///
+    /// # Errors
+    ///
+    /// As [`PostgresStore::connect`].
+    ///
+    /// ```no_run
+    /// use cairnloop::stores::{PostgresOptions, PostgresStore};
+    ///
+    /// let options = PostgresOptions::new().pool_size(32);
+    /// let store = PostgresStore::connect_with("host=localhost dbname=approvals", options)?;
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    pub fn connect_with(config: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        let mut pg: tokio_postgres::Config = config
+            .parse()
+            .map_err(|error| StoreError::Backend(format!("the connection string: {error}")))?;
+        let millis = options.statement_timeout.as_millis();
+        pg.options(format!("-c statement_timeout={millis}"))
+            .connect_timeout(options.connect_timeout);
+        let manager = Manager::from_config(
+            pg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(options.connect_timeout))
+            .create_timeout(Some(options.connect_timeout))
+            .recycle_timeout(Some(options.connect_timeout))
+            .build()
+            .map_err(|error| StoreError::Backend(format!("the connection pool: {error}")))?;
+        let runtime = Arc::new(StoreRuntime::start("cairnloop-postgres", options.threads)?);
+        let migrating = pool.clone();
+        let base = runtime.block_on(async move {
+            let mut client = migrating.get().await.map_err(unavailable)?;
+            migrate(&mut client).await
+        })??;
         Ok(Self {
-            worker: Worker::spawn("cairnloop-postgres", client)?,
+            pool,
+            base,
+            runtime,
+        })
+    }
+
+    /// Runs `job` with a connection from the pool, on the store's runtime.
+    fn run<T, F, Fut>(
+        &self,
+        job: F,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + use<T, F, Fut>
+    where
+        T: Send + 'static,
+        F: FnOnce(Object) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        let pool = self.pool.clone();
+        self.runtime.spawn(async move {
+            let client = pool.get().await.map_err(unavailable)?;
+            job(client).await
         })
     }
 }
 
-fn migrate(client: &mut Client) -> Result<(), StoreError> {
-    let mut transaction = client.transaction().map_err(classify)?;
-    // One migrator at a time, across processes.
+async fn migrate(client: &mut Object) -> Result<i64, StoreError> {
+    let transaction = client.transaction().await.map_err(read_error)?;
     transaction
-        .execute("SELECT pg_advisory_xact_lock($1)", &[&EVENT_LOCK])
-        .map_err(classify)?;
+        .batch_execute("SET LOCAL statement_timeout = 0")
+        .await
+        .map_err(read_error)?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(read_error)?;
     let meta: bool = transaction
         .query_one("SELECT to_regclass('cairnloop_schema') IS NOT NULL", &[])
-        .map_err(classify)?
+        .await
+        .map_err(read_error)?
         .get(0);
     let version: i32 = if meta {
         transaction
             .query_one("SELECT version FROM cairnloop_schema", &[])
-            .map_err(classify)?
+            .await
+            .map_err(read_error)?
             .get(0)
     } else {
         let taken: bool = transaction
@@ -110,14 +361,16 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
                 "SELECT to_regclass('cairnloop_lanes') IS NOT NULL OR to_regclass('cairnloop_events') IS NOT NULL",
                 &[],
             )
-            .map_err(classify)?
+            .await
+            .map_err(read_error)?
             .get(0);
         if taken {
             return Err(StoreError::Foreign);
         }
         transaction
             .batch_execute("CREATE TABLE cairnloop_schema (version INTEGER NOT NULL); INSERT INTO cairnloop_schema VALUES (0);")
-            .map_err(classify)?;
+            .await
+            .map_err(read_error)?;
         0
     };
     if version > POSTGRES_SCHEMA_VERSION {
@@ -131,19 +384,65 @@ fn migrate(client: &mut Client) -> Result<(), StoreError> {
         .enumerate()
         .skip(usize::try_from(version).unwrap_or(0))
     {
-        transaction.batch_execute(sql).map_err(classify)?;
+        transaction.batch_execute(sql).await.map_err(read_error)?;
         let next = i32::try_from(step + 1).unwrap_or(i32::MAX);
         transaction
             .execute("UPDATE cairnloop_schema SET version = $1", &[&next])
-            .map_err(classify)?;
+            .await
+            .map_err(read_error)?;
     }
-    transaction.commit().map_err(classify)
+    let base: i64 = transaction
+        .query_one("SELECT position_base FROM cairnloop_schema", &[])
+        .await
+        .map_err(read_error)?
+        .get(0);
+    transaction.commit().await.map_err(read_error)?;
+    Ok(base)
 }
 
-fn classify(error: postgres::Error) -> StoreError {
-    match error.code() {
-        Some(code) if code.code() == "25006" => StoreError::ReadOnly,
-        _ => StoreError::Backend(error.to_string()),
+/// No connection could be had: nothing was sent, so nothing changed.
+fn unavailable(error: PoolError) -> StoreError {
+    match error {
+        PoolError::Backend(error) => StoreError::Backend(format!(
+            "cannot connect to PostgreSQL: {}",
+            describe(&error)
+        )),
+        other => StoreError::Backend(format!("no PostgreSQL connection: {other}")),
+    }
+}
+
+/// The server's message with its SQLSTATE, or the client's error.
+fn describe(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => {
+            let mut text = error.to_string();
+            let mut source = std::error::Error::source(error);
+            while let Some(cause) = source {
+                text.push_str(": ");
+                text.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            text
+        }
+    }
+}
+
+/// An error of a statement that changes nothing: the server's, or a lost connection.
+fn read_error(error: tokio_postgres::Error) -> StoreError {
+    match error.as_db_error() {
+        Some(db) if db.code().code() == "25006" => StoreError::ReadOnly,
+        _ => StoreError::Backend(describe(&error)),
+    }
+}
+
+/// An error of a write: the server's answer means it did not commit; without one (the
+/// connection broke after the statement may have been sent) the outcome is unknown.
+fn write_error(error: tokio_postgres::Error) -> StoreError {
+    if error.as_db_error().is_some() {
+        read_error(error)
+    } else {
+        StoreError::OutcomeUnknown(describe(&error))
     }
 }
 
@@ -151,54 +450,40 @@ fn version_of(version: u64) -> Result<i64, StoreError> {
     i64::try_from(version).map_err(|_| StoreError::Conflict)
 }
 
-fn append_event(
-    transaction: &mut postgres::Transaction<'_>,
-    record: &str,
-) -> Result<(), StoreError> {
-    transaction
-        .execute("SELECT pg_advisory_xact_lock($1)", &[&EVENT_LOCK])
-        .map_err(classify)?;
-    transaction
-        .execute(
-            "INSERT INTO cairnloop_events (record) VALUES ($1)",
-            &[&record],
-        )
-        .map_err(classify)?;
-    Ok(())
-}
-
-fn write_transition(
-    client: &mut Client,
+async fn write_transition(
+    client: Object,
+    base: i64,
     expected_version: u64,
-    lane: &ApprovalLane,
-    event: &TransitionEvent,
+    lane: ApprovalLane,
+    event: TransitionEvent,
 ) -> Result<(), StoreError> {
     let key = lane.key().to_string();
-    let (text, record) = (
-        encode(lane)?,
-        encode(&AuditRecord::Transition(event.clone()))?,
-    );
+    let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
     let (expected, next) = (version_of(expected_version)?, version_of(lane.version())?);
-    let mut transaction = client.transaction().map_err(classify)?;
-    let changed = transaction
-        .execute(
-            "UPDATE cairnloop_lanes SET state = $1, version = $2, lane = $3 WHERE key = $4 AND version = $5",
-            &[&lane.state().as_str(), &next, &text, &key, &expected],
+    let statement = client
+        .prepare_cached(TRANSITION)
+        .await
+        .map_err(read_error)?;
+    let row = client
+        .query_one(
+            &statement,
+            &[
+                &lane.state().as_str(),
+                &next,
+                &text,
+                &key,
+                &expected,
+                &record,
+                &base,
+            ],
         )
-        .map_err(classify)?;
-    if changed == 0 {
-        let exists = transaction
-            .query_opt("SELECT 1 FROM cairnloop_lanes WHERE key = $1", &[&key])
-            .map_err(classify)?
-            .is_some();
-        return Err(if exists {
-            StoreError::Conflict
-        } else {
-            StoreError::Missing
-        });
+        .await
+        .map_err(write_error)?;
+    match (row.get::<_, bool>(0), row.get::<_, bool>(1)) {
+        (true, _) => Ok(()),
+        (false, true) => Err(StoreError::Conflict),
+        (false, false) => Err(StoreError::Missing),
     }
-    append_event(&mut transaction, &record)?;
-    transaction.commit().map_err(classify)
 }
 
 impl ApprovalStore for PostgresStore {
@@ -207,27 +492,40 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        self.worker.run(move |client| {
+        let base = self.base;
+        self.run(move |client| async move {
             let key = lane.key().to_string();
             let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
             let version = version_of(lane.version())?;
-            let mut transaction = client.transaction().map_err(classify)?;
-            let inserted = transaction
-                .execute(
-                    "INSERT INTO cairnloop_lanes (key, state, version, lane) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING",
-                    &[&key, &lane.state().as_str(), &version, &text],
+            let statement = client.prepare_cached(INSERT).await.map_err(read_error)?;
+            let row = client
+                .query_one(
+                    &statement,
+                    &[
+                        &key,
+                        &lane.state().as_str(),
+                        &version,
+                        &text,
+                        &record,
+                        &base,
+                    ],
                 )
-                .map_err(classify)?;
-            if inserted == 0 {
-                let existing: String = transaction
-                    .query_one("SELECT lane FROM cairnloop_lanes WHERE key = $1", &[&key])
-                    .map_err(classify)?
-                    .get(0);
-                return Ok((decode(&existing)?, false));
+                .await
+                .map_err(write_error)?;
+            if row.get::<_, bool>(0) {
+                return Ok((lane, true));
             }
-            append_event(&mut transaction, &record)?;
-            transaction.commit().map_err(classify)?;
-            Ok((lane, true))
+            let existing = match row.get::<_, Option<String>>(1) {
+                Some(existing) => existing,
+                // The lane that won committed after this statement's snapshot was taken:
+                // it is there now.
+                None => client
+                    .query_one(GET, &[&key])
+                    .await
+                    .map_err(read_error)?
+                    .get(0),
+            };
+            Ok((decode(&existing)?, false))
         })
     }
 
@@ -236,10 +534,12 @@ impl ApprovalStore for PostgresStore {
         key: &IdempotencyKey,
     ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
         let key = key.to_string();
-        self.worker.run(move |client| {
+        self.run(move |client| async move {
+            let statement = client.prepare_cached(GET).await.map_err(read_error)?;
             let row = client
-                .query_opt("SELECT lane FROM cairnloop_lanes WHERE key = $1", &[&key])
-                .map_err(classify)?;
+                .query_opt(&statement, &[&key])
+                .await
+                .map_err(read_error)?;
             row.map(|row| decode(row.get::<_, &str>(0))).transpose()
         })
     }
@@ -250,8 +550,8 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.worker
-            .run(move |client| write_transition(client, expected_version, &lane, &event))
+        let base = self.base;
+        self.run(move |client| write_transition(client, base, expected_version, lane, event))
     }
 
     fn transition_detached(
@@ -260,17 +560,25 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) {
-        self.worker.detach(move |client| {
-            let _ = write_transition(client, expected_version, &lane, &event);
+        let base = self.base;
+        let pool = self.pool.clone();
+        self.runtime.detach(async move {
+            if let Ok(client) = pool.get().await {
+                let _ = write_transition(client, base, expected_version, lane, event).await;
+            }
         });
     }
 
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.worker.run(move |client| {
+        let base = self.base;
+        self.run(move |client| async move {
             let text = encode(&record)?;
-            let mut transaction = client.transaction().map_err(classify)?;
-            append_event(&mut transaction, &text)?;
-            transaction.commit().map_err(classify)
+            let statement = client.prepare_cached(APPEND).await.map_err(read_error)?;
+            client
+                .execute(&statement, &[&text, &base])
+                .await
+                .map_err(write_error)?;
+            Ok(())
         })
     }
 
@@ -279,22 +587,25 @@ impl ApprovalStore for PostgresStore {
         after: u64,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
-        self.worker.run(move |client| {
+        let base = self.base;
+        self.run(move |client| async move {
             let after = i64::try_from(after).unwrap_or(i64::MAX);
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let statement = client
+                .prepare_cached(EVENTS_SINCE)
+                .await
+                .map_err(read_error)?;
             let rows = client
-                .query(
-                    "SELECT seq, record FROM cairnloop_events WHERE seq > $1 ORDER BY seq LIMIT $2",
-                    &[&after, &limit],
-                )
-                .map_err(classify)?;
+                .query(&statement, &[&after, &limit, &base])
+                .await
+                .map_err(read_error)?;
             rows.iter()
                 .map(|row| {
-                    let seq: i64 = row.get(0);
-                    Ok((
-                        u64::try_from(seq).unwrap_or(0),
-                        decode(row.get::<_, &str>(1))?,
-                    ))
+                    let position: i64 = row.get(0);
+                    let position = u64::try_from(position).map_err(|_| {
+                        StoreError::Corrupt(format!("an event has position {position}"))
+                    })?;
+                    Ok((position, decode(row.get::<_, &str>(1))?))
                 })
                 .collect()
         })
@@ -307,16 +618,16 @@ impl ApprovalStore for PostgresStore {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         let after = after.map_or_else(String::new, ToString::to_string);
-        self.worker.run(move |client| {
+        self.run(move |client| async move {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            // Keys are lowercase hex of one length: `COLLATE "C"` orders them as bytes.
+            let statement = client.prepare_cached(LIST).await.map_err(read_error)?;
             let rows = client
-                .query(
-                    "SELECT lane FROM cairnloop_lanes WHERE state = $1 AND key COLLATE \"C\" > $2 ORDER BY key COLLATE \"C\" LIMIT $3",
-                    &[&state.as_str(), &after, &limit],
-                )
-                .map_err(classify)?;
-            rows.iter().map(|row| decode(row.get::<_, &str>(0))).collect()
+                .query(&statement, &[&state.as_str(), &after, &limit])
+                .await
+                .map_err(read_error)?;
+            rows.iter()
+                .map(|row| decode(row.get::<_, &str>(0)))
+                .collect()
         })
     }
 }
