@@ -1,0 +1,264 @@
+//! Operating-system processes sharing one PostgreSQL store: four racing to execute one
+//! approved lane (one run), and one SIGKILLed while it holds a claim (the lane becomes
+//! an unknown outcome after the lease, in another process, and is never run again).
+//!
+//! The processes are this test binary started again with `CAIRNLOOP_CHILD` set: the test
+//! `child` then plays one process and the others do nothing.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cairnloop::approvals::ApprovalConfig;
+use cairnloop::gate::{LaneState, Ttl};
+use cairnloop::stores::PostgresStore;
+use cairnloop::{
+    Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
+    RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, Serialize)]
+struct Job {
+    id: u32,
+}
+
+struct Ship;
+
+impl Tool for Ship {
+    const SPEC: ToolSpec = ToolSpec::new("ship", "Ship", "Ships an order.", RiskTier::HighWrite);
+    const SCOPES: &'static [Scope] = &[];
+    type Input = Job;
+    type Output = u32;
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Job) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
+        // Every run, in any process, leaves a line in the runs file.
+        let runs = std::env::var("CAIRNLOOP_RUNS").map_err(|error| error.to_string())?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(runs)
+            .map_err(|error| error.to_string())?;
+        writeln!(file, "{} {}", std::process::id(), call.input().id)
+            .map_err(|error| error.to_string())?;
+        if std::env::var_os("CAIRNLOOP_HANG").is_some() {
+            std::thread::sleep(Duration::from_secs(120));
+        }
+        Ok(call.input().id)
+    }
+}
+
+static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
+
+fn server() -> Option<String> {
+    match std::env::var("CAIRNLOOP_POSTGRES") {
+        Ok(config) => Some(config),
+        Err(_) if std::env::var_os("CI").is_some() => {
+            panic!("CI must run these tests against a real server (scripts/with_postgres.sh)")
+        }
+        Err(_) => {
+            eprintln!("no CAIRNLOOP_POSTGRES: run under scripts/with_postgres.sh");
+            None
+        }
+    }
+}
+
+fn fresh_database(server: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "cairnloop_proc_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    );
+    let mut admin = postgres::Client::connect(server, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    let base: String = server
+        .split_whitespace()
+        .filter(|part| !part.starts_with("dbname="))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!("{base} dbname={name}")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cairnloop-proc-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn unix_millis() -> u64 {
+    u64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// An approved lane for order `id`, and the governor that proposed it.
+fn approved(database: &str, id: u32) -> IdempotencyKey {
+    let governor = Governor::new(&TOOLS).with_store(PostgresStore::connect(database).unwrap());
+    let agent = Actor::new("agent-7", &[]);
+    let arguments = format!(r#"{{"id": {id}}}"#);
+    let Ok(Outcome::AwaitingApproval(lane)) =
+        pollster::block_on(governor.call(&ToolCall::new("ship", &arguments), &agent, &()))
+    else {
+        panic!("a proposal")
+    };
+    pollster::block_on(governor.approve(&lane.key(), "ops-lead")).unwrap();
+    lane.key()
+}
+
+/// This binary again, as a process that plays `role`.
+fn spawn(role: &str, envs: &[(&str, String)]) -> Child {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .env("CAIRNLOOP_CHILD", role)
+        .stdout(std::process::Stdio::null());
+    for (name, value) in envs {
+        command.env(name, value);
+    }
+    command.spawn().unwrap()
+}
+
+/// One process: `race` executes the lane at the agreed instant and writes what happened;
+/// `hang` executes it with a tool that never returns.
+#[test]
+fn child() {
+    let Ok(role) = std::env::var("CAIRNLOOP_CHILD") else {
+        return;
+    };
+    let database = std::env::var("CAIRNLOOP_DATABASE").unwrap();
+    let key: IdempotencyKey = std::env::var("CAIRNLOOP_KEY").unwrap().parse().unwrap();
+    let governor = Governor::new(&TOOLS)
+        .with_store(PostgresStore::connect(&database).unwrap())
+        .with_config(ApprovalConfig::new().with_lease(Ttl::from_secs(1)))
+        .with_holder(format!("process-{}", std::process::id()));
+    let agent = Actor::new("agent-7", &[]);
+    if role == "race" {
+        // A barrier across processes: every contender starts at the same instant.
+        let at: u64 = std::env::var("CAIRNLOOP_START_AT")
+            .unwrap()
+            .parse()
+            .unwrap();
+        while unix_millis() < at {
+            std::hint::spin_loop();
+        }
+    }
+    let result = pollster::block_on(governor.execute(&key, &agent, &()));
+    let outcomes = std::env::var("CAIRNLOOP_OUTCOMES").unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(outcomes)
+        .unwrap();
+    writeln!(file, "{}", if result.is_ok() { "ran" } else { "refused" }).unwrap();
+}
+
+#[test]
+fn four_processes_racing_for_one_approved_lane_run_it_once() {
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    let key = approved(&database, 1);
+    let dir = scratch("race");
+    let (runs, outcomes) = (dir.join("runs"), dir.join("outcomes"));
+    let start_at = unix_millis() + 2_000;
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            spawn(
+                "race",
+                &[
+                    ("CAIRNLOOP_DATABASE", database.clone()),
+                    ("CAIRNLOOP_KEY", key.to_string()),
+                    ("CAIRNLOOP_START_AT", start_at.to_string()),
+                    ("CAIRNLOOP_RUNS", runs.display().to_string()),
+                    ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
+                ],
+            )
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    assert_eq!(lines(&runs).len(), 1, "runs: {:?}", lines(&runs));
+    let mut told = lines(&outcomes);
+    told.sort();
+    assert_eq!(told, ["ran", "refused", "refused", "refused"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_process_killed_holding_a_claim_leaves_an_unknown_outcome_never_run_again() {
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    let key = approved(&database, 2);
+    let dir = scratch("kill");
+    let (runs, outcomes) = (dir.join("runs"), dir.join("outcomes"));
+    let mut holder = spawn(
+        "hang",
+        &[
+            ("CAIRNLOOP_DATABASE", database.clone()),
+            ("CAIRNLOOP_KEY", key.to_string()),
+            ("CAIRNLOOP_RUNS", runs.display().to_string()),
+            ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
+            ("CAIRNLOOP_HANG", "1".to_owned()),
+        ],
+    );
+    // Wait until the other process holds the claim and its tool has started.
+    let governor = Governor::new(&TOOLS)
+        .with_store(PostgresStore::connect(&database).unwrap())
+        .with_holder("survivor");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lines(&runs).is_empty()
+        || pollster::block_on(governor.lane(&key)).unwrap().state() != LaneState::ExecutionPending
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the child never claimed the lane"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    holder.kill().unwrap(); // SIGKILL: no guard, no drop, nothing recorded
+    holder.wait().unwrap();
+
+    // Before the lease runs out, the claim stands; after it, a sweep here marks the
+    // outcome unknown.
+    let agent = Actor::new("agent-7", &[]);
+    assert!(pollster::block_on(governor.execute(&key, &agent, &())).is_err());
+    std::thread::sleep(Duration::from_millis(1_200));
+    assert_eq!(pollster::block_on(governor.sweep()), Ok(1));
+    assert_eq!(
+        pollster::block_on(governor.lane(&key)).unwrap().state(),
+        LaneState::OutcomeUnknown
+    );
+    // Never run again on its own, from any process.
+    assert!(pollster::block_on(governor.execute(&key, &agent, &())).is_err());
+    assert_eq!(pollster::block_on(governor.sweep()), Ok(0));
+    assert_eq!(lines(&runs).len(), 1);
+    assert!(
+        lines(&outcomes).is_empty(),
+        "the killed process wrote an outcome"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
