@@ -3,8 +3,15 @@
 # temporary directory, listening only on a Unix socket there, stopped and removed when
 # COMMAND ends. COMMAND sees its connection string in CAIRNLOOP_POSTGRES.
 # initdb and postgres refuse to run as root: as root, they run as the `postgres` user.
-# Usage: scripts/with_postgres.sh COMMAND [ARG...]
+# Usage: scripts/with_postgres.sh [--fsync] COMMAND [ARG...]
+# Without --fsync the server runs with fsync=off (tests: fast, and a crash of the test
+# machine loses nothing that matters); with it, as a deployment would (benchmarks).
 set -euo pipefail
+fsync=off
+if [ "${1:-}" = "--fsync" ]; then
+  fsync=on
+  shift
+fi
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 if [ -z "$bindir" ]; then
   echo "with_postgres.sh: no PostgreSQL server found (apt-get install postgresql)" >&2
@@ -22,7 +29,8 @@ stop() {
   rm -rf "$dir"
 }
 trap stop EXIT
-options="-k $dir -c listen_addresses= -c fsync=off -c max_connections=100"
+# Four processes with a pool of 32 each, a console and a listener, with room to spare.
+options="-k $dir -c listen_addresses= -c fsync=$fsync -c max_connections=200"
 "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "$options" start >/dev/null
 "${as_owner[@]}" "$bindir/createdb" -h "$dir" -U postgres cairnloop
 export CAIRNLOOP_POSTGRES="host=$dir user=postgres dbname=cairnloop"
