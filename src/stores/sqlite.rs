@@ -1,4 +1,5 @@
-//! The SQLite store: one file, WAL, one immediate transaction per move with its event.
+//! The SQLite store: one file, WAL; the moves queued at one moment committed together,
+//! each in a savepoint of its own with its event.
 
 use std::format;
 use std::future::Future;
@@ -13,7 +14,7 @@ use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, Tra
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
 use crate::stores::record::{decode, encode};
-use crate::stores::worker::Worker;
+use crate::stores::worker::{Batch, Worker};
 
 /// Marks a SQLite file as a cairnloop store (`PRAGMA application_id`): "CLop".
 const APPLICATION_ID: i32 = 0x434c_6f70;
@@ -335,10 +336,8 @@ fn write_transition(
     );
     let expected = i64::try_from(expected_version).map_err(|_| StoreError::Conflict)?;
     let next = i64::try_from(lane.version()).map_err(|_| StoreError::Conflict)?;
-    let transaction = connection
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(classify)?;
-    let changed = transaction
+    in_move(connection, |transaction| {
+        let changed = transaction
         .prepare_cached(
             "UPDATE lanes SET state = ?1, version = ?2, lane = ?3 WHERE key = ?4 AND version = ?5",
         )
@@ -346,20 +345,45 @@ fn write_transition(
             update.execute(params![lane.state().as_str(), next, text, key, expected])
         })
         .map_err(classify)?;
-    if changed == 0 {
-        let exists = transaction
-            .query_row("SELECT 1 FROM lanes WHERE key = ?1", [&key], |_| Ok(()))
-            .optional()
-            .map_err(classify)?
-            .is_some();
-        return Err(if exists {
-            StoreError::Conflict
-        } else {
-            StoreError::Missing
-        });
+        if changed == 0 {
+            let exists = transaction
+                .query_row("SELECT 1 FROM lanes WHERE key = ?1", [&key], |_| Ok(()))
+                .optional()
+                .map_err(classify)?
+                .is_some();
+            return Err(if exists {
+                StoreError::Conflict
+            } else {
+                StoreError::Missing
+            });
+        }
+        append_event(transaction, &record)
+    })
+}
+
+/// Runs one move atomically, in a savepoint of the batch's transaction: on an error it is
+/// rolled back to where it began (the savepoint is dropped), the batch's other moves kept.
+fn in_move<T>(
+    connection: &mut Connection,
+    body: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let savepoint = connection.savepoint().map_err(classify)?;
+    let value = body(&savepoint)?;
+    savepoint.commit().map_err(classify)?;
+    Ok(value)
+}
+
+impl Batch for Connection {
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.execute_batch("BEGIN IMMEDIATE").map_err(classify)
     }
-    append_event(&transaction, &record)?;
-    transaction.commit().map_err(classify)
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        self.execute_batch("COMMIT").map_err(|error| {
+            let _ = self.execute_batch("ROLLBACK");
+            classify(error)
+        })
+    }
 }
 
 fn append_event(connection: &Connection, record: &str) -> Result<(), StoreError> {
@@ -376,33 +400,31 @@ impl ApprovalStore for SqliteStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        self.worker.run(move |connection| {
+        self.worker.run(true, move |connection| {
             let key = lane.key().to_string();
             let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
             let version = i64::try_from(lane.version()).map_err(|_| StoreError::Conflict)?;
-            let transaction = connection
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(classify)?;
-            let existing: Option<String> = transaction
-                .query_row("SELECT lane FROM lanes WHERE key = ?1", [&key], |row| {
-                    row.get(0)
-                })
-                .optional()
-                .map_err(classify)?;
-            if let Some(existing) = existing {
-                return Ok((decode(&existing)?, false));
-            }
-            transaction
-                .execute(
-                    "INSERT INTO lanes (key, state, version, lane) VALUES (?1, ?2, ?3, ?4)",
-                    params![key, lane.state().as_str(), version, text],
-                )
-                .map_err(classify)?;
-            transaction
-                .execute("INSERT INTO events (record) VALUES (?1)", [record])
-                .map_err(classify)?;
-            transaction.commit().map_err(classify)?;
-            Ok((lane, true))
+            in_move(connection, |transaction| {
+                let existing: Option<String> = transaction
+                    .query_row("SELECT lane FROM lanes WHERE key = ?1", [&key], |row| {
+                        row.get(0)
+                    })
+                    .optional()
+                    .map_err(classify)?;
+                if let Some(existing) = existing {
+                    return Ok((decode(&existing)?, false));
+                }
+                transaction
+                    .execute(
+                        "INSERT INTO lanes (key, state, version, lane) VALUES (?1, ?2, ?3, ?4)",
+                        params![key, lane.state().as_str(), version, text],
+                    )
+                    .map_err(classify)?;
+                transaction
+                    .execute("INSERT INTO events (record) VALUES (?1)", [record])
+                    .map_err(classify)?;
+                Ok((lane, true))
+            })
         })
     }
 
@@ -411,7 +433,7 @@ impl ApprovalStore for SqliteStore {
         key: &IdempotencyKey,
     ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
         let key = key.to_string();
-        self.worker.run(move |connection| {
+        self.worker.run(false, move |connection| {
             let text: Option<String> = connection
                 .query_row("SELECT lane FROM lanes WHERE key = ?1", [&key], |row| {
                     row.get(0)
@@ -428,8 +450,9 @@ impl ApprovalStore for SqliteStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.worker
-            .run(move |connection| write_transition(connection, expected_version, &lane, &event))
+        self.worker.run(true, move |connection| {
+            write_transition(connection, expected_version, &lane, &event)
+        })
     }
 
     fn transition_detached(
@@ -444,9 +467,9 @@ impl ApprovalStore for SqliteStore {
     }
 
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.worker.run(move |connection| {
+        self.worker.run(true, move |connection| {
             let text = encode(&record)?;
-            append_event(connection, &text)
+            in_move(connection, |connection| append_event(connection, &text))
         })
     }
 
@@ -455,7 +478,7 @@ impl ApprovalStore for SqliteStore {
         after: u64,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
-        self.worker.run(move |connection| {
+        self.worker.run(false, move |connection| {
             let after = i64::try_from(after).unwrap_or(i64::MAX);
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let mut statement = connection
@@ -485,7 +508,7 @@ impl ApprovalStore for SqliteStore {
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         // Keys are lowercase hex of one length, so text order is key order.
         let after = after.map_or_else(String::new, ToString::to_string);
-        self.worker.run(move |connection| {
+        self.worker.run(false, move |connection| {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let mut statement = connection
                 .prepare_cached(

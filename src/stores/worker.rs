@@ -1,6 +1,11 @@
 //! A thread that owns a blocking connection and runs jobs on it, so that an async caller
 //! awaits a reply instead of blocking its runtime's worker thread. Runtime-agnostic: the
 //! reply is a plain future woken from the worker thread.
+//!
+//! Group commit: the thread takes every job queued at that moment and runs them in one
+//! transaction of the connection ([`Batch`]), each write in a savepoint of its own, so
+//! one move that fails undoes only itself; replies are given after the commit, so a
+//! caller is never told of a write that is not durable yet.
 
 use std::borrow::ToOwned;
 use std::boxed::Box;
@@ -11,26 +16,70 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
+use std::vec::Vec;
 
 use crate::approvals::StoreError;
 
-type Job<C> = Box<dyn FnOnce(&mut C) + Send>;
+/// At most this many jobs share one commit: a bound on how long one reply waits.
+const MOST_PER_BATCH: usize = 256;
+
+/// What the thread does around a batch of jobs.
+pub(crate) trait Batch {
+    /// Opens the batch's transaction. When it cannot, the batch's writes are answered
+    /// with its error and not run (its reads still are).
+    fn begin(&mut self) -> Result<(), StoreError>;
+    /// Commits the batch's transaction, or rolls it back and says why.
+    fn commit(&mut self) -> Result<(), StoreError>;
+}
+
+/// Delivers a job's result once its batch's commit is known.
+type Done = Box<dyn FnOnce(Result<(), &StoreError>) + Send>;
+/// A job, run on the connection, or (given an error) answered with it without running.
+type Job<C> = Box<dyn FnOnce(&mut C, Option<&StoreError>) -> Done + Send>;
+
+struct Queued<C> {
+    writes: bool,
+    job: Job<C>,
+}
 
 /// The owner of a connection `C`, on a thread of its own.
 pub(crate) struct Worker<C> {
-    jobs: Mutex<Option<mpsc::Sender<Job<C>>>>,
+    jobs: Mutex<Option<mpsc::Sender<Queued<C>>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl<C: Send + 'static> Worker<C> {
+impl<C: Batch + Send + 'static> Worker<C> {
     /// Moves `connection` to a new thread named `name`.
     pub(crate) fn spawn(name: &str, mut connection: C) -> Result<Self, StoreError> {
-        let (sender, receiver) = mpsc::channel::<Job<C>>();
+        let (sender, receiver) = mpsc::channel::<Queued<C>>();
         let thread = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
-                for job in receiver {
-                    job(&mut connection);
+                while let Ok(first) = receiver.recv() {
+                    let mut batch = Vec::from([first]);
+                    while batch.len() < MOST_PER_BATCH
+                        && let Ok(next) = receiver.try_recv()
+                    {
+                        batch.push(next);
+                    }
+                    // Reads alone need no transaction.
+                    let writes = batch.iter().any(|queued| queued.writes);
+                    let begun = if writes { connection.begin() } else { Ok(()) };
+                    let done: Vec<Done> = batch
+                        .into_iter()
+                        .map(|queued| {
+                            let refused = begun.as_ref().err().filter(|_| queued.writes);
+                            (queued.job)(&mut connection, refused)
+                        })
+                        .collect();
+                    let committed = if writes && begun.is_ok() {
+                        connection.commit()
+                    } else {
+                        Ok(())
+                    };
+                    for done in done {
+                        done(committed.as_ref().map(|_| ()));
+                    }
                 }
             })
             .map_err(|error| {
@@ -42,9 +91,11 @@ impl<C: Send + 'static> Worker<C> {
         })
     }
 
-    /// Runs `job` on the connection; the future resolves to its result.
+    /// Runs `job` on the connection; the future resolves to its result once the batch it
+    /// ran in has committed. A write job (`writes`) runs in a savepoint of its own.
     pub(crate) fn run<T: Send + 'static>(
         &self,
+        writes: bool,
         job: impl FnOnce(&mut C) -> Result<T, StoreError> + Send + 'static,
     ) -> Reply<T> {
         let slot = Arc::new(Mutex::new(Slot {
@@ -52,20 +103,34 @@ impl<C: Send + 'static> Worker<C> {
             waker: None,
         }));
         let filled = Arc::clone(&slot);
-        let boxed: Job<C> = Box::new(move |connection| {
-            let result = job(connection);
-            if let Ok(mut slot) = filled.lock() {
-                slot.value = Some(result);
-                if let Some(waker) = slot.waker.take() {
-                    waker.wake();
+        let boxed: Job<C> = Box::new(move |connection, refused: Option<&StoreError>| {
+            let result = match refused {
+                Some(error) => Err(error.clone()),
+                None => job(connection),
+            };
+            Box::new(move |committed: Result<(), &StoreError>| {
+                // A failed commit wrote nothing of the batch, and what a job read may
+                // have been one of its writes: every job of it gets the commit's error.
+                let result = match committed {
+                    Ok(()) => result,
+                    Err(error) => Err(error.clone()),
+                };
+                if let Ok(mut slot) = filled.lock() {
+                    slot.value = Some(result);
+                    if let Some(waker) = slot.waker.take() {
+                        waker.wake();
+                    }
                 }
-            }
+            })
         });
         let sent = self
             .jobs
             .lock()
             .ok()
-            .and_then(|jobs| jobs.as_ref().map(|jobs| jobs.send(boxed).is_ok()))
+            .and_then(|jobs| {
+                jobs.as_ref()
+                    .map(|jobs| jobs.send(Queued { writes, job: boxed }).is_ok())
+            })
             .unwrap_or(false);
         if !sent && let Ok(mut slot) = slot.lock() {
             slot.value = Some(Err(StoreError::Backend("the store is closed".into())));
@@ -73,12 +138,18 @@ impl<C: Send + 'static> Worker<C> {
         Reply { slot }
     }
 
-    /// Hands `job` to the worker without waiting: for a guard in `drop`.
+    /// Hands a write to the worker without waiting: for a guard in `drop`.
     pub(crate) fn detach(&self, job: impl FnOnce(&mut C) + Send + 'static) {
         if let Ok(jobs) = self.jobs.lock()
             && let Some(jobs) = jobs.as_ref()
         {
-            let _ = jobs.send(Box::new(job));
+            let job: Job<C> = Box::new(move |connection, refused: Option<&StoreError>| {
+                if refused.is_none() {
+                    job(connection);
+                }
+                Box::new(|_| {})
+            });
+            let _ = jobs.send(Queued { writes: true, job });
         }
     }
 }
