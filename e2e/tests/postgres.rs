@@ -271,7 +271,15 @@ fn an_event_that_commits_after_a_later_one_is_not_skipped() {
             .unwrap();
     };
     propose(1);
-    let read_all = |after: u64| pollster::block_on(governor.audit_log(after, 100)).unwrap();
+    // The reader is another process's store: a store waits for its own writes, not for
+    // another's.
+    let reader = PostgresStore::connect(&database).unwrap();
+    let read_all = |after: u64| {
+        pollster::block_on(cairnloop::approvals::ApprovalStore::events_since(
+            &reader, after, 100,
+        ))
+        .unwrap()
+    };
     let wait_for = |after: u64, count: usize| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
@@ -318,4 +326,27 @@ fn an_event_that_commits_after_a_later_one_is_not_skipped() {
     // The slow writer's event comes first: positions follow transaction ids.
     assert_eq!(late[0].1, first[0].1);
     assert_ne!(late[1].1, first[0].1);
+}
+
+#[test]
+fn a_process_reads_its_own_writes_while_an_older_writer_is_open() {
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    let governor = Governor::new(&TOOLS).with_store(PostgresStore::connect(&database).unwrap());
+    // Another process's writer holds a transaction id older than every one to come.
+    let mut slow = postgres::Client::connect(&database, postgres::NoTls).unwrap();
+    slow.batch_execute("BEGIN; SELECT pg_current_xact_id();")
+        .unwrap();
+    let agent = Actor::new("agent-7", &[]);
+    pollster::block_on(governor.call(&ToolCall::new("count", r#"{"id": 1}"#), &agent, &()))
+        .unwrap();
+    let ending = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        slow.batch_execute("COMMIT").unwrap();
+    });
+    // Read at once: the proposal's two records are there, though the older writer was
+    // still open when the read began.
+    let events = pollster::block_on(governor.audit_log(0, 100)).unwrap();
+    ending.join().unwrap();
+    assert_eq!(events.len(), 2, "{events:?}");
 }

@@ -6,6 +6,7 @@ use std::format;
 use std::future::Future;
 use std::string::{String, ToString};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 use std::vec::Vec;
 
@@ -62,9 +63,10 @@ const INSERT: &str = "
         ON CONFLICT (key) DO NOTHING RETURNING key
     ), logged AS (
         INSERT INTO cairnloop_events (position, record)
-        SELECT $6 + pg_current_xact_id()::text::bigint, $5 FROM added
+        SELECT $6 + pg_current_xact_id()::text::bigint, $5 FROM added RETURNING position
     )
-    SELECT EXISTS (SELECT 1 FROM added), (SELECT lane FROM cairnloop_lanes WHERE key = $1)";
+    SELECT EXISTS (SELECT 1 FROM added), (SELECT lane FROM cairnloop_lanes WHERE key = $1),
+           (SELECT position FROM logged)";
 
 const TRANSITION: &str = "
     WITH moved AS (
@@ -72,23 +74,31 @@ const TRANSITION: &str = "
         WHERE key = $4 AND version = $5 RETURNING key
     ), logged AS (
         INSERT INTO cairnloop_events (position, record)
-        SELECT $7 + pg_current_xact_id()::text::bigint, $6 FROM moved
+        SELECT $7 + pg_current_xact_id()::text::bigint, $6 FROM moved RETURNING position
     )
-    SELECT EXISTS (SELECT 1 FROM moved), EXISTS (SELECT 1 FROM cairnloop_lanes WHERE key = $4)";
+    SELECT EXISTS (SELECT 1 FROM moved), EXISTS (SELECT 1 FROM cairnloop_lanes WHERE key = $4),
+           (SELECT position FROM logged)";
 
 const APPEND: &str = "
     INSERT INTO cairnloop_events (position, record)
-    VALUES ($2 + pg_current_xact_id()::text::bigint, $1)";
+    VALUES ($2 + pg_current_xact_id()::text::bigint, $1) RETURNING position";
 
 // Every transaction with an id below the snapshot's xmin has ended, and no later one can
 // get such an id: events below that horizon are final, so a cursor past them never skips
 // one that commits later. Events of transactions still running wait (their readers see
-// them on a later read), in id order, which is stable.
+// them on a later read), in id order, which is stable. The horizon comes back too, so a
+// reader can tell whether its own store's last event is below it yet.
 const EVENTS_SINCE: &str = "
-    SELECT position, record FROM cairnloop_events
-    WHERE position > $1
-      AND position < $3 + pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-    ORDER BY position LIMIT $2";
+    WITH horizon AS (
+        SELECT $3 + pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS below
+    )
+    SELECT horizon.below, event.position, event.record FROM horizon
+    LEFT JOIN LATERAL (
+        SELECT position, record FROM cairnloop_events
+        WHERE position > $1 AND position < horizon.below
+        ORDER BY position LIMIT $2
+    ) event ON true
+    ORDER BY event.position";
 
 const GET: &str = "SELECT lane FROM cairnloop_lanes WHERE key = $1";
 
@@ -209,8 +219,11 @@ impl Default for PostgresOptions {
 /// a store outlives a server restart. Writers never take a common lock: an event's
 /// position is its transaction's id, and a reader's cursor stops below the oldest
 /// transaction still running, so it never skips an event that commits later and never
-/// returns one twice. (One long transaction anywhere in the cluster holds readers back
-/// until it ends; writers are not held.)
+/// returns one twice. (One long writing transaction anywhere in the cluster, in any
+/// database, holds readers back until it ends; writers are not held, and read-only
+/// queries hold nothing back.) A process reads its own writes: when the store's own
+/// latest event is not yet below that horizon, a read waits for it, at most the
+/// statement timeout, and then returns what is final.
 ///
 /// The connections are tokio-postgres ones, pooled by deadpool-postgres, driven by a
 /// small runtime the store owns: a host on any executor, or none, awaits the store's
@@ -236,6 +249,11 @@ pub struct PostgresStore {
     pool: Pool,
     /// Added to transaction ids to make event positions (above every version-1 number).
     base: i64,
+    /// The position of the latest event this store committed: a read waits until it is
+    /// below the horizon, so a process reads its own writes.
+    written: Arc<AtomicI64>,
+    /// How long a read waits for that (the statement timeout).
+    read_wait: Duration,
     runtime: Arc<StoreRuntime>,
 }
 
@@ -312,6 +330,8 @@ impl PostgresStore {
         Ok(Self {
             pool,
             base,
+            written: Arc::new(AtomicI64::new(0)),
+            read_wait: options.statement_timeout,
             runtime,
         })
     }
@@ -450,9 +470,17 @@ fn version_of(version: u64) -> Result<i64, StoreError> {
     i64::try_from(version).map_err(|_| StoreError::Conflict)
 }
 
+/// Remembers that an event at `position` committed (when the statement wrote one).
+fn note_written(written: &AtomicI64, position: Option<i64>) {
+    if let Some(position) = position {
+        written.fetch_max(position, Ordering::AcqRel);
+    }
+}
+
 async fn write_transition(
     client: Object,
     base: i64,
+    written: Arc<AtomicI64>,
     expected_version: u64,
     lane: ApprovalLane,
     event: TransitionEvent,
@@ -479,6 +507,7 @@ async fn write_transition(
         )
         .await
         .map_err(write_error)?;
+    note_written(&written, row.get(2));
     match (row.get::<_, bool>(0), row.get::<_, bool>(1)) {
         (true, _) => Ok(()),
         (false, true) => Err(StoreError::Conflict),
@@ -492,7 +521,7 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        let base = self.base;
+        let (base, written) = (self.base, self.written.clone());
         self.run(move |client| async move {
             let key = lane.key().to_string();
             let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
@@ -512,6 +541,7 @@ impl ApprovalStore for PostgresStore {
                 )
                 .await
                 .map_err(write_error)?;
+            note_written(&written, row.get(2));
             if row.get::<_, bool>(0) {
                 return Ok((lane, true));
             }
@@ -550,8 +580,10 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let base = self.base;
-        self.run(move |client| write_transition(client, base, expected_version, lane, event))
+        let (base, written) = (self.base, self.written.clone());
+        self.run(move |client| {
+            write_transition(client, base, written, expected_version, lane, event)
+        })
     }
 
     fn transition_detached(
@@ -560,24 +592,26 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) {
-        let base = self.base;
+        let (base, written) = (self.base, self.written.clone());
         let pool = self.pool.clone();
         self.runtime.detach(async move {
             if let Ok(client) = pool.get().await {
-                let _ = write_transition(client, base, expected_version, lane, event).await;
+                let _ =
+                    write_transition(client, base, written, expected_version, lane, event).await;
             }
         });
     }
 
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let base = self.base;
+        let (base, written) = (self.base, self.written.clone());
         self.run(move |client| async move {
             let text = encode(&record)?;
             let statement = client.prepare_cached(APPEND).await.map_err(read_error)?;
-            client
-                .execute(&statement, &[&text, &base])
+            let row = client
+                .query_one(&statement, &[&text, &base])
                 .await
                 .map_err(write_error)?;
+            note_written(&written, row.get(0));
             Ok(())
         })
     }
@@ -587,27 +621,43 @@ impl ApprovalStore for PostgresStore {
         after: u64,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
-        let base = self.base;
+        let (base, written, read_wait) = (self.base, self.written.clone(), self.read_wait);
         self.run(move |client| async move {
             let after = i64::try_from(after).unwrap_or(i64::MAX);
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let wanted = i64::try_from(limit).unwrap_or(i64::MAX);
             let statement = client
                 .prepare_cached(EVENTS_SINCE)
                 .await
                 .map_err(read_error)?;
-            let rows = client
-                .query(&statement, &[&after, &limit, &base])
-                .await
-                .map_err(read_error)?;
-            rows.iter()
-                .map(|row| {
-                    let position: i64 = row.get(0);
+            let deadline = tokio::time::Instant::now() + read_wait;
+            let mut pause = Duration::from_millis(1);
+            loop {
+                let rows = client
+                    .query(&statement, &[&after, &wanted, &base])
+                    .await
+                    .map_err(read_error)?;
+                let below: i64 = rows.first().map_or(i64::MAX, |row| row.get(0));
+                let mut events = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    let Some(position) = row.get::<_, Option<i64>>(1) else {
+                        continue;
+                    };
                     let position = u64::try_from(position).map_err(|_| {
                         StoreError::Corrupt(format!("an event has position {position}"))
                     })?;
-                    Ok((position, decode(row.get::<_, &str>(1))?))
-                })
-                .collect()
+                    events.push((position, decode(row.get::<_, &str>(2))?));
+                }
+                // This store's own latest event is not below the horizon yet: an older
+                // writer elsewhere is still open. Wait for it (briefly, as a statement
+                // would), so a process always reads what it has just written.
+                let own = written.load(Ordering::Acquire);
+                let waiting = own > after && own >= below && events.len() < limit;
+                if !waiting || tokio::time::Instant::now() + pause > deadline {
+                    return Ok(events);
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
         })
     }
 
