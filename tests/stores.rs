@@ -17,7 +17,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairnloop::approvals::{
-    ApprovalStore, AuditRecord, ManualClock, MemoryStore, StoreError, TransitionEvent, conformance,
+    ApprovalStore, AuditRecord, LaneMark, LaneQuery, ManualClock, MemoryStore, StoreError,
+    TransitionEvent, conformance,
 };
 use cairnloop::gate::{LaneState, Timestamp};
 use cairnloop::stores::{SqliteOptions, SqliteStore};
@@ -70,6 +71,9 @@ enum Flaw {
     /// A move copies the log, adds its event and writes the copy back, outside any lock:
     /// moves of different lanes at once lose each other's events.
     LogCopiedBack,
+    /// The next page starts below the last lane's millisecond: lanes proposed in the same
+    /// millisecond as a page's last one are skipped.
+    QueueSkipsTies,
 }
 
 impl Broken {
@@ -205,6 +209,28 @@ impl ApprovalStore for Broken {
             .cloned()
             .collect()))
     }
+
+    fn query_lanes(
+        &self,
+        query: &LaneQuery,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        let lanes = self.lanes.lock().unwrap();
+        let mut found: Vec<ApprovalLane> = lanes
+            .values()
+            .filter(|lane| match (self.flaw, query.mark()) {
+                (Flaw::QueueSkipsTies, Some(mark)) => {
+                    query.clone().without_mark().admits(lane)
+                        && lane.proposed_at() < mark.proposed_at()
+                }
+                _ => query.admits(lane),
+            })
+            .cloned()
+            .collect();
+        found.sort_by_key(|lane| std::cmp::Reverse(LaneMark::of(lane)));
+        found.truncate(limit);
+        ready(Ok(found))
+    }
 }
 
 #[test]
@@ -221,6 +247,7 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
             "cursor under concurrent writers",
         ),
         (Flaw::LogCopiedBack, "sweeps in a crowd"),
+        (Flaw::QueueSkipsTies, "filtered queue"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");
@@ -269,7 +296,7 @@ fn a_file_that_is_not_ours_is_refused_and_left_as_it_was() {
         SqliteStore::open(&newer).unwrap_err(),
         StoreError::NewerSchema {
             found: 99,
-            supported: 1
+            supported: 2
         }
     );
     assert_eq!(bytes(&newer), before);
@@ -444,4 +471,121 @@ fn a_recorded_output_of_null_survives_the_file_and_is_given_back() {
         pollster::block_on(later.call(&note, &admin(), &Desk::default())),
         Ok(Outcome::Executed(serde_json::Value::Null))
     );
+}
+
+/// The first schema, as version 1 of the library wrote it.
+const VERSION_1: &str = "
+    CREATE TABLE lanes (
+        key TEXT PRIMARY KEY,
+        state TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        lane TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX lanes_by_state ON lanes (state, key);
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        record TEXT NOT NULL
+    );
+";
+
+#[test]
+fn a_version_1_file_migrates_and_its_lanes_are_found_by_every_filter() {
+    let scratch = Scratch::new("v1");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    // Lanes and events as today's store writes them, copied into a version-1 file.
+    let source = scratch.file("source.db");
+    let mut keys = Vec::new();
+    {
+        let governor = governor(&source, &clock);
+        for order in 1..=3 {
+            clock.advance(cairnloop::gate::Ttl::from_millis(5));
+            let arguments = format!(r#"{{"order": {order}, "cents": 100, "reason": "late"}}"#);
+            keys.push(propose_refund(
+                &governor,
+                &ToolCall::new("refund_order", &arguments),
+            ));
+        }
+        pollster::block_on(governor.approve(&keys[0], "lead")).unwrap();
+    }
+    let old = scratch.file("old.db");
+    {
+        let from = rusqlite::Connection::open(&source).unwrap();
+        let to = rusqlite::Connection::open(&old).unwrap();
+        to.execute_batch(VERSION_1).unwrap();
+        to.pragma_update(None, "application_id", 0x434c_6f70)
+            .unwrap();
+        to.pragma_update(None, "user_version", 1).unwrap();
+        let mut lanes = from
+            .prepare("SELECT key, state, version, lane FROM lanes")
+            .unwrap();
+        let rows = lanes
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, String>(3)?,
+                ))
+            })
+            .unwrap();
+        for row in rows {
+            let (key, state, version, lane) = row.unwrap();
+            to.execute(
+                "INSERT INTO lanes VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![key, state, version, lane],
+            )
+            .unwrap();
+        }
+        let events: Vec<String> = from
+            .prepare("SELECT record FROM events ORDER BY seq")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for record in &events {
+            to.execute("INSERT INTO events (record) VALUES (?1)", [record])
+                .unwrap();
+        }
+    }
+    let events_before = {
+        let store = SqliteStore::open(&source).unwrap();
+        pollster::block_on(store.events_since(0, usize::MAX)).unwrap()
+    };
+    let store = SqliteStore::open(&old).unwrap();
+    assert_eq!(
+        pollster::block_on(store.events_since(0, usize::MAX)).unwrap(),
+        events_before
+    );
+    let pending = LaneQuery::new(LaneState::Pending);
+    let page = |query: &LaneQuery| -> Vec<IdempotencyKey> {
+        pollster::block_on(store.query_lanes(query, 10))
+            .unwrap()
+            .iter()
+            .map(ApprovalLane::key)
+            .collect()
+    };
+    // Newest first: the third proposal, then the second; the first was approved.
+    assert_eq!(page(&pending), vec![keys[2], keys[1]]);
+    assert_eq!(
+        page(&pending.clone().tool("refund_order")),
+        vec![keys[2], keys[1]]
+    );
+    assert_eq!(
+        page(&pending.clone().proposer("admin-1")),
+        vec![keys[2], keys[1]]
+    );
+    assert_eq!(
+        page(&pending.clone().accounts(["acme"])),
+        vec![keys[2], keys[1]]
+    );
+    assert_eq!(page(&pending.clone().accounts(["globex"])), vec![]);
+    assert_eq!(page(&pending.clone().proposer("someone")), vec![]);
+    let tier = pollster::block_on(store.get(&keys[1]))
+        .unwrap()
+        .unwrap()
+        .proposal()
+        .risk_tier();
+    assert_eq!(page(&pending.clone().tiers([tier])), vec![keys[2], keys[1]]);
+    assert_eq!(page(&LaneQuery::new(LaneState::Approved)), vec![keys[0]]);
 }

@@ -632,8 +632,47 @@ async fn the_queue_filters_and_pages_newest_first() {
         position(&first.body, &keys[0]).is_none(),
         "the oldest is on page 2"
     );
-    let second = send(&app.router, "GET", "/queue?page=1", Some(&cookie), None).await;
+    assert!(
+        first.body.contains(r#"<span class="count">31</span>"#),
+        "{}",
+        first.body
+    );
+    // The "Older" link carries the last row's position: the next page starts after it.
+    let older = first
+        .body
+        .split("href=\"/queue?")
+        .filter_map(|rest| rest.split('"').next())
+        .find(|link| link.contains("after=") && !link.ends_with("after="))
+        .expect("an Older link")
+        .replace("&amp;", "&");
+    let second = send(
+        &app.router,
+        "GET",
+        &format!("/queue?{older}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(second.status, StatusCode::OK);
     assert!(position(&second.body, &keys[0]).is_some());
+    assert!(
+        position(&second.body, &wire).is_none(),
+        "no row on two pages"
+    );
+    // A proposal made meanwhile shifts nothing: the second page is the same.
+    propose(&app, "send_message", &message("late"), None).await;
+    let again = send(
+        &app.router,
+        "GET",
+        &format!("/queue?{older}"),
+        Some(&cookie),
+        None,
+    )
+    .await;
+    assert_eq!(
+        again.body.matches("/proposals/").count(),
+        second.body.matches("/proposals/").count()
+    );
     let high = send(
         &app.router,
         "GET",
@@ -652,35 +691,35 @@ async fn the_queue_filters_and_pages_newest_first() {
     )
     .await;
     assert!(rows.body.starts_with("<tr>") && position(&rows.body, &wire).is_some());
-    let bad = send(
-        &app.router,
-        "GET",
-        "/queue?page=minus-one",
-        Some(&cookie),
-        None,
-    )
-    .await;
-    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
-    // A page whose offset overflows: a clear 400, never a panic or a wrapped page.
+    // A position or filter that is not one: a clear 400, never a panic or another page.
+    let key = "ab".repeat(32);
     for uri in [
-        "/queue?page=18446744073709551615",
-        "/queue/rows?page=18446744073709551615",
-        "/queue?page=737869762948382065",
-        "/queue?page=1000001",
+        "/queue?after=minus-one".to_string(),
+        format!("/queue?after=18446744073709551615-{key}"),
+        format!("/queue/rows?after=18446744073709551616-{key}"),
+        format!("/queue?after=9223372036854775808-{key}"),
+        format!("/queue?after=-1-{key}"),
+        format!("/queue?after=+1-{key}"),
+        "/queue?after=1-AB".to_string(),
+        "/queue?tier=all".to_string(),
+        "/queue?mine=yes".to_string(),
     ] {
+        let uri = uri.as_str();
         let answer = send(&app.router, "GET", uri, Some(&cookie), None).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{uri}");
         assert!(position(&answer.body, &wire).is_none(), "{uri}");
     }
+    // The oldest possible position is a valid, empty page.
     let last = send(
         &app.router,
         "GET",
-        "/queue?page=1000000",
+        &format!("/queue?after=0-{}", "0".repeat(64)),
         Some(&cookie),
         None,
     )
     .await;
     assert_eq!(last.status, StatusCode::OK);
+    assert!(position(&last.body, &wire).is_none());
     // Each navigation landmark has a label of its own (screen readers list them by it).
     for uri in ["/queue", "/audit"] {
         let page = send(&app.router, "GET", uri, Some(&cookie), None).await;
@@ -962,6 +1001,13 @@ async fn an_operator_limited_to_some_tiers_sees_but_cannot_decide_the_others() {
     let app = app(config);
     let wire = propose(&app, "wire", r#"{"cents": 1}"#, None).await;
     let junior = sign_in(&app.router, "junior", "junior-token").await;
+    // The queue shows it; filtered to what the junior may decide, it is gone.
+    let all = send(&app.router, "GET", "/queue", Some(&junior), None).await;
+    assert!(all.body.contains(&wire.to_string()));
+    let mine = send(&app.router, "GET", "/queue?mine=1", Some(&junior), None).await;
+    assert_eq!(mine.status, StatusCode::OK);
+    assert!(!mine.body.contains(&wire.to_string()), "{}", mine.body);
+    assert!(mine.body.contains(r#"<span class="count">0</span>"#));
     let page = proposal_page(&app.router, &wire, &junior).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use cairnloop::approvals::{ApprovalConfig, StoreError, conformance};
+use cairnloop::approvals::{ApprovalConfig, LaneQuery, StoreError, conformance};
 use cairnloop::gate::LaneState;
 use cairnloop::stores::{POSTGRES_SCHEMA_VERSION, PostgresStore};
 use cairnloop::{
@@ -232,6 +232,28 @@ fn a_version_1_database_migrates_and_its_cursors_stay_valid() {
     let cursors: Vec<u64> = before.iter().map(|(cursor, _)| *cursor).collect();
     let last = 40 + records.len() as u64;
     assert_eq!(cursors, (41..=last).collect::<Vec<_>>());
+    // The blobs were spread into columns: every filter finds the old lanes, newest first.
+    let waiting = LaneQuery::new(LaneState::Pending)
+        .tool("count")
+        .proposer("agent-7")
+        .tiers([RiskTier::HighWrite]);
+    let found = pollster::block_on(governor.query_lanes(&waiting, 10)).unwrap();
+    assert_eq!(found.len(), 3);
+    assert!(
+        found
+            .windows(2)
+            .all(|pair| pair[0].proposed_at() >= pair[1].proposed_at())
+    );
+    assert_eq!(
+        pollster::block_on(governor.count_lanes(&waiting, 100)).unwrap(),
+        3
+    );
+    let elsewhere = LaneQuery::new(LaneState::Pending).proposer("agent-8");
+    assert!(
+        pollster::block_on(governor.query_lanes(&elsewhere, 10))
+            .unwrap()
+            .is_empty()
+    );
     let key = pollster::block_on(governor.lanes(LaneState::Pending, None, 10)).unwrap()[0].key();
     pollster::block_on(governor.approve(&key, "ops-lead")).unwrap();
     // A cursor returns an event once every transaction that began before it has ended (in

@@ -15,7 +15,9 @@ use std::task::Wake;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
+use crate::approvals::{
+    ApprovalLane, ApprovalStore, AuditRecord, LaneMark, LaneQuery, StoreError, TransitionEvent,
+};
 use crate::declare::{Actor, ApprovalMode, RiskTier, Scope, ToolSpec};
 use crate::gate::{LaneAction, LaneState, ModePolicy, Timestamp};
 use crate::json::{AuditEvent, Draft, Proposal};
@@ -45,7 +47,9 @@ pub struct Violation {
 /// The checks: insert-if-absent; get; compare-and-set (a stale version changes nothing);
 /// a move of a missing lane; events appended with each move, read back in order through
 /// a cursor, in pages; decision records appended; lanes listed by state, in key order,
-/// page by page, each exactly once; `racers` threads released together by a barrier,
+/// page by page, each exactly once; the filtered queue (by tool, tiers, proposer and
+/// accounts, alone and together) paged newest first from marks, each lane once, and
+/// counted up to a cap; `racers` threads released together by a barrier,
 /// each trying to claim the same lane, exactly one winning; a detached move written;
 /// `racers` writers appending at once while a reader follows the cursor, which must
 /// return every record exactly once with growing cursors (no record that commits late
@@ -70,6 +74,7 @@ where
     compare_and_set(&make())?;
     events_in_order(&make())?;
     pages_by_state(&make())?;
+    filtered_queue(&make())?;
     detached(&make())?;
     race(Arc::new(make()), racers.max(2))?;
     cursor_under_writers(Arc::new(make()), racers.max(2))?;
@@ -327,6 +332,158 @@ fn pages_by_state<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
                 pending.len()
             ),
         );
+    }
+    Ok(())
+}
+
+const KIT_SPECS: [ToolSpec; 3] = [
+    SPEC,
+    ToolSpec::new(
+        "kit_refund",
+        "Kit refund",
+        "A tool of the kit.",
+        RiskTier::LowWrite,
+    ),
+    ToolSpec::new(
+        "kit_drop",
+        "Kit drop",
+        "A tool of the kit.",
+        RiskTier::Destructive,
+    ),
+];
+const KIT_PEOPLE: [&str; 3] = ["ana", "ben", "cy"];
+const KIT_ACCOUNTS: [Option<&str>; 3] = [Some("acme"), Some("globex"), None];
+
+/// A lane of the `n`th varied call: its tool, proposer and account turn at different
+/// rates, and several lanes share each millisecond. Its parts, for the expected answers.
+fn varied(
+    n: u64,
+) -> (
+    ApprovalLane,
+    (&'static str, RiskTier, &'static str, Option<&'static str>),
+) {
+    let index = |period: u64| usize::try_from(n % period).unwrap_or(0);
+    let spec = &KIT_SPECS[index(3)];
+    let person = KIT_PEOPLE[index(2) + usize::from(n % 5 == 4)];
+    let account = KIT_ACCOUNTS[usize::try_from((n / 2) % 3).unwrap_or(0)];
+    let actor = Actor::new(person, &[]);
+    let actor = match account {
+        Some(account) => actor.with_account(account),
+        None => actor,
+    };
+    let mode = ModePolicy::<()>::new().resolve(spec, &actor, &());
+    let input = format!("{{\"n\":{n}}}");
+    let proposal = Proposal::from_draft(Draft {
+        spec,
+        scopes: &[] as &[Scope],
+        actor: &actor,
+        dedupe_token: None,
+        idempotency_key: crate::declare::IdempotencyKey::for_canonical_call(
+            spec.name(),
+            &input,
+            Some(person),
+            account,
+            None,
+        ),
+        input,
+        own_preview: None,
+        mode,
+        host_floor: ApprovalMode::Auto,
+    });
+    let at = Timestamp::from_unix_millis(T0.unix_millis() + (n / 4) * 10);
+    let lane = ApprovalLane::open(proposal, at, Timestamp::from_unix_millis(u64::MAX));
+    (lane, (spec.name(), spec.risk_tier(), person, account))
+}
+
+fn filtered_queue<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "filtered queue";
+    type Parts = (&'static str, RiskTier, &'static str, Option<&'static str>);
+    type Case = (LaneQuery, fn(&Parts) -> bool);
+    let mut pending: Vec<((u64, [u8; 32]), Parts)> = Vec::new();
+    for n in 0..40 {
+        let (lane, parts) = varied(n);
+        block_on(store.insert(lane.clone(), opened(&lane)))
+            .or_else(|error| store_error(CHECK, &error))?;
+        if n % 7 == 3 {
+            let (approved, event) = moved(&lane, LaneAction::Approve);
+            block_on(store.transition(lane.version(), approved, event))
+                .or_else(|error| store_error(CHECK, &error))?;
+        } else {
+            pending.push((
+                (lane.proposed_at().unix_millis(), *lane.key().as_bytes()),
+                parts,
+            ));
+        }
+    }
+    // Newest first; among one millisecond, the greater key first.
+    pending.sort_by_key(|entry| core::cmp::Reverse(entry.0));
+    let all = LaneQuery::new(LaneState::Pending);
+    let cases: [Case; 8] = [
+        (all.clone(), |_| true),
+        (all.clone().tool("kit_refund"), |p| p.0 == "kit_refund"),
+        (
+            all.clone()
+                .tiers([RiskTier::HighWrite, RiskTier::Destructive]),
+            |p| matches!(p.1, RiskTier::HighWrite | RiskTier::Destructive),
+        ),
+        (all.clone().proposer("ben"), |p| p.2 == "ben"),
+        (all.clone().accounts(["acme", "initech"]), |p| {
+            p.3 == Some("acme")
+        }),
+        (all.clone().accounts(Vec::<String>::new()), |_| false),
+        (all.clone().tiers([]), |_| false),
+        (
+            all.clone()
+                .tool("kit_tool")
+                .proposer("ana")
+                .accounts(["globex"]),
+            |p| p.0 == "kit_tool" && p.2 == "ana" && p.3 == Some("globex"),
+        ),
+    ];
+    for (query, wanted) in cases {
+        let expected: Vec<[u8; 32]> = pending
+            .iter()
+            .filter(|(_, parts)| wanted(parts))
+            .map(|((_, key), _)| *key)
+            .collect();
+        let mut seen: Vec<[u8; 32]> = Vec::new();
+        let mut page_query = query.clone();
+        loop {
+            let page = block_on(store.query_lanes(&page_query, 3))
+                .or_else(|error| store_error(CHECK, &error))?;
+            if page.len() > 3 {
+                return fail(CHECK, format!("a page of 3 held {}", page.len()));
+            }
+            seen.extend(page.iter().map(|lane| *lane.key().as_bytes()));
+            let Some(last) = page.last() else { break };
+            if seen.len() > pending.len() {
+                return fail(CHECK, format!("{query:?}: pages never end"));
+            }
+            page_query = query.clone().after(LaneMark::of(last));
+        }
+        if seen != expected {
+            return fail(
+                CHECK,
+                format!(
+                    "{query:?}: pages gave {} lanes, not the {} asked for newest first",
+                    seen.len(),
+                    expected.len()
+                ),
+            );
+        }
+        for cap in [2, 1_000] {
+            let counted = block_on(store.count_lanes(&page_query, cap))
+                .or_else(|error| store_error(CHECK, &error))?;
+            if counted != expected.len().min(cap) {
+                return fail(
+                    CHECK,
+                    format!(
+                        "{query:?}: counted {counted} up to {cap}, not {}",
+                        expected.len()
+                    ),
+                );
+            }
+        }
     }
     Ok(())
 }

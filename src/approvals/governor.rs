@@ -864,6 +864,52 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         Ok(self.approvals.store().list(state, after, limit).await?)
     }
 
+    /// Up to `limit` lanes that `query` asks for, newest first: a page of a filtered
+    /// queue (the next page is the query after the last lane's
+    /// [`LaneMark`](crate::approvals::LaneMark)).
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry, approvals::LaneQuery, gate::LaneState};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// let page = pollster::block_on(governor.query_lanes(&LaneQuery::new(LaneState::Pending), 20))?;
+    /// assert!(page.is_empty());
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    pub async fn query_lanes(
+        &self,
+        query: &crate::approvals::LaneQuery,
+        limit: usize,
+    ) -> Result<Vec<ApprovalLane>, ApprovalError> {
+        Ok(self.approvals.store().query_lanes(query, limit).await?)
+    }
+
+    /// How many lanes `query` asks for, counted up to `cap`.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry, approvals::LaneQuery, gate::LaneState};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// let waiting = pollster::block_on(governor.count_lanes(&LaneQuery::new(LaneState::Pending), 10_000))?;
+    /// assert_eq!(waiting, 0);
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    pub async fn count_lanes(
+        &self,
+        query: &crate::approvals::LaneQuery,
+        cap: usize,
+    ) -> Result<usize, ApprovalError> {
+        Ok(self.approvals.store().count_lanes(query, cap).await?)
+    }
+
     /// The lane with this key.
     ///
     /// # Errors

@@ -15,6 +15,7 @@ mod error;
 mod governor;
 mod identity;
 mod lane;
+mod query;
 mod recent;
 mod reply;
 mod service;
@@ -34,6 +35,8 @@ pub use identity::{
     same_person,
 };
 pub use lane::{ApprovalLane, Claim, TransitionEvent};
+pub(crate) use query::newest_first;
+pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;
 pub(crate) use service::Approvals;
 pub use store::{ApprovalStore, MemoryStore};

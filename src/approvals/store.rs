@@ -2,7 +2,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::future::{Future, ready};
 
-use crate::approvals::{ApprovalLane, AuditRecord, StoreError, TransitionEvent};
+use crate::approvals::{
+    ApprovalLane, AuditRecord, LaneMark, LaneQuery, StoreError, TransitionEvent, newest_first,
+};
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
 
@@ -109,6 +111,118 @@ pub trait ApprovalStore: Send + Sync {
         after: Option<&IdempotencyKey>,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send;
+
+    /// Up to `limit` lanes that `query` asks for, newest first: one page of a filtered
+    /// queue; the next page is the same query [`after`](LaneQuery::after) the
+    /// [`LaneMark`] of this page's last lane.
+    ///
+    /// The default reads every lane in the query's state through
+    /// [`list`](ApprovalStore::list) and keeps the newest; a store with indexes answers
+    /// from them (the durable stores here do).
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, LaneQuery, MemoryStore};
+    /// use cairnloop::gate::LaneState;
+    ///
+    /// let store = MemoryStore::new();
+    /// let page = pollster::block_on(store.query_lanes(&LaneQuery::new(LaneState::Pending), 20))?;
+    /// assert!(page.is_empty());
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    fn query_lanes(
+        &self,
+        query: &LaneQuery,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        let query = query.clone();
+        async move { scan(self, &query, limit).await }
+    }
+
+    /// How many lanes `query` asks for, counted up to `cap` (a count past it is `cap`):
+    /// a queue of millions says "10,000+" rather than count them all. The query's mark
+    /// is ignored.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, LaneQuery, MemoryStore};
+    /// use cairnloop::gate::LaneState;
+    ///
+    /// let store = MemoryStore::new();
+    /// let count = pollster::block_on(store.count_lanes(&LaneQuery::new(LaneState::Pending), 10_000))?;
+    /// assert_eq!(count, 0);
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    fn count_lanes(
+        &self,
+        query: &LaneQuery,
+        cap: usize,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        let query = query.clone();
+        async move { count(self, &query, cap).await }
+    }
+}
+
+/// Pages read at a time by the default query and count.
+const SCAN_PAGE: usize = 500;
+
+/// [`ApprovalStore::query_lanes`] over [`ApprovalStore::list`]: every lane of the state
+/// read, the newest `limit` admitted kept.
+async fn scan<S: ApprovalStore + ?Sized>(
+    store: &S,
+    query: &LaneQuery,
+    limit: usize,
+) -> Result<Vec<ApprovalLane>, StoreError> {
+    let order =
+        |a: &ApprovalLane, b: &ApprovalLane| newest_first(&LaneMark::of(a), &LaneMark::of(b));
+    let mut found: Vec<ApprovalLane> = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.list(query.state(), after.as_ref(), SCAN_PAGE).await?;
+        let full = page.len() == SCAN_PAGE;
+        after = page.last().map(ApprovalLane::key);
+        found.extend(page.into_iter().filter(|lane| query.admits(lane)));
+        // Memory stays at about twice the page asked for, whatever the store holds.
+        if found.len() > limit.saturating_mul(2).max(SCAN_PAGE) {
+            found.sort_unstable_by(order);
+            found.truncate(limit);
+        }
+        if !full {
+            break;
+        }
+    }
+    found.sort_unstable_by(order);
+    found.truncate(limit);
+    Ok(found)
+}
+
+/// [`ApprovalStore::count_lanes`] over [`ApprovalStore::list`].
+async fn count<S: ApprovalStore + ?Sized>(
+    store: &S,
+    query: &LaneQuery,
+    cap: usize,
+) -> Result<usize, StoreError> {
+    let query = query.clone().without_mark();
+    let mut counted = 0usize;
+    let mut after = None;
+    loop {
+        let page = store.list(query.state(), after.as_ref(), SCAN_PAGE).await?;
+        let full = page.len() == SCAN_PAGE;
+        after = page.last().map(ApprovalLane::key);
+        counted = counted.saturating_add(page.iter().filter(|lane| query.admits(lane)).count());
+        if counted >= cap {
+            return Ok(cap);
+        }
+        if !full {
+            return Ok(counted);
+        }
+    }
 }
 
 impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
@@ -164,6 +278,22 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         (**self).list(state, after, limit)
+    }
+
+    fn query_lanes(
+        &self,
+        query: &LaneQuery,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        (**self).query_lanes(query, limit)
+    }
+
+    fn count_lanes(
+        &self,
+        query: &LaneQuery,
+        cap: usize,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        (**self).count_lanes(query, cap)
     }
 }
 

@@ -18,22 +18,21 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use crate::approvals::{ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, Reconciliation};
+use crate::approvals::{
+    ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, Reconciliation,
+};
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
 
 use super::Inner;
-use super::config::{Credential, Operator};
-use super::pages::{self, AuditFilter, QueueFilter};
+use super::config::{Accounts, Credential, Operator};
+use super::pages::{self, AuditFilter, QUEUE_COUNT_CAP, QUEUE_PAGE, QueueFilter};
 use super::session::{self, Lookup};
 
 type Shared<C, S> = Arc<Inner<C, S>>;
 
 /// The largest form body accepted (a reason or a note is a line, not a file).
 const MAX_FORM_BYTES: usize = 64 * 1024;
-
-/// Pending lanes read for the queue, at most: past it, the queue says it is partial.
-pub(crate) const MAX_QUEUE_SCAN: usize = 10_000;
 
 pub(super) fn router<C, S>(inner: Shared<C, S>) -> Router
 where
@@ -373,15 +372,17 @@ fn store_failure(error: &ApprovalError) -> Response {
     )
 }
 
-/// A page number past [`QueueFilter::MAX_PAGE`]: refused before any arithmetic.
+/// Runs to settle shown at once, per state, the newest first (each one settled leaves
+/// room for the next).
+const RECONCILE_PAGE: usize = 200;
+
+/// A queue address whose filters or position do not parse.
 fn bad_page(operator: Option<&str>) -> Response {
     pages::refusal(
         StatusCode::BAD_REQUEST,
         "No such page",
-        &format!(
-            "Queue pages are numbered from 0 to {}.",
-            QueueFilter::MAX_PAGE
-        ),
+        "A filter or the page's position is not one the queue knows. Open the queue again \
+         and use its own links.",
         operator,
     )
 }
@@ -532,62 +533,20 @@ async fn logout<C: ?Sized + Send + Sync + 'static, S: Send + Sync + 'static>(
 // ---------------------------------------------------------------------------------------
 // Queue
 
-/// The lanes in `state` the operator may see and `keep` admits, read a page at a time up
-/// to [`MAX_QUEUE_SCAN`]; and whether the scan stopped there (the list is then partial).
-async fn visible_lanes<C, S>(
+/// A page of the operator's queue under `query`, and whether older rows follow.
+async fn queue_page<C, S>(
     inner: &Inner<C, S>,
-    operator: &Operator,
-    state: LaneState,
-    keep: impl Fn(&ApprovalLane) -> bool,
+    query: &LaneQuery,
 ) -> Result<(Vec<ApprovalLane>, bool), ApprovalError>
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    const PAGE: usize = 500;
-    let mut found = Vec::new();
-    let mut after: Option<IdempotencyKey> = None;
-    let mut read = 0;
-    loop {
-        let page = inner.governor.lanes(state, after.as_ref(), PAGE).await?;
-        let Some(last) = page.last() else {
-            return Ok((found, false));
-        };
-        after = Some(last.key());
-        read += page.len();
-        let full = page.len() == PAGE;
-        found.extend(page.into_iter().filter(|lane| {
-            operator.accounts().includes(lane.proposal().account_id()) && keep(lane)
-        }));
-        if !full {
-            return Ok((found, false));
-        }
-        if read >= MAX_QUEUE_SCAN {
-            return Ok((found, true));
-        }
-    }
-}
-
-async fn pending<C, S>(
-    inner: &Inner<C, S>,
-    operator: &Operator,
-    filter: &QueueFilter,
-) -> Result<(Vec<ApprovalLane>, bool), ApprovalError>
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
-    let (mut found, partial) = visible_lanes(inner, operator, LaneState::Pending, |lane| {
-        filter.admits(lane)
-    })
-    .await?;
-    // Newest first; the key settles ties, so that pages do not shuffle.
-    found.sort_by(|a, b| {
-        b.proposed_at()
-            .cmp(&a.proposed_at())
-            .then_with(|| a.key().cmp(&b.key()))
-    });
-    Ok((found, partial))
+    // One row more than the page tells whether an "Older" link leads anywhere.
+    let mut lanes = inner.governor.query_lanes(query, QUEUE_PAGE + 1).await?;
+    let older = lanes.len() > QUEUE_PAGE;
+    lanes.truncate(QUEUE_PAGE);
+    Ok((lanes, older))
 }
 
 async fn queue<C, S>(
@@ -599,11 +558,15 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    if !filter.is_valid() {
+    let Some(query) = filter.query(&signed.operator) else {
         return bad_page(Some(signed.operator.id()));
-    }
-    match pending(&inner, &signed.operator, &filter).await {
-        Ok((lanes, partial)) => {
+    };
+    let counted = inner
+        .governor
+        .count_lanes(&query, QUEUE_COUNT_CAP + 1)
+        .await;
+    match (queue_page(&inner, &query).await, counted) {
+        (Ok((lanes, older)), Ok(waiting)) => {
             let token = signed.token(&inner);
             let tools: Vec<&str> = inner
                 .governor
@@ -612,17 +575,18 @@ where
                 .iter()
                 .map(|entry| entry.spec().name())
                 .collect();
-            signed.with_cookie(pages::queue(
-                signed.operator.id(),
-                &token,
-                &filter,
-                &tools,
-                &lanes,
-                partial,
-                inner.governor.now().ok(),
-            ))
+            signed.with_cookie(pages::queue(&pages::QueueView {
+                operator: signed.operator.id(),
+                logout_token: &token,
+                filter: &filter,
+                tools: &tools,
+                lanes: &lanes,
+                older,
+                waiting,
+                now: inner.governor.now().ok(),
+            }))
         }
-        Err(error) => store_failure(&error),
+        (Err(error), _) | (_, Err(error)) => store_failure(&error),
     }
 }
 
@@ -639,11 +603,11 @@ where
     let Ok(signed) = signed else {
         return StatusCode::UNAUTHORIZED.into_response();
     };
-    if !filter.is_valid() {
+    let Some(query) = filter.query(&signed.operator) else {
         return bad_page(Some(signed.operator.id()));
-    }
-    match pending(&inner, &signed.operator, &filter).await {
-        Ok((lanes, _)) => pages::queue_rows_fragment(&filter, &lanes, inner.governor.now().ok()),
+    };
+    match queue_page(&inner, &query).await {
+        Ok((lanes, _)) => pages::queue_rows_fragment(&lanes, inner.governor.now().ok()),
         Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
 }
@@ -893,8 +857,12 @@ where
 {
     let mut lanes = Vec::new();
     for state in [LaneState::Interrupted, LaneState::OutcomeUnknown] {
-        match visible_lanes(&inner, &signed.operator, state, |_| true).await {
-            Ok((found, _)) => lanes.extend(found),
+        let mut query = LaneQuery::new(state);
+        if let Accounts::Only(accounts) = signed.operator.accounts() {
+            query = query.accounts(accounts.iter().map(String::as_str));
+        }
+        match inner.governor.query_lanes(&query, RECONCILE_PAGE).await {
+            Ok(found) => lanes.extend(found),
             Err(error) => return store_failure(&error),
         }
     }

@@ -11,19 +11,23 @@ use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::approvals::{ApprovalLane, AuditRecord};
+use crate::approvals::{ApprovalLane, AuditRecord, LaneMark, LaneQuery};
 use crate::declare::{ApprovalMode, RiskTier};
 use crate::gate::{LaneState, ModeSource, Timestamp};
 use crate::json::{Preview, PreviewSource, is_secret_name};
 
 use super::Rendered;
+use super::config::{Accounts, Operator};
 use super::html::{Attr, Person, Query, Shortened, Text, page};
 use super::sanitize::sanitize;
 
 /// Rows on one page of the queue.
-const QUEUE_PAGE: usize = 25;
+pub(crate) const QUEUE_PAGE: usize = 25;
 
-/// The queue's filters and page, from the query string.
+/// Past this many waiting proposals the queue says "10,000+" rather than count them all.
+pub(crate) const QUEUE_COUNT_CAP: usize = 10_000;
+
+/// The queue's filters and where its page starts, from the query string.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct QueueFilter {
     #[serde(default)]
@@ -32,33 +36,62 @@ pub(crate) struct QueueFilter {
     pub(crate) tier: String,
     #[serde(default)]
     pub(crate) actor: String,
+    /// Only the tiers the operator may decide (`1`).
     #[serde(default)]
-    pub(crate) page: usize,
+    pub(crate) mine: String,
+    /// The position of the previous page's last row (a [`LaneMark`]); empty: the newest.
+    #[serde(default)]
+    pub(crate) after: String,
 }
 
 impl QueueFilter {
-    /// The deepest page a client may ask for: far past any queue the console reads, and
-    /// small enough that no page arithmetic can overflow.
-    pub(crate) const MAX_PAGE: usize = 1_000_000;
-
-    /// Whether the page number is one the console answers (else a 400).
-    pub(crate) const fn is_valid(&self) -> bool {
-        self.page <= Self::MAX_PAGE
+    /// The store's query for the operator's queue under these filters, or `None` when
+    /// the filters do not parse (a 400): a tier or a position that is not one.
+    pub(crate) fn query(&self, operator: &Operator) -> Option<LaneQuery> {
+        let mut query = LaneQuery::new(LaneState::Pending);
+        if !self.tool.is_empty() {
+            query = query.tool(self.tool.as_str());
+        }
+        if !self.actor.is_empty() {
+            query = query.proposer(self.actor.as_str());
+        }
+        let mut tiers: Option<Vec<RiskTier>> = None;
+        if !self.tier.is_empty() {
+            tiers = Some(vec![self.tier.parse().ok()?]);
+        }
+        if self.mine == "1" {
+            let allowed: Vec<RiskTier> = RiskTier::ALL
+                .into_iter()
+                .filter(|tier| operator.may_decide(*tier))
+                .collect();
+            tiers = Some(match tiers {
+                Some(chosen) => chosen.into_iter().filter(|t| allowed.contains(t)).collect(),
+                None => allowed,
+            });
+        } else if !self.mine.is_empty() {
+            return None;
+        }
+        if let Some(tiers) = tiers {
+            query = query.tiers(tiers);
+        }
+        if let Accounts::Only(accounts) = operator.accounts() {
+            query = query.accounts(accounts.iter().map(String::as_str));
+        }
+        if !self.after.is_empty() {
+            query = query.after(self.after.parse::<LaneMark>().ok()?);
+        }
+        Some(query)
     }
 
-    pub(crate) fn admits(&self, lane: &ApprovalLane) -> bool {
-        let proposal = lane.proposal();
-        (self.tool.is_empty() || proposal.tool() == self.tool)
-            && (self.tier.is_empty() || proposal.risk_tier().as_str() == self.tier)
-            && (self.actor.is_empty() || proposal.actor_id() == self.actor)
-    }
-
-    fn query(&self, page: usize) -> String {
+    /// The query string of these filters, from `after` on (`None`: the newest).
+    fn link(&self, after: Option<&LaneMark>) -> String {
+        let after = after.map(ToString::to_string).unwrap_or_default();
         format!(
-            "tool={}&tier={}&actor={}&page={page}",
+            "tool={}&tier={}&actor={}&mine={}&after={after}",
             Query(&self.tool),
             Query(&self.tier),
-            Query(&self.actor)
+            Query(&self.actor),
+            Query(&self.mine),
         )
     }
 }
@@ -262,37 +295,42 @@ fn summary(preview: &Preview) -> String {
     }
 }
 
-/// The lanes on the filter's page of the queue.
-fn page_of<'a>(filter: &QueueFilter, lanes: &'a [ApprovalLane]) -> &'a [ApprovalLane] {
-    let start = filter.page.saturating_mul(QUEUE_PAGE);
-    let shown = lanes.get(start..).unwrap_or(&[]);
-    &shown[..shown.len().min(QUEUE_PAGE)]
+pub(crate) fn queue_rows_fragment(lanes: &[ApprovalLane], now: Option<Timestamp>) -> Response {
+    respond(StatusCode::OK, queue_rows(lanes, now))
 }
 
-pub(crate) fn queue_rows_fragment(
-    filter: &QueueFilter,
-    lanes: &[ApprovalLane],
-    now: Option<Timestamp>,
-) -> Response {
-    respond(StatusCode::OK, queue_rows(page_of(filter, lanes), now))
+/// What the queue page shows: a page of rows (and whether older ones follow) and how
+/// many wait under the filters, counted up to [`QUEUE_COUNT_CAP`] and one more.
+pub(crate) struct QueueView<'a> {
+    pub(crate) operator: &'a str,
+    pub(crate) logout_token: &'a str,
+    pub(crate) filter: &'a QueueFilter,
+    pub(crate) tools: &'a [&'a str],
+    pub(crate) lanes: &'a [ApprovalLane],
+    pub(crate) older: bool,
+    pub(crate) waiting: usize,
+    pub(crate) now: Option<Timestamp>,
 }
 
-pub(crate) fn queue(
-    operator: &str,
-    logout_token: &str,
-    filter: &QueueFilter,
-    tools: &[&str],
-    lanes: &[ApprovalLane],
-    partial: bool,
-    now: Option<Timestamp>,
-) -> Response {
-    let shown = page_of(filter, lanes);
-    let older = filter.page.saturating_add(1).saturating_mul(QUEUE_PAGE) < lanes.len();
+pub(crate) fn queue(view: &QueueView<'_>) -> Response {
+    let QueueView {
+        operator,
+        logout_token,
+        filter,
+        tools,
+        lanes,
+        older,
+        waiting,
+        now,
+    } = *view;
+    let count = if waiting > QUEUE_COUNT_CAP {
+        "10,000+".to_string()
+    } else {
+        waiting.to_string()
+    };
+    let refresh = filter.link(filter.after.parse::<LaneMark>().ok().as_ref());
     let body = html! {
-        h1 { "Waiting for a decision " span.count { (lanes.len()) } }
-        @if partial {
-            p.notice { "More proposals wait than the queue reads at once; narrow the filters." }
-        }
+        h1 { "Waiting for a decision " span.count { (count) } }
         form.filters method="get" action="/queue" {
             label {
                 "Tool "
@@ -315,6 +353,10 @@ pub(crate) fn queue(
                 }
             }
             label { "Actor " input name="actor" value=(Attr(&filter.actor)); }
+            label {
+                input type="checkbox" name="mine" value="1" checked[filter.mine == "1"];
+                " Only what I may decide"
+            }
             button type="submit" { "Filter" }
         }
         table.queue {
@@ -324,16 +366,18 @@ pub(crate) fn queue(
                     th { "Time left" } th { "Id" }
                 }
             }
-            tbody id="queue-rows" data-refresh={ "/queue/rows?" (Attr(&filter.query(filter.page))) } {
-                (queue_rows(shown, now))
+            tbody id="queue-rows" data-refresh={ "/queue/rows?" (Attr(&refresh)) } {
+                (queue_rows(lanes, now))
             }
         }
         nav.pages aria-label="Queue pages" {
-            @if filter.page > 0 {
-                a href={ "/queue?" (Attr(&filter.query(filter.page - 1))) } { "Newer" }
+            @if !filter.after.is_empty() {
+                a href={ "/queue?" (Attr(&filter.link(None))) } { "Newest" }
             }
             @if older {
-                a href={ "/queue?" (Attr(&filter.query(filter.page + 1))) } { "Older" }
+                @if let Some(last) = lanes.last() {
+                    a href={ "/queue?" (Attr(&filter.link(Some(&LaneMark::of(last))))) } { "Older" }
+                }
             }
         }
         form.logout method="post" action="/logout" {

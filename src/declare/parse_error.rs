@@ -31,6 +31,9 @@ impl ParseError {
     pub(crate) const IDEMPOTENCY_KEY: Self = Self {
         what: "invalid idempotency key, expected 64 lowercase hex digits",
     };
+    pub(crate) const LANE_MARK: Self = Self {
+        what: "invalid queue position, expected milliseconds, a dash and an idempotency key",
+    };
 }
 
 impl fmt::Debug for ParseError {

@@ -13,17 +13,20 @@ use std::vec::Vec;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
+use crate::approvals::{
+    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, TransitionEvent,
+};
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
+use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::record::{decode, encode};
 use crate::stores::runtime::StoreRuntime;
 
 /// The schema this library writes. A database whose schema is newer is refused.
-pub const POSTGRES_SCHEMA_VERSION: i32 = 2;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 3;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "
     CREATE TABLE cairnloop_lanes (
         key TEXT PRIMARY KEY,
@@ -48,6 +51,35 @@ const MIGRATIONS: [&str; 2] = [
     ALTER TABLE cairnloop_schema ADD COLUMN position_base BIGINT NOT NULL DEFAULT 0;
     UPDATE cairnloop_schema SET position_base = (SELECT coalesce(max(seq), 0) FROM cairnloop_events);
     ",
+    // What a queue is filtered and ordered by, as columns filled from the stored lanes:
+    // newest first in every state, and per filter for the pending ones an operator pages
+    // (partial indexes: a lane leaves them when it is decided).
+    "
+    ALTER TABLE cairnloop_lanes
+        ADD COLUMN tool TEXT, ADD COLUMN tier TEXT, ADD COLUMN proposer TEXT,
+        ADD COLUMN account TEXT, ADD COLUMN proposed_at BIGINT, ADD COLUMN expires_at BIGINT;
+    UPDATE cairnloop_lanes SET
+        tool = lane::jsonb #>> '{proposal,tool}',
+        tier = lane::jsonb #>> '{proposal,risk_tier}',
+        proposer = lane::jsonb #>> '{proposal,actor_id}',
+        account = lane::jsonb #>> '{proposal,account_id}',
+        proposed_at = least((lane::jsonb ->> 'proposed_at')::numeric, 9223372036854775807)::bigint,
+        expires_at = least((lane::jsonb ->> 'expires_at')::numeric, 9223372036854775807)::bigint;
+    ALTER TABLE cairnloop_lanes
+        ALTER COLUMN tool SET NOT NULL, ALTER COLUMN tier SET NOT NULL,
+        ALTER COLUMN proposer SET NOT NULL, ALTER COLUMN proposed_at SET NOT NULL,
+        ALTER COLUMN expires_at SET NOT NULL;
+    CREATE INDEX cairnloop_lanes_newest ON cairnloop_lanes (state, proposed_at, key);
+    CREATE INDEX cairnloop_lanes_by_expiry ON cairnloop_lanes (state, expires_at);
+    CREATE INDEX cairnloop_lanes_pending_by_tool ON cairnloop_lanes (tool, proposed_at, key)
+        WHERE state = 'pending';
+    CREATE INDEX cairnloop_lanes_pending_by_tier ON cairnloop_lanes (tier, proposed_at, key)
+        WHERE state = 'pending';
+    CREATE INDEX cairnloop_lanes_pending_by_proposer
+        ON cairnloop_lanes (proposer, proposed_at, key) WHERE state = 'pending';
+    CREATE INDEX cairnloop_lanes_pending_by_account
+        ON cairnloop_lanes (account, proposed_at, key) WHERE state = 'pending';
+    ",
 ];
 
 /// Taken by a migrating process only: one migrator at a time, across processes.
@@ -59,7 +91,9 @@ const MIGRATION_LOCK: i64 = 0x6361_6972_6e6c_6f6f;
 // below the oldest transaction still running (see `EVENTS_SINCE`).
 const INSERT: &str = "
     WITH added AS (
-        INSERT INTO cairnloop_lanes (key, state, version, lane) VALUES ($1, $2, $3, $4)
+        INSERT INTO cairnloop_lanes
+            (key, state, version, lane, tool, tier, proposer, account, proposed_at, expires_at)
+        VALUES ($1, $2, $3, $4, $7, $8, $9, $10, $11, $12)
         ON CONFLICT (key) DO NOTHING RETURNING key
     ), logged AS (
         INSERT INTO cairnloop_events (position, record)
@@ -70,7 +104,7 @@ const INSERT: &str = "
 
 const TRANSITION: &str = "
     WITH moved AS (
-        UPDATE cairnloop_lanes SET state = $1, version = $2, lane = $3
+        UPDATE cairnloop_lanes SET state = $1, version = $2, lane = $3, expires_at = $8
         WHERE key = $4 AND version = $5 RETURNING key
     ), logged AS (
         INSERT INTO cairnloop_events (position, record)
@@ -488,6 +522,7 @@ async fn write_transition(
     let key = lane.key().to_string();
     let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
     let (expected, next) = (version_of(expected_version)?, version_of(lane.version())?);
+    let expires_at = millis(lane.expires_at().unix_millis());
     let statement = client
         .prepare_cached(TRANSITION)
         .await
@@ -503,6 +538,7 @@ async fn write_transition(
                 &expected,
                 &record,
                 &base,
+                &expires_at,
             ],
         )
         .await
@@ -526,6 +562,7 @@ impl ApprovalStore for PostgresStore {
             let key = lane.key().to_string();
             let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
             let version = version_of(lane.version())?;
+            let columns = LaneColumns::of(&lane);
             let statement = client.prepare_cached(INSERT).await.map_err(read_error)?;
             let row = client
                 .query_one(
@@ -537,6 +574,12 @@ impl ApprovalStore for PostgresStore {
                         &text,
                         &record,
                         &base,
+                        &columns.tool,
+                        &columns.tier,
+                        &columns.proposer,
+                        &columns.account,
+                        &columns.proposed_at,
+                        &columns.expires_at,
                     ],
                 )
                 .await
@@ -680,4 +723,70 @@ impl ApprovalStore for PostgresStore {
                 .collect()
         })
     }
+
+    fn query_lanes(
+        &self,
+        query: &LaneQuery,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        let mut filter = LaneFilter::new(query, true, numbered);
+        self.run(move |client| async move {
+            let limit = filter.push(
+                Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+                numbered,
+            );
+            let sql = format!(
+                "SELECT lane FROM cairnloop_lanes WHERE {}
+                 ORDER BY proposed_at DESC, key DESC LIMIT {limit}",
+                filter.clause
+            );
+            let statement = client.prepare_cached(&sql).await.map_err(read_error)?;
+            let rows = client
+                .query(&statement, &parameters(&filter.params))
+                .await
+                .map_err(read_error)?;
+            rows.iter()
+                .map(|row| decode(row.get::<_, &str>(0)))
+                .collect()
+        })
+    }
+
+    fn count_lanes(
+        &self,
+        query: &LaneQuery,
+        cap: usize,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        let mut filter = LaneFilter::new(query, false, numbered);
+        self.run(move |client| async move {
+            let cap = filter.push(Param::Int(i64::try_from(cap).unwrap_or(i64::MAX)), numbered);
+            let sql = format!(
+                "SELECT count(*) FROM (SELECT 1 FROM cairnloop_lanes WHERE {} LIMIT {cap}) AS found",
+                filter.clause
+            );
+            let statement = client.prepare_cached(&sql).await.map_err(read_error)?;
+            let counted: i64 = client
+                .query_one(&statement, &parameters(&filter.params))
+                .await
+                .map_err(read_error)?
+                .get(0);
+            Ok(usize::try_from(counted).unwrap_or(0))
+        })
+    }
+}
+
+/// PostgreSQL's numbered placeholder.
+fn numbered(n: usize) -> String {
+    format!("${n}")
+}
+
+fn parameters(params: &[Param]) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
+    params
+        .iter()
+        .map(|param| -> &(dyn tokio_postgres::types::ToSql + Sync) {
+            match param {
+                Param::Text(text) => text,
+                Param::Int(number) => number,
+            }
+        })
+        .collect()
 }

@@ -10,9 +10,12 @@ use std::vec::Vec;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use crate::approvals::{ApprovalLane, ApprovalStore, AuditRecord, StoreError, TransitionEvent};
+use crate::approvals::{
+    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, TransitionEvent,
+};
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
+use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::record::{decode, encode};
 use crate::stores::worker::{Batch, Worker};
 
@@ -20,10 +23,11 @@ use crate::stores::worker::{Batch, Worker};
 const APPLICATION_ID: i32 = 0x434c_6f70;
 
 /// The schema this library writes. A file with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
     CREATE TABLE lanes (
         key TEXT PRIMARY KEY,
         state TEXT NOT NULL,
@@ -35,7 +39,33 @@ const MIGRATIONS: [&str; 1] = ["
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         record TEXT NOT NULL
     );
-"];
+    ",
+    // What a queue is filtered and ordered by, as columns filled from the stored lanes:
+    // newest first in every state, and per filter for the pending ones an operator pages.
+    "
+    ALTER TABLE lanes ADD COLUMN tool TEXT NOT NULL DEFAULT '';
+    ALTER TABLE lanes ADD COLUMN tier TEXT NOT NULL DEFAULT '';
+    ALTER TABLE lanes ADD COLUMN proposer TEXT NOT NULL DEFAULT '';
+    ALTER TABLE lanes ADD COLUMN account TEXT;
+    ALTER TABLE lanes ADD COLUMN proposed_at INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE lanes ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;
+    UPDATE lanes SET
+        tool = json_extract(lane, '$.proposal.tool'),
+        tier = json_extract(lane, '$.proposal.risk_tier'),
+        proposer = json_extract(lane, '$.proposal.actor_id'),
+        account = json_extract(lane, '$.proposal.account_id'),
+        proposed_at = min(json_extract(lane, '$.proposed_at'), 9223372036854775807),
+        expires_at = min(json_extract(lane, '$.expires_at'), 9223372036854775807);
+    CREATE INDEX lanes_newest ON lanes (state, proposed_at, key);
+    CREATE INDEX lanes_by_expiry ON lanes (state, expires_at);
+    CREATE INDEX lanes_pending_by_tool ON lanes (tool, proposed_at, key) WHERE state = 'pending';
+    CREATE INDEX lanes_pending_by_tier ON lanes (tier, proposed_at, key) WHERE state = 'pending';
+    CREATE INDEX lanes_pending_by_proposer ON lanes (proposer, proposed_at, key)
+        WHERE state = 'pending';
+    CREATE INDEX lanes_pending_by_account ON lanes (account, proposed_at, key)
+        WHERE state = 'pending';
+    ",
+];
 
 /// How a [`SqliteStore`] opens its file.
 ///
@@ -336,15 +366,24 @@ fn write_transition(
     );
     let expected = i64::try_from(expected_version).map_err(|_| StoreError::Conflict)?;
     let next = i64::try_from(lane.version()).map_err(|_| StoreError::Conflict)?;
+    let expires_at = millis(lane.expires_at().unix_millis());
     in_move(connection, |transaction| {
         let changed = transaction
-        .prepare_cached(
-            "UPDATE lanes SET state = ?1, version = ?2, lane = ?3 WHERE key = ?4 AND version = ?5",
-        )
-        .and_then(|mut update| {
-            update.execute(params![lane.state().as_str(), next, text, key, expected])
-        })
-        .map_err(classify)?;
+            .prepare_cached(
+                "UPDATE lanes SET state = ?1, version = ?2, lane = ?3, expires_at = ?6
+                 WHERE key = ?4 AND version = ?5",
+            )
+            .and_then(|mut update| {
+                update.execute(params![
+                    lane.state().as_str(),
+                    next,
+                    text,
+                    key,
+                    expected,
+                    expires_at
+                ])
+            })
+            .map_err(classify)?;
         if changed == 0 {
             let exists = transaction
                 .query_row("SELECT 1 FROM lanes WHERE key = ?1", [&key], |_| Ok(()))
@@ -404,6 +443,7 @@ impl ApprovalStore for SqliteStore {
             let key = lane.key().to_string();
             let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
             let version = i64::try_from(lane.version()).map_err(|_| StoreError::Conflict)?;
+            let columns = LaneColumns::of(&lane);
             in_move(connection, |transaction| {
                 let existing: Option<String> = transaction
                     .query_row("SELECT lane FROM lanes WHERE key = ?1", [&key], |row| {
@@ -415,10 +455,25 @@ impl ApprovalStore for SqliteStore {
                     return Ok((decode(&existing)?, false));
                 }
                 transaction
-                    .execute(
-                        "INSERT INTO lanes (key, state, version, lane) VALUES (?1, ?2, ?3, ?4)",
-                        params![key, lane.state().as_str(), version, text],
+                    .prepare_cached(
+                        "INSERT INTO lanes (key, state, version, lane, tool, tier, proposer,
+                                            account, proposed_at, expires_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                     )
+                    .and_then(|mut insert| {
+                        insert.execute(params![
+                            key,
+                            lane.state().as_str(),
+                            version,
+                            text,
+                            columns.tool,
+                            columns.tier,
+                            columns.proposer,
+                            columns.account,
+                            columns.proposed_at,
+                            columns.expires_at
+                        ])
+                    })
                     .map_err(classify)?;
                 transaction
                     .execute("INSERT INTO events (record) VALUES (?1)", [record])
@@ -526,5 +581,72 @@ impl ApprovalStore for SqliteStore {
             }
             Ok(lanes)
         })
+    }
+
+    fn query_lanes(
+        &self,
+        query: &LaneQuery,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        let mut filter = LaneFilter::new(query, true, numbered);
+        self.worker.run(false, move |connection| {
+            let limit = filter.push(
+                Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+                numbered,
+            );
+            let sql = format!(
+                "SELECT lane FROM lanes WHERE {} ORDER BY proposed_at DESC, key DESC LIMIT {limit}",
+                filter.clause
+            );
+            let mut statement = connection.prepare_cached(&sql).map_err(classify)?;
+            let rows = statement
+                .query_map(
+                    rusqlite::params_from_iter(filter.params.iter().map(value)),
+                    |row| row.get::<_, String>(0),
+                )
+                .map_err(classify)?;
+            let mut lanes = Vec::new();
+            for row in rows {
+                lanes.push(decode(&row.map_err(classify)?)?);
+            }
+            Ok(lanes)
+        })
+    }
+
+    fn count_lanes(
+        &self,
+        query: &LaneQuery,
+        cap: usize,
+    ) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        let mut filter = LaneFilter::new(query, false, numbered);
+        self.worker.run(false, move |connection| {
+            let cap = filter.push(Param::Int(i64::try_from(cap).unwrap_or(i64::MAX)), numbered);
+            let sql = format!(
+                "SELECT count(*) FROM (SELECT 1 FROM lanes WHERE {} LIMIT {cap})",
+                filter.clause
+            );
+            let counted: i64 = connection
+                .prepare_cached(&sql)
+                .and_then(|mut statement| {
+                    statement.query_row(
+                        rusqlite::params_from_iter(filter.params.iter().map(value)),
+                        |row| row.get(0),
+                    )
+                })
+                .map_err(classify)?;
+            Ok(usize::try_from(counted).unwrap_or(0))
+        })
+    }
+}
+
+/// SQLite's numbered placeholder.
+fn numbered(n: usize) -> String {
+    format!("?{n}")
+}
+
+fn value(param: &Param) -> rusqlite::types::Value {
+    match param {
+        Param::Text(text) => rusqlite::types::Value::Text(text.clone()),
+        Param::Int(number) => rusqlite::types::Value::Integer(*number),
     }
 }
