@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairnloop::approvals::{
     ApprovalStore, AuditRecord, LaneMark, LaneQuery, ManualClock, MemoryStore, StoreError,
-    TransitionEvent, conformance,
+    StoreWatch, TransitionEvent, conformance,
 };
 use cairnloop::gate::{LaneState, Timestamp};
 use cairnloop::stores::{SqliteOptions, SqliteStore};
@@ -51,6 +51,7 @@ struct Broken {
     lanes: Mutex<BTreeMap<IdempotencyKey, ApprovalLane>>,
     events: Mutex<BTreeMap<u64, AuditRecord>>,
     numbered: AtomicU64,
+    watch: StoreWatch,
 }
 
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
@@ -74,6 +75,10 @@ enum Flaw {
     /// The next page starts below the last lane's millisecond: lanes proposed in the same
     /// millisecond as a page's last one are skipped.
     QueueSkipsTies,
+    /// It can be watched, but no write moves the signal on.
+    WatchSilent,
+    /// Watchers are woken before the write is made, then never again.
+    WakesBeforeWrite,
 }
 
 impl Broken {
@@ -84,12 +89,28 @@ impl Broken {
         }
     }
 
+    /// Before a write: the flaw that wakes too early.
+    fn before_write(&self) {
+        if self.flaw == Flaw::WakesBeforeWrite {
+            self.watch.notify();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// After a write: every store but the flawed ones wakes its watchers.
+    fn after_write(&self) {
+        if !matches!(self.flaw, Flaw::WatchSilent | Flaw::WakesBeforeWrite) {
+            self.watch.notify();
+        }
+    }
+
     fn move_now(
         &self,
         expected: u64,
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> Result<(), StoreError> {
+        self.before_write();
         let mut lanes = self.lanes.lock().unwrap();
         let Some(version) = lanes.get(&lane.key()).map(ApprovalLane::version) else {
             return Err(StoreError::Missing);
@@ -117,6 +138,7 @@ impl Broken {
             }
             _ => self.publish(AuditRecord::Transition(event)),
         }
+        self.after_write();
         Ok(())
     }
 
@@ -140,6 +162,7 @@ impl ApprovalStore for Broken {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
+        self.before_write();
         let mut lanes = self.lanes.lock().unwrap();
         let result = match lanes.get(&lane.key()) {
             Some(existing) if self.flaw != Flaw::InsertOverwrites => (existing.clone(), false),
@@ -149,6 +172,8 @@ impl ApprovalStore for Broken {
                 (lane, true)
             }
         };
+        drop(lanes);
+        self.after_write();
         ready(Ok(result))
     }
 
@@ -231,6 +256,10 @@ impl ApprovalStore for Broken {
         found.truncate(limit);
         ready(Ok(found))
     }
+
+    fn watch(&self) -> Option<StoreWatch> {
+        Some(self.watch.clone())
+    }
 }
 
 #[test]
@@ -248,6 +277,8 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         ),
         (Flaw::LogCopiedBack, "sweeps in a crowd"),
         (Flaw::QueueSkipsTies, "filtered queue"),
+        (Flaw::WatchSilent, "watch"),
+        (Flaw::WakesBeforeWrite, "watch"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");
@@ -303,6 +334,7 @@ fn a_file_that_is_not_ours_is_refused_and_left_as_it_was() {
 }
 
 const REFUND: &str = r#"{"order": 7, "cents": 1250, "reason": "damaged"}"#;
+const REFUND_OTHER: &str = r#"{"order": 8, "cents": 1250, "reason": "damaged"}"#;
 
 fn admin() -> cairnloop::Actor<'static> {
     cairnloop::Actor::new("admin-1", EVERY_SCOPE).with_account("acme")
@@ -588,4 +620,45 @@ fn a_version_1_file_migrates_and_its_lanes_are_found_by_every_filter() {
         .risk_tier();
     assert_eq!(page(&pending.clone().tiers([tier])), vec![keys[2], keys[1]]);
     assert_eq!(page(&LaneQuery::new(LaneState::Approved)), vec![keys[0]]);
+}
+
+#[test]
+fn a_decision_made_through_another_connection_ends_a_wait_on_this_one() {
+    let scratch = Scratch::new("watch");
+    let path = scratch.file("approvals.db");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    let call = ToolCall::new("refund_order", REFUND);
+    // Two connections to one file, as two processes have: the agent's and the console's.
+    let agent = std::sync::Arc::new(governor(&path, &clock));
+    let console = governor(&path, &clock);
+    let key = propose_refund(&agent, &call);
+    // A third connection's signal: it must move on for a write it did not make (a
+    // wait that ran out would say `false`).
+    let watcher = SqliteStore::open(&path).unwrap();
+    let watch = watcher.watch().unwrap();
+    let seen = watch.generation();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let waiter = {
+        let (agent, barrier) = (
+            std::sync::Arc::clone(&agent),
+            std::sync::Arc::clone(&barrier),
+        );
+        std::thread::spawn(move || {
+            barrier.wait();
+            // Long enough that only a wake-up ends it with a decision.
+            pollster::block_on(agent.await_decision(&key, std::time::Duration::from_secs(60)))
+        })
+    };
+    barrier.wait();
+    pollster::block_on(console.approve(&key, "lead")).unwrap();
+    let decided = waiter.join().unwrap().unwrap();
+    assert_eq!(decided.state(), LaneState::Approved);
+    assert!(pollster::block_on(
+        watch.changed(seen, std::time::Duration::from_secs(60))
+    ));
+    // A wait that nobody ends gives the lane back as it is at the deadline.
+    let other = propose_refund(&agent, &ToolCall::new("refund_order", REFUND_OTHER));
+    let waited =
+        pollster::block_on(agent.await_decision(&other, std::time::Duration::from_millis(50)));
+    assert_eq!(waited.unwrap().state(), LaneState::Pending);
 }

@@ -16,9 +16,10 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneMark, LaneQuery, StoreError, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch,
+    TransitionEvent,
 };
-use crate::declare::{Actor, ApprovalMode, RiskTier, Scope, ToolSpec};
+use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, Scope, ToolSpec};
 use crate::gate::{LaneAction, LaneState, ModePolicy, Timestamp};
 use crate::json::{AuditEvent, Draft, Proposal};
 
@@ -54,7 +55,10 @@ pub struct Violation {
 /// `racers` writers appending at once while a reader follows the cursor, which must
 /// return every record exactly once with growing cursors (no record that commits late
 /// is skipped); `racers` sweepers expiring the same lanes at once, each lane moved
-/// exactly once with one event, every loser told [`StoreError::Conflict`].
+/// exactly once with one event, every loser told [`StoreError::Conflict`]; for a store
+/// that can be watched, a waiter parked on another thread woken by a proposal, a
+/// decision and a detached move, and finding each written when it wakes (a store that
+/// cannot be watched skips this check: its waiters read now and then).
 ///
 /// # Errors
 ///
@@ -76,6 +80,7 @@ where
     pages_by_state(&make())?;
     filtered_queue(&make())?;
     detached(&make())?;
+    watched(Arc::new(make()))?;
     race(Arc::new(make()), racers.max(2))?;
     cursor_under_writers(Arc::new(make()), racers.max(2))?;
     sweepers(Arc::new(make()), racers.max(2))?;
@@ -508,6 +513,76 @@ fn detached<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
                 );
             }
         }
+    }
+}
+
+/// How long a watcher waits for a wake-up before the kit calls it lost.
+const WAKE_WAIT: Duration = Duration::from_secs(3);
+
+fn watched<S: ApprovalStore + 'static>(store: Arc<S>) -> Result<(), Violation> {
+    const CHECK: &str = "watch";
+    let Some(watch) = store.watch() else {
+        return Ok(());
+    };
+    let first = lane(1);
+    let key = first.key();
+    wakes(&store, &watch, key, LaneState::Pending, |store| {
+        block_on(store.insert(first.clone(), opened(&first))).map(|_| ())
+    })?;
+    let (approved, event) = moved(&first, LaneAction::Approve);
+    wakes(&store, &watch, key, LaneState::Approved, |store| {
+        block_on(store.transition(first.version(), approved.clone(), event))
+    })?;
+    let (running, event) = moved(&approved, LaneAction::StartExecution);
+    wakes(&store, &watch, key, LaneState::ExecutionPending, |store| {
+        store.transition_detached(approved.version(), running.clone(), event);
+        Ok(())
+    })
+    .or_else(|violation| fail(CHECK, format!("a detached move: {}", violation.detail)))
+}
+
+/// Parks a waiter on another thread, makes `write`, and checks that the waiter wakes
+/// and then finds the lane with `key` in `state` (woken before the commit, it would not).
+fn wakes<S: ApprovalStore + 'static>(
+    store: &Arc<S>,
+    watch: &StoreWatch,
+    key: IdempotencyKey,
+    state: LaneState,
+    write: impl FnOnce(&S) -> Result<(), StoreError>,
+) -> Result<(), Violation> {
+    const CHECK: &str = "watch";
+    let barrier = Arc::new(Barrier::new(2));
+    let seen = watch.generation();
+    let waiter = {
+        let (store, watch, barrier) = (Arc::clone(store), watch.clone(), Arc::clone(&barrier));
+        std::thread::spawn(move || {
+            barrier.wait();
+            let deadline = Instant::now() + WAKE_WAIT;
+            let mut seen = seen;
+            let mut last = None;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if !block_on(watch.changed(seen, left)) {
+                    return Err(format!(
+                        "a waiter was not woken with the lane {state} within {WAKE_WAIT:?} \
+                         (last read after a wake-up: {last:?})"
+                    ));
+                }
+                seen = watch.generation();
+                let found = block_on(store.get(&key)).map(|lane| lane.map(|lane| lane.state()));
+                if found == Ok(Some(state)) {
+                    return Ok(());
+                }
+                last = Some(found);
+            }
+        })
+    };
+    barrier.wait();
+    write(store).or_else(|error| store_error(CHECK, &error))?;
+    match waiter.join() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(detail)) => fail(CHECK, detail),
+        Err(_) => fail(CHECK, "the waiting thread panicked"),
     }
 }
 

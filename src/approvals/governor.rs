@@ -919,6 +919,87 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         self.approvals.lane(key).await
     }
 
+    /// Waits until a person decides the lane with this key (approves, rejects or defers
+    /// it), or it leaves `pending` otherwise (it expires, or is invalidated), or `timeout`
+    /// passes; returns the lane as it is then (still `pending` after a timeout). A host
+    /// holds a workflow here until a person decides, in this process or, with a shared
+    /// store, in any other: the store's [`StoreWatch`](crate::approvals::StoreWatch)
+    /// wakes it, and a store that cannot be watched is read every 50 ms. A lane whose
+    /// time is up is expired here, so the wait ends with it.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::UnknownLane`], the clock's or the store's error.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # use cairnloop::{Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec};
+    /// # use cairnloop::gate::LaneState;
+    /// # #[derive(serde::Deserialize, serde::Serialize)]
+    /// # struct Refund { cents: u64 }
+    /// # struct RefundTool;
+    /// # impl Tool for RefundTool {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::HighWrite);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = Refund; type Output = u64; type Error = String; type Context = ();
+    /// #     fn validate(_: &Refund) -> Result<(), InputErrors> { Ok(()) }
+    /// #     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+    /// #     async fn run(call: Invocation<'_, Self>) -> Result<u64, String> { Ok(call.input().cents) }
+    /// # }
+    /// # static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<RefundTool>()]);
+    /// let governor = std::sync::Arc::new(Governor::new(&TOOLS));
+    /// let agent = Actor::new("agent-7", &[]);
+    /// let call = ToolCall::new("refund", r#"{"cents": 500}"#);
+    /// let Outcome::AwaitingApproval(lane) = pollster::block_on(governor.call(&call, &agent, &()))? else {
+    ///     unreachable!()
+    /// };
+    /// let key = lane.key();
+    /// let person = std::sync::Arc::clone(&governor);
+    /// std::thread::spawn(move || pollster::block_on(person.approve(&key, "ops-lead")));
+    /// let decided = pollster::block_on(governor.await_decision(&key, Duration::from_secs(30)))?;
+    /// assert_eq!(decided.state(), LaneState::Approved);
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    pub async fn await_decision(
+        &self,
+        key: &IdempotencyKey,
+        timeout: std::time::Duration,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        use std::time::{Duration, Instant};
+        /// How often a store that cannot be watched is read.
+        const POLL: Duration = Duration::from_millis(50);
+        let deadline = Instant::now().checked_add(timeout);
+        let watch = self.approvals.store().watch();
+        let polled = watch.is_none();
+        let watch = watch.unwrap_or_default();
+        loop {
+            // Noted before the read: a change between the read and the wait still wakes.
+            let seen = watch.generation();
+            let lane = self.expire_if_due(key).await?;
+            if lane.state() != LaneState::Pending {
+                return Ok(lane);
+            }
+            let left = match deadline {
+                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+                None => Duration::MAX,
+            };
+            if left.is_zero() {
+                return Ok(lane);
+            }
+            // Wake when the lane's time is up too, to expire it.
+            let due = lane
+                .expires_at()
+                .unix_millis()
+                .saturating_sub(self.now()?.unix_millis())
+                .saturating_add(1);
+            let mut wait = left.min(Duration::from_millis(due));
+            if polled {
+                wait = wait.min(POLL);
+            }
+            watch.changed(seen, wait).await;
+        }
+    }
+
     /// The store's event log: every transition, and every decision unless a sink of the
     /// host's takes them (a [`MemoryStore`](crate::approvals::MemoryStore) keeps the
     /// newest of them, a durable store all).

@@ -21,6 +21,7 @@ mod reply;
 mod service;
 mod store;
 mod unwind;
+mod watch;
 
 #[cfg(feature = "tracing")]
 pub use audit::TracingSink;
@@ -40,3 +41,4 @@ pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;
 pub(crate) use service::Approvals;
 pub use store::{ApprovalStore, MemoryStore};
+pub use watch::{Changed, StoreWatch};

@@ -3,7 +3,8 @@ use alloc::vec::Vec;
 use core::future::{Future, ready};
 
 use crate::approvals::{
-    ApprovalLane, AuditRecord, LaneMark, LaneQuery, StoreError, TransitionEvent, newest_first,
+    ApprovalLane, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch, TransitionEvent,
+    newest_first,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
@@ -167,6 +168,21 @@ pub trait ApprovalStore: Send + Sync {
         let query = query.clone();
         async move { count(self, &query, cap).await }
     }
+
+    /// The store's change signal: it moves on after every lane this store (or, for a
+    /// database shared by processes, any store on it) adds or moves, within 100 ms of
+    /// the commit, so a waiter reads again instead of polling. `None`, the default, is a
+    /// store that cannot be watched: a waiter then reads now and then.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    ///
+    /// let watch = MemoryStore::new().watch().expect("the memory store can be watched");
+    /// assert_eq!(watch.generation(), 0);
+    /// ```
+    fn watch(&self) -> Option<StoreWatch> {
+        None
+    }
 }
 
 /// Pages read at a time by the default query and count.
@@ -295,6 +311,10 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
     ) -> impl Future<Output = Result<usize, StoreError>> + Send {
         (**self).count_lanes(query, cap)
     }
+
+    fn watch(&self) -> Option<StoreWatch> {
+        (**self).watch()
+    }
 }
 
 /// An in-memory [`ApprovalStore`], safe to share between threads, for tests and hosts
@@ -326,6 +346,7 @@ pub struct MemoryStore {
     inner: std::sync::Mutex<Memory>,
     capacity: usize,
     event_capacity: usize,
+    watch: StoreWatch,
 }
 
 #[cfg(feature = "std")]
@@ -409,6 +430,7 @@ impl MemoryStore {
             }),
             capacity,
             event_capacity: Self::DEFAULT_EVENT_CAPACITY,
+            watch: StoreWatch::new(),
         }
     }
 
@@ -573,7 +595,11 @@ impl ApprovalStore for MemoryStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        ready(self.insert_now(lane, event))
+        let inserted = self.insert_now(lane, event);
+        if matches!(inserted, Ok((_, true))) {
+            self.watch.notify();
+        }
+        ready(inserted)
     }
 
     fn get(
@@ -589,7 +615,11 @@ impl ApprovalStore for MemoryStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        ready(self.transition_now(expected_version, lane, event))
+        let moved = self.transition_now(expected_version, lane, event);
+        if moved.is_ok() {
+            self.watch.notify();
+        }
+        ready(moved)
     }
 
     fn transition_detached(
@@ -598,7 +628,9 @@ impl ApprovalStore for MemoryStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) {
-        let _ = self.transition_now(expected_version, lane, event);
+        if self.transition_now(expected_version, lane, event).is_ok() {
+            self.watch.notify();
+        }
     }
 
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
@@ -623,5 +655,9 @@ impl ApprovalStore for MemoryStore {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         ready(self.list_now(state, after, limit))
+    }
+
+    fn watch(&self) -> Option<StoreWatch> {
+        Some(self.watch.clone())
     }
 }

@@ -6,6 +6,8 @@
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod lane_filter;
 #[cfg(feature = "postgres")]
+mod pg_relay;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod record;
 #[cfg(feature = "postgres")]

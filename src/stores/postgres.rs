@@ -14,11 +14,12 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, Recycli
 use tokio_postgres::NoTls;
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
+use crate::stores::pg_relay::{Changes, NOTIFY, relay};
 use crate::stores::record::{decode, encode};
 use crate::stores::runtime::StoreRuntime;
 
@@ -288,6 +289,8 @@ pub struct PostgresStore {
     written: Arc<AtomicI64>,
     /// How long a read waits for that (the statement timeout).
     read_wait: Duration,
+    /// Wakes watchers here and, through the relay, in other processes.
+    changes: Arc<Changes>,
     runtime: Arc<StoreRuntime>,
 }
 
@@ -298,6 +301,25 @@ impl std::fmt::Debug for PostgresStore {
             .field("connections", &status.size)
             .field("pool_size", &status.max_size)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        // The moves still running first, then what they changed is told: a process that
+        // ends right after a decision still wakes the others.
+        self.runtime.settle();
+        if self.changes.take_unsent() {
+            let pool = self.pool.clone();
+            let _ = self.runtime.block_on(async move {
+                let notify = async {
+                    if let Ok(client) = pool.get().await {
+                        let _ = client.batch_execute(NOTIFY).await;
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(2), notify).await;
+            });
+        }
     }
 }
 
@@ -341,7 +363,7 @@ impl PostgresStore {
         pg.options(format!("-c statement_timeout={millis}"))
             .connect_timeout(options.connect_timeout);
         let manager = Manager::from_config(
-            pg,
+            pg.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -361,11 +383,14 @@ impl PostgresStore {
             let mut client = migrating.get().await.map_err(unavailable)?;
             migrate(&mut client).await
         })??;
+        let changes = Arc::new(Changes::default());
+        runtime.background(relay(pg, Arc::clone(&changes)));
         Ok(Self {
             pool,
             base,
             written: Arc::new(AtomicI64::new(0)),
             read_wait: options.statement_timeout,
+            changes,
             runtime,
         })
     }
@@ -515,6 +540,7 @@ async fn write_transition(
     client: Object,
     base: i64,
     written: Arc<AtomicI64>,
+    changes: Arc<Changes>,
     expected_version: u64,
     lane: ApprovalLane,
     event: TransitionEvent,
@@ -545,7 +571,10 @@ async fn write_transition(
         .map_err(write_error)?;
     note_written(&written, row.get(2));
     match (row.get::<_, bool>(0), row.get::<_, bool>(1)) {
-        (true, _) => Ok(()),
+        (true, _) => {
+            changes.committed();
+            Ok(())
+        }
         (false, true) => Err(StoreError::Conflict),
         (false, false) => Err(StoreError::Missing),
     }
@@ -557,7 +586,7 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        let (base, written) = (self.base, self.written.clone());
+        let (base, written, changes) = (self.base, self.written.clone(), self.changes.clone());
         self.run(move |client| async move {
             let key = lane.key().to_string();
             let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
@@ -586,6 +615,7 @@ impl ApprovalStore for PostgresStore {
                 .map_err(write_error)?;
             note_written(&written, row.get(2));
             if row.get::<_, bool>(0) {
+                changes.committed();
                 return Ok((lane, true));
             }
             let existing = match row.get::<_, Option<String>>(1) {
@@ -623,9 +653,17 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let (base, written) = (self.base, self.written.clone());
+        let (base, written, changes) = (self.base, self.written.clone(), self.changes.clone());
         self.run(move |client| {
-            write_transition(client, base, written, expected_version, lane, event)
+            write_transition(
+                client,
+                base,
+                written,
+                changes,
+                expected_version,
+                lane,
+                event,
+            )
         })
     }
 
@@ -635,12 +673,20 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) {
-        let (base, written) = (self.base, self.written.clone());
+        let (base, written, changes) = (self.base, self.written.clone(), self.changes.clone());
         let pool = self.pool.clone();
         self.runtime.detach(async move {
             if let Ok(client) = pool.get().await {
-                let _ =
-                    write_transition(client, base, written, expected_version, lane, event).await;
+                let _ = write_transition(
+                    client,
+                    base,
+                    written,
+                    changes,
+                    expected_version,
+                    lane,
+                    event,
+                )
+                .await;
             }
         });
     }
@@ -771,6 +817,10 @@ impl ApprovalStore for PostgresStore {
                 .get(0);
             Ok(usize::try_from(counted).unwrap_or(0))
         })
+    }
+
+    fn watch(&self) -> Option<StoreWatch> {
+        Some(self.changes.watch().clone())
     }
 }
 

@@ -78,6 +78,11 @@ impl StoreRuntime {
         }
     }
 
+    /// Starts `future`, which runs as long as the runtime does (it ends with the store).
+    pub(crate) fn background(&self, future: impl Future<Output = ()> + Send + 'static) {
+        drop(self.runtime().spawn(future));
+    }
+
     /// Starts `future` without a reply; dropping the store waits for it (a while).
     pub(crate) fn detach(&self, future: impl Future<Output = ()> + Send + 'static) {
         let handle = self.runtime().spawn(future);
@@ -88,29 +93,38 @@ impl StoreRuntime {
     }
 }
 
-impl Drop for StoreRuntime {
-    fn drop(&mut self) {
-        let Some(runtime) = self.runtime.take() else {
-            return;
-        };
+impl StoreRuntime {
+    /// Waits (a while) for the moves handed over without waiting, from a thread of its
+    /// own: the caller may be inside an async runtime.
+    pub(crate) fn settle(&self) {
         let pending = self
             .detached
             .lock()
             .map(|mut detached| std::mem::take(&mut *detached))
             .unwrap_or_default();
-        // On a thread of its own: a store may be dropped inside an async runtime, where
-        // blocking on (or dropping) another runtime is refused.
-        let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-            runtime.block_on(async {
-                let _ = tokio::time::timeout(DETACHED_GRACE, async {
-                    for handle in pending {
-                        let _ = handle.await;
-                    }
-                })
-                .await;
-            });
-            drop(runtime);
+        if pending.is_empty() {
+            return;
+        }
+        let _ = self.block_on(async {
+            let _ = tokio::time::timeout(DETACHED_GRACE, async {
+                for handle in pending {
+                    let _ = handle.await;
+                }
+            })
+            .await;
         });
+    }
+}
+
+impl Drop for StoreRuntime {
+    fn drop(&mut self) {
+        self.settle();
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        // On a thread of its own: a store may be dropped inside an async runtime, where
+        // dropping another runtime is refused.
+        let finish: Box<dyn FnOnce() + Send> = Box::new(move || drop(runtime));
         let _ = std::thread::spawn(finish).join();
     }
 }

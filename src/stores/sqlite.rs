@@ -11,13 +11,13 @@ use std::vec::Vec;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::record::{decode, encode};
-use crate::stores::worker::{Batch, Worker};
+use crate::stores::worker::{Access, Batch, Worker};
 
 /// Marks a SQLite file as a cairnloop store (`PRAGMA application_id`): "CLop".
 const APPLICATION_ID: i32 = 0x434c_6f70;
@@ -185,7 +185,8 @@ impl Default for SqliteOptions {
 /// # Ok::<(), cairnloop::approvals::StoreError>(())
 /// ```
 pub struct SqliteStore {
-    worker: Worker<Connection>,
+    worker: Worker<Watched>,
+    watch: StoreWatch,
     path: PathBuf,
     options: SqliteOptions,
 }
@@ -257,8 +258,11 @@ impl SqliteStore {
             migrate(&mut connection)?;
         }
         let name = format!("cairnloop-sqlite-{}", path.display());
+        let watch = StoreWatch::new();
+        let connection = Watched::new(connection)?;
         Ok(Self {
-            worker: Worker::spawn(&name, connection)?,
+            worker: Worker::spawn(&name, connection, watch.clone())?,
+            watch,
             path,
             options,
         })
@@ -412,7 +416,39 @@ fn in_move<T>(
     Ok(value)
 }
 
-impl Batch for Connection {
+/// The store's connection, and the last `data_version` it saw: SQLite moves that number
+/// when another connection (in any process) commits, and not for its own commits.
+struct Watched {
+    connection: Connection,
+    seen: i64,
+}
+
+impl Watched {
+    fn new(connection: Connection) -> Result<Self, StoreError> {
+        let seen = data_version(&connection).map_err(classify)?;
+        Ok(Self { connection, seen })
+    }
+}
+
+fn data_version(connection: &Connection) -> rusqlite::Result<i64> {
+    connection.query_row("PRAGMA data_version", [], |row| row.get(0))
+}
+
+impl std::ops::Deref for Watched {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.connection
+    }
+}
+
+impl std::ops::DerefMut for Watched {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.connection
+    }
+}
+
+impl Batch for Watched {
     fn begin(&mut self) -> Result<(), StoreError> {
         self.execute_batch("BEGIN IMMEDIATE").map_err(classify)
     }
@@ -422,6 +458,18 @@ impl Batch for Connection {
             let _ = self.execute_batch("ROLLBACK");
             classify(error)
         })
+    }
+
+    fn changed_elsewhere(&mut self) -> bool {
+        // An error here is a missed look, not a missed change: the number stays behind
+        // and the next look that works sees it.
+        match data_version(&self.connection) {
+            Ok(version) if version != self.seen => {
+                self.seen = version;
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -439,7 +487,7 @@ impl ApprovalStore for SqliteStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        self.worker.run(true, move |connection| {
+        self.worker.run(Access::Lanes, move |connection| {
             let key = lane.key().to_string();
             let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
             let version = i64::try_from(lane.version()).map_err(|_| StoreError::Conflict)?;
@@ -488,7 +536,7 @@ impl ApprovalStore for SqliteStore {
         key: &IdempotencyKey,
     ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
         let key = key.to_string();
-        self.worker.run(false, move |connection| {
+        self.worker.run(Access::Read, move |connection| {
             let text: Option<String> = connection
                 .query_row("SELECT lane FROM lanes WHERE key = ?1", [&key], |row| {
                     row.get(0)
@@ -505,7 +553,7 @@ impl ApprovalStore for SqliteStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.worker.run(true, move |connection| {
+        self.worker.run(Access::Lanes, move |connection| {
             write_transition(connection, expected_version, &lane, &event)
         })
     }
@@ -522,7 +570,7 @@ impl ApprovalStore for SqliteStore {
     }
 
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.worker.run(true, move |connection| {
+        self.worker.run(Access::Write, move |connection| {
             let text = encode(&record)?;
             in_move(connection, |connection| append_event(connection, &text))
         })
@@ -533,7 +581,7 @@ impl ApprovalStore for SqliteStore {
         after: u64,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
-        self.worker.run(false, move |connection| {
+        self.worker.run(Access::Read, move |connection| {
             let after = i64::try_from(after).unwrap_or(i64::MAX);
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let mut statement = connection
@@ -563,7 +611,7 @@ impl ApprovalStore for SqliteStore {
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         // Keys are lowercase hex of one length, so text order is key order.
         let after = after.map_or_else(String::new, ToString::to_string);
-        self.worker.run(false, move |connection| {
+        self.worker.run(Access::Read, move |connection| {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let mut statement = connection
                 .prepare_cached(
@@ -589,7 +637,7 @@ impl ApprovalStore for SqliteStore {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         let mut filter = LaneFilter::new(query, true, numbered);
-        self.worker.run(false, move |connection| {
+        self.worker.run(Access::Read, move |connection| {
             let limit = filter.push(
                 Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
                 numbered,
@@ -619,7 +667,7 @@ impl ApprovalStore for SqliteStore {
         cap: usize,
     ) -> impl Future<Output = Result<usize, StoreError>> + Send {
         let mut filter = LaneFilter::new(query, false, numbered);
-        self.worker.run(false, move |connection| {
+        self.worker.run(Access::Read, move |connection| {
             let cap = filter.push(Param::Int(i64::try_from(cap).unwrap_or(i64::MAX)), numbered);
             let sql = format!(
                 "SELECT count(*) FROM (SELECT 1 FROM lanes WHERE {} LIMIT {cap})",
@@ -636,6 +684,10 @@ impl ApprovalStore for SqliteStore {
                 .map_err(classify)?;
             Ok(usize::try_from(counted).unwrap_or(0))
         })
+    }
+
+    fn watch(&self) -> Option<StoreWatch> {
+        Some(self.watch.clone())
     }
 }
 

@@ -6,6 +6,10 @@
 //! transaction of the connection ([`Batch`]), each write in a savepoint of its own, so
 //! one move that fails undoes only itself; replies are given after the commit, so a
 //! caller is never told of a write that is not durable yet.
+//!
+//! Watching: after a batch that changed lanes commits, the thread moves the store's
+//! [`StoreWatch`] on; while someone waits, it also asks the connection now and then
+//! whether another connection changed the database ([`Batch::changed_elsewhere`]).
 
 use std::borrow::ToOwned;
 use std::boxed::Box;
@@ -16,12 +20,27 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use std::vec::Vec;
 
-use crate::approvals::StoreError;
+use crate::approvals::{StoreError, StoreWatch};
 
 /// At most this many jobs share one commit: a bound on how long one reply waits.
 const MOST_PER_BATCH: usize = 256;
+
+/// How often the thread looks for other connections' writes while someone waits.
+const LOOK_ELSEWHERE: Duration = Duration::from_millis(25);
+
+/// What a job does to the database.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Access {
+    /// Reads only: needs no transaction.
+    Read,
+    /// Writes, in a savepoint of its own.
+    Write,
+    /// Writes a lane: a write after whose commit watchers are woken.
+    Lanes,
+}
 
 /// What the thread does around a batch of jobs.
 pub(crate) trait Batch {
@@ -30,6 +49,9 @@ pub(crate) trait Batch {
     fn begin(&mut self) -> Result<(), StoreError>;
     /// Commits the batch's transaction, or rolls it back and says why.
     fn commit(&mut self) -> Result<(), StoreError>;
+    /// Whether another connection committed a change since the last look (cheap: the
+    /// thread asks it every few milliseconds while someone watches).
+    fn changed_elsewhere(&mut self) -> bool;
 }
 
 /// Delivers a job's result once its batch's commit is known.
@@ -38,7 +60,7 @@ type Done = Box<dyn FnOnce(Result<(), &StoreError>) + Send>;
 type Job<C> = Box<dyn FnOnce(&mut C, Option<&StoreError>) -> Done + Send>;
 
 struct Queued<C> {
-    writes: bool,
+    access: Access,
     job: Job<C>,
 }
 
@@ -49,36 +71,34 @@ pub(crate) struct Worker<C> {
 }
 
 impl<C: Batch + Send + 'static> Worker<C> {
-    /// Moves `connection` to a new thread named `name`.
-    pub(crate) fn spawn(name: &str, mut connection: C) -> Result<Self, StoreError> {
+    /// Moves `connection` to a new thread named `name`; `watch` moves on after each
+    /// committed change to lanes, and when another connection changed the database.
+    pub(crate) fn spawn(
+        name: &str,
+        mut connection: C,
+        watch: StoreWatch,
+    ) -> Result<Self, StoreError> {
         let (sender, receiver) = mpsc::channel::<Queued<C>>();
         let thread = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
-                while let Ok(first) = receiver.recv() {
-                    let mut batch = Vec::from([first]);
-                    while batch.len() < MOST_PER_BATCH
-                        && let Ok(next) = receiver.try_recv()
-                    {
-                        batch.push(next);
-                    }
-                    // Reads alone need no transaction.
-                    let writes = batch.iter().any(|queued| queued.writes);
-                    let begun = if writes { connection.begin() } else { Ok(()) };
-                    let done: Vec<Done> = batch
-                        .into_iter()
-                        .map(|queued| {
-                            let refused = begun.as_ref().err().filter(|_| queued.writes);
-                            (queued.job)(&mut connection, refused)
-                        })
-                        .collect();
-                    let committed = if writes && begun.is_ok() {
-                        connection.commit()
-                    } else {
-                        Ok(())
+                let mut looked = Instant::now();
+                loop {
+                    let first = match receiver.recv_timeout(LOOK_ELSEWHERE) {
+                        Ok(first) => Some(first),
+                        Err(mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     };
-                    for done in done {
-                        done(committed.as_ref().map(|_| ()));
+                    if let Some(first) = first {
+                        run_batch(&mut connection, &receiver, first, &watch);
+                    }
+                    // Busy or idle, while someone waits another process's writes are
+                    // seen within a few milliseconds.
+                    if looked.elapsed() >= LOOK_ELSEWHERE {
+                        looked = Instant::now();
+                        if watch.waiting() > 0 && connection.changed_elsewhere() {
+                            watch.notify();
+                        }
                     }
                 }
             })
@@ -92,10 +112,10 @@ impl<C: Batch + Send + 'static> Worker<C> {
     }
 
     /// Runs `job` on the connection; the future resolves to its result once the batch it
-    /// ran in has committed. A write job (`writes`) runs in a savepoint of its own.
+    /// ran in has committed. A write job runs in a savepoint of its own.
     pub(crate) fn run<T: Send + 'static>(
         &self,
-        writes: bool,
+        access: Access,
         job: impl FnOnce(&mut C) -> Result<T, StoreError> + Send + 'static,
     ) -> Reply<T> {
         let slot = Arc::new(Mutex::new(Slot {
@@ -129,7 +149,7 @@ impl<C: Batch + Send + 'static> Worker<C> {
             .ok()
             .and_then(|jobs| {
                 jobs.as_ref()
-                    .map(|jobs| jobs.send(Queued { writes, job: boxed }).is_ok())
+                    .map(|jobs| jobs.send(Queued { access, job: boxed }).is_ok())
             })
             .unwrap_or(false);
         if !sent && let Ok(mut slot) = slot.lock() {
@@ -149,8 +169,53 @@ impl<C: Batch + Send + 'static> Worker<C> {
                 }
                 Box::new(|_| {})
             });
-            let _ = jobs.send(Queued { writes: true, job });
+            let _ = jobs.send(Queued {
+                access: Access::Lanes,
+                job,
+            });
         }
+    }
+}
+
+/// Runs `first` and every job queued behind it (up to [`MOST_PER_BATCH`]) in one
+/// transaction, answers them after the commit, and wakes watchers if lanes changed.
+fn run_batch<C: Batch>(
+    connection: &mut C,
+    receiver: &mpsc::Receiver<Queued<C>>,
+    first: Queued<C>,
+    watch: &StoreWatch,
+) {
+    let mut batch = Vec::from([first]);
+    while batch.len() < MOST_PER_BATCH
+        && let Ok(next) = receiver.try_recv()
+    {
+        batch.push(next);
+    }
+    // Reads alone need no transaction.
+    let writes = batch.iter().any(|queued| queued.access != Access::Read);
+    let lanes = batch.iter().any(|queued| queued.access == Access::Lanes);
+    let begun = if writes { connection.begin() } else { Ok(()) };
+    let done: Vec<Done> = batch
+        .into_iter()
+        .map(|queued| {
+            let refused = begun
+                .as_ref()
+                .err()
+                .filter(|_| queued.access != Access::Read);
+            (queued.job)(connection, refused)
+        })
+        .collect();
+    let committed = if writes && begun.is_ok() {
+        connection.commit()
+    } else {
+        Ok(())
+    };
+    // After the commit, before the replies: a woken watcher finds the change.
+    if lanes && writes && begun.is_ok() && committed.is_ok() {
+        watch.notify();
+    }
+    for done in done {
+        done(committed.as_ref().map(|_| ()));
     }
 }
 
