@@ -849,6 +849,7 @@ async fn nested_in_a_host_router_every_link_and_redirect_keeps_the_mount() {
             .contains(&format!("href=\"/approvals/proposals/{key}\""))
     );
     assert!(queue.body.contains("data-refresh=\"/approvals/queue/rows?"));
+    assert!(queue.body.contains("data-events=\"/approvals/events\""));
     assert!(
         !queue.body.contains("href=\"/queue\""),
         "a link escaped the mount"
@@ -1038,4 +1039,60 @@ async fn an_operator_limited_to_some_tiers_sees_but_cannot_decide_the_others() {
     let page = proposal_page(&app.router, &wire, &lead).await;
     assert!(page.body.contains("button class=\"approve\""));
     assert!(!page.body.contains("why-not"));
+}
+
+/// Reads the event stream until its text so far contains `wanted` (at most 10 s).
+async fn read_until(body: &mut Body, seen: &mut String, wanted: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !seen.contains(wanted) {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("no {wanted:?} in the stream; it said {seen:?}"))
+            .expect("the stream goes on")
+            .expect("a frame");
+        if let Ok(data) = frame.into_data() {
+            seen.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_open_queue_hears_of_each_proposal_and_decision_as_it_happens() {
+    let app = app(operators());
+    // Without a session: refused, as the rows are.
+    let anonymous = send(&app.router, "GET", "/events", None, None).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+    let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let queue = send(&app.router, "GET", "/queue", Some(&cookie), None).await;
+    assert!(
+        queue.body.contains("data-events=\"/events\""),
+        "{}",
+        queue.body
+    );
+    let request = Request::builder()
+        .uri("/events")
+        .header(header::COOKIE, &cookie)
+        .body(Body::empty())
+        .unwrap();
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/event-stream"
+    );
+    assert_eq!(response.headers()[header::CACHE_CONTROL], "no-store");
+    let mut body = response.into_body();
+    let mut seen = String::new();
+    read_until(&mut body, &mut seen, "retry: 1000").await;
+    assert!(
+        !seen.contains("event: lanes"),
+        "nothing changed yet: {seen:?}"
+    );
+    // A proposal, then a decision: each is told (the text is a number, no lane's data).
+    let key = propose(&app, "send_message", &message("live"), None).await;
+    read_until(&mut body, &mut seen, "event: lanes").await;
+    assert!(!seen.contains("live"));
+    seen.clear();
+    app.governor.approve(&key, "ops-lead").await.unwrap();
+    read_until(&mut body, &mut seen, "event: lanes").await;
 }

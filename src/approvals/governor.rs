@@ -919,6 +919,20 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         self.approvals.lane(key).await
     }
 
+    /// The store's change signal, when its store can be watched: it moves on after every
+    /// lane change (in any process, for a shared store). A page or a worker notes its
+    /// generation, reads, and waits for it to move on.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// assert!(governor.watch().is_some());
+    /// ```
+    pub fn watch(&self) -> Option<crate::approvals::StoreWatch> {
+        self.approvals.store().watch()
+    }
+
     /// Waits until a person decides the lane with this key (approves, rejects or defers
     /// it), or it leaves `pending` otherwise (it expires, or is invalidated), or `timeout`
     /// passes; returns the lane as it is then (still `pending` after a timeout). A host

@@ -14,6 +14,7 @@ use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, Path, Query
 use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
+use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -26,6 +27,7 @@ use crate::gate::LaneState;
 
 use super::Inner;
 use super::config::{Accounts, Credential, Operator};
+use super::events::LaneEvents;
 use super::pages::{self, AuditFilter, QUEUE_COUNT_CAP, QUEUE_PAGE, QueueFilter};
 use super::session::{self, Lookup};
 
@@ -45,6 +47,7 @@ where
         .route("/logout", post(logout::<C, S>))
         .route("/queue", get(queue::<C, S>))
         .route("/queue/rows", get(queue_rows::<C, S>))
+        .route("/events", get(lane_events::<C, S>))
         .route("/proposals/{key}", get(proposal::<C, S>))
         .route("/proposals/{key}/input.json", get(proposal_input::<C, S>))
         .route("/proposals/{key}/decide", post(decide::<C, S>))
@@ -106,7 +109,7 @@ async fn mounted(request: axum::extract::Request, next: axum::middleware::Next) 
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
     let mut text = String::from_utf8_lossy(&bytes).into_owned();
-    for attribute in ["href", "src", "action", "data-refresh"] {
+    for attribute in ["href", "src", "action", "data-refresh", "data-events"] {
         text = text.replace(
             &format!("{attribute}=\"/"),
             &format!("{attribute}=\"{base}/"),
@@ -610,6 +613,29 @@ where
         Ok((lanes, _)) => pages::queue_rows_fragment(&lanes, inner.governor.now().ok()),
         Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
+}
+
+/// Server-sent events: "the lanes changed", for an open queue to fetch its rows again.
+/// 401 without a session (as the rows); 204 when the store cannot be watched or every
+/// stream is taken, which tells a browser not to reconnect: the page then polls.
+async fn lane_events<C, S>(State(inner): State<Shared<C, S>>, signed: Result<Signed, Response>) -> Response
+where
+    C: ?Sized + Send + Sync + 'static,
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    if signed.is_err() {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let (Some(watch), Some(slot)) = (inner.governor.watch(), inner.streams.take()) else {
+        return StatusCode::NO_CONTENT.into_response();
+    };
+    let mut response = Sse::new(LaneEvents::new(watch, slot))
+        .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 // ---------------------------------------------------------------------------------------

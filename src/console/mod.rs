@@ -47,6 +47,7 @@ use std::prelude::rust_2024::*;
 use std::{format, vec};
 
 mod config;
+mod events;
 mod handlers;
 mod html;
 mod pages;
@@ -109,6 +110,7 @@ struct Inner<C: ?Sized + 'static, S> {
     sessions: session::Sessions,
     limiter: session::LoginLimiter,
     renderers: HashMap<String, Box<Renderer>>,
+    streams: events::StreamCount,
 }
 
 impl<C, S> Console<C, S>
@@ -133,6 +135,7 @@ where
                 sessions: session::Sessions::default(),
                 limiter: session::LoginLimiter::default(),
                 renderers: HashMap::new(),
+                streams: events::StreamCount::default(),
             },
         }
     }

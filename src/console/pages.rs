@@ -366,7 +366,7 @@ pub(crate) fn queue(view: &QueueView<'_>) -> Response {
                     th { "Time left" } th { "Id" }
                 }
             }
-            tbody id="queue-rows" data-refresh={ "/queue/rows?" (Attr(&refresh)) } {
+            tbody id="queue-rows" data-refresh={ "/queue/rows?" (Attr(&refresh)) } data-events="/events" {
                 (queue_rows(lanes, now))
             }
         }
