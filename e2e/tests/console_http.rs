@@ -1095,4 +1095,24 @@ async fn an_open_queue_hears_of_each_proposal_and_decision_as_it_happens() {
     seen.clear();
     app.governor.approve(&key, "ops-lead").await.unwrap();
     read_until(&mut body, &mut seen, "event: lanes").await;
+    // Signed out (in another tab, say): the stream ends, and a new one is refused.
+    let token = &tokens(&queue.body)[0];
+    let out = send(
+        &app.router,
+        "POST",
+        "/logout",
+        Some(&cookie),
+        Some(&format!("csrf={token}")),
+    )
+    .await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(frame) = body.frame().await {
+            frame.expect("a frame");
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream outlived its session");
+    let again = send(&app.router, "GET", "/events", Some(&cookie), None).await;
+    assert_eq!(again.status, StatusCode::UNAUTHORIZED);
 }

@@ -25,6 +25,9 @@ const GAP: Duration = Duration::from_millis(200);
 pub(super) const LIFETIME: Duration = Duration::from_secs(60);
 /// How soon a browser reconnects after a stream ends.
 const RETRY: Duration = Duration::from_secs(1);
+/// How often a quiet stream looks whether its session still stands: one that ended
+/// (signed out, in another tab, say) ends the stream, and the page learns it on reconnect.
+const SESSION_LOOK: Duration = Duration::from_secs(1);
 /// Streams open at once, for all operators together; past it a page polls instead.
 pub(super) const MOST_STREAMS: usize = 256;
 
@@ -64,11 +67,16 @@ pub(super) struct LaneEvents {
     until: Instant,
     waiting: Option<Changed>,
     gap: Option<Pin<Box<tokio::time::Sleep>>>,
+    session_stands: Box<dyn Fn() -> bool + Send>,
     _slot: StreamSlot,
 }
 
 impl LaneEvents {
-    pub(super) fn new(watch: StoreWatch, slot: StreamSlot) -> Self {
+    pub(super) fn new(
+        watch: StoreWatch,
+        slot: StreamSlot,
+        session_stands: impl Fn() -> bool + Send + 'static,
+    ) -> Self {
         Self {
             seen: watch.generation(),
             watch,
@@ -76,6 +84,7 @@ impl LaneEvents {
             until: Instant::now() + LIFETIME,
             waiting: None,
             gap: None,
+            session_stands: Box::new(session_stands),
             _slot: slot,
         }
     }
@@ -96,24 +105,28 @@ impl Stream for LaneEvents {
             }
             this.gap = None;
         }
-        let left = this.until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Poll::Ready(None);
-        }
-        let (watch, seen) = (&this.watch, this.seen);
-        let waiting = this.waiting.get_or_insert_with(|| watch.changed(seen, left));
-        match Pin::new(waiting).poll(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(false) => Poll::Ready(None),
-            Poll::Ready(true) => {
-                this.waiting = None;
-                this.seen = this.watch.generation();
-                this.gap = Some(Box::pin(tokio::time::sleep(GAP)));
-                let event = Event::default()
-                    .event("lanes")
-                    .data(this.seen.to_string());
-                Poll::Ready(Some(Ok(event)))
+        loop {
+            let left = this.until.saturating_duration_since(Instant::now());
+            if left.is_zero() || !(this.session_stands)() {
+                return Poll::Ready(None);
+            }
+            let (watch, seen) = (&this.watch, this.seen);
+            let waiting = this
+                .waiting
+                .get_or_insert_with(|| watch.changed(seen, left.min(SESSION_LOOK)));
+            match Pin::new(waiting).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                // Quiet for a while: look at the session (above), then wait again.
+                Poll::Ready(false) => this.waiting = None,
+                Poll::Ready(true) => break,
             }
         }
+        this.waiting = None;
+        this.seen = this.watch.generation();
+        this.gap = Some(Box::pin(tokio::time::sleep(GAP)));
+        let event = Event::default()
+            .event("lanes")
+            .data(this.seen.to_string());
+        Poll::Ready(Some(Ok(event)))
     }
 }

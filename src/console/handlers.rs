@@ -623,13 +623,15 @@ where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
 {
-    if signed.is_err() {
+    let Ok(signed) = signed else {
         return StatusCode::UNAUTHORIZED.into_response();
-    }
+    };
     let (Some(watch), Some(slot)) = (inner.governor.watch(), inner.streams.take()) else {
         return StatusCode::NO_CONTENT.into_response();
     };
-    let mut response = Sse::new(LaneEvents::new(watch, slot))
+    let (sessions, id) = (Arc::clone(&inner), signed.session);
+    let session_stands = move || matches!(sessions.sessions.lookup(&id), Lookup::SignedIn(_));
+    let mut response = Sse::new(LaneEvents::new(watch, slot, session_stands))
         .keep_alive(KeepAlive::new().interval(std::time::Duration::from_secs(15)))
         .into_response();
     response

@@ -250,9 +250,31 @@ def test_the_queue_updates_without_a_reload(desk, browser):
     rows = page.locator("#queue-rows tr")
     before = rows.count()
     page.evaluate("window.stillThisPage = true")
+    # Live: the console's event stream is open, and the page polls only without one.
+    expect(page.locator("html")).to_have_attribute("data-live", "open")
+    # Proposed by another process (the MCP server) on the same store file.
     (new,) = agent_calls(desk["store"], ("internal_note", {"ticket": 77, "body": "Live."}))
     key = new.structured_content["proposal_id"]
     expect(page.locator(f"#queue-rows a[href='/proposals/{key}']")).to_be_visible(timeout=10_000)
     assert rows.count() == before + 1
     assert page.evaluate("window.stillThisPage") is True
+    expect(page.locator("html")).to_have_attribute("data-live", "open")
+    context.close()
+
+
+def test_a_decision_in_one_tab_updates_another(desk, browser):
+    context, watching, _ = signed_in(browser, desk["base"], "ops-lead", "lead-token")
+    expect(watching.locator("html")).to_have_attribute("data-live", "open")
+    (new,) = agent_calls(desk["store"], ("internal_note", {"ticket": 78, "body": "Decide me."}))
+    key = new.structured_content["proposal_id"]
+    row = watching.locator(f"#queue-rows a[href='/proposals/{key}']")
+    expect(row).to_be_visible(timeout=10_000)
+    # Another tab approves it; the first tab's queue drops it without a reload.
+    deciding = context.new_page()
+    deciding.goto(f"{desk['base']}/proposals/{key}")
+    deciding.click("button.approve")
+    expect(deciding.locator("p.state")).to_have_text("approved")
+    expect(row).to_have_count(0, timeout=10_000)
+    expect(watching.locator("html")).to_have_attribute("data-live", "open")
+    assert lane(desk["store"], key)["state"] == "approved"
     context.close()
