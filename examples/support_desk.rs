@@ -302,7 +302,7 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
             .rev()
             .find_map(|record| match record {
                 AuditRecord::Decision(event) => Some(event),
-                AuditRecord::Transition(_) => None,
+                _ => None,
             })
             .expect("every call leaves its decision");
         records.push(Record::Decision {

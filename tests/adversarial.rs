@@ -385,7 +385,7 @@ mod approvals {
             .into_iter()
             .find_map(|record| match record {
                 cairnloop::approvals::AuditRecord::Transition(event) => Some(event),
-                cairnloop::approvals::AuditRecord::Decision(_) => None,
+                _ => None,
             });
         let store = std::sync::Arc::new(MemoryStore::new());
         pollster::block_on(store.insert(forged, opened.unwrap())).unwrap();

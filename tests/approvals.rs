@@ -330,7 +330,7 @@ impl Bench {
             .into_iter()
             .filter_map(|record| match record {
                 AuditRecord::Transition(event) => Some(event),
-                AuditRecord::Decision(_) => None,
+                _ => None,
             })
             .collect()
     }
@@ -717,6 +717,7 @@ fn a_backward_clock_an_unavailable_one_and_overflowing_time_fail_closed() {
         .map(|record| match record {
             AuditRecord::Decision(event) => (event.decision, event.reason),
             AuditRecord::Transition(event) => (event.to.as_str().to_owned(), None),
+            other => panic!("no notifier here: {other:?}"),
         })
         .collect();
     assert_eq!(
@@ -1362,6 +1363,7 @@ fn a_hosts_sink_receives_every_record_and_the_store_keeps_the_lanes() {
                 _ => "decision",
             },
             AuditRecord::Transition(_) => "transition",
+            _ => "notice",
         })
         .collect();
     assert_eq!(kinds, ["decision", "transition", "transition", "blocked"]);

@@ -1,6 +1,6 @@
 use alloc::sync::Arc;
 
-use crate::approvals::TransitionEvent;
+use crate::approvals::{NoticeEvent, TransitionEvent};
 use crate::json::AuditEvent;
 
 /// One record of the audit trail: a decision of the gates on a call, or a move of an
@@ -13,16 +13,21 @@ use crate::json::AuditEvent;
 ///     match record {
 ///         AuditRecord::Decision(event) => format!("{} {} {}", event.actor_id, event.tool, event.decision),
 ///         AuditRecord::Transition(event) => format!("{} -> {}", event.tool, event.to),
+///         AuditRecord::Notice(event) => format!("{} told {}: {}", event.tool, event.target, event.delivered),
+///         _ => String::from("a record of a later kind"),
 ///     }
 /// }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AuditRecord {
     /// What the gates decided on a call.
     Decision(AuditEvent),
     /// A lane moved (or was opened).
     Transition(TransitionEvent),
+    /// What became of telling people about a new proposal.
+    Notice(NoticeEvent),
 }
 
 /// Where a [`Governor`](crate::Governor) sends every audit record, as it happens.
@@ -142,6 +147,23 @@ impl AuditSink for TracingSink {
                 by = event.by.as_deref(),
                 reason = event.reason.as_deref(),
                 "lane moved"
+            ),
+            AuditRecord::Notice(event) if event.delivered => tracing::info!(
+                target: "cairnloop::audit",
+                key = %event.key,
+                tool = %event.tool,
+                to = %event.target,
+                attempts = event.attempts,
+                "people told"
+            ),
+            AuditRecord::Notice(event) => tracing::warn!(
+                target: "cairnloop::audit",
+                key = %event.key,
+                tool = %event.tool,
+                to = %event.target,
+                attempts = event.attempts,
+                reason = event.reason.as_deref(),
+                "people not told"
             ),
         }
     }

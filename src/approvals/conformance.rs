@@ -264,6 +264,7 @@ fn events_in_order<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
         .map(|(_, record)| match record {
             AuditRecord::Decision(_) => "decision",
             AuditRecord::Transition(_) => "transition",
+            AuditRecord::Notice(_) => "notice",
         })
         .collect();
     if kinds != ["transition", "decision", "transition"] {

@@ -7,6 +7,7 @@ use core::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::approvals::Notifier;
 use crate::approvals::identity::check_id;
 use crate::approvals::recent::{CallParts, RecentKeys};
 use crate::approvals::{
@@ -212,10 +213,12 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// let two = Governor::new(&TOOLS).with_store(shared);
     /// ```
     #[must_use]
-    pub fn with_store<T: ApprovalStore>(self, store: T) -> Governor<C, T> {
+    pub fn with_store<T: ApprovalStore + 'static>(self, store: T) -> Governor<C, T> {
+        let notifier = self.approvals.notifier();
         let (config, sink) = self.approvals.into_parts();
         let mut approvals = Approvals::new(store, config);
         approvals.set_sink(sink);
+        approvals.set_notifier(notifier);
         Governor {
             registry: self.registry,
             governance: self.governance,
@@ -225,6 +228,32 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             holder: self.holder,
             recent: self.recent,
         }
+    }
+
+    /// Tells `notifier` of each new proposal this governor opens (once per proposal,
+    /// however many processes propose the same call: only the one whose insert opened
+    /// the lane notifies). What became of each notice is written to the audit trail as
+    /// an [`AuditRecord::Notice`]; a notifier that fails never blocks or loses the
+    /// proposal.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{Notice, NoticeReport, Notifier};
+    /// use cairnloop::{Governor, Registry};
+    ///
+    /// struct Log;
+    /// impl Notifier for Log {
+    ///     fn proposed(&self, notice: Notice, report: NoticeReport) {
+    ///         eprintln!("{} waits for a person: {}", notice.title, notice.preview);
+    ///         report.delivered("stderr", 1);
+    ///     }
+    /// }
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS).with_notifier(Log);
+    /// ```
+    #[must_use]
+    pub fn with_notifier(mut self, notifier: impl Notifier + 'static) -> Self {
+        self.approvals.set_notifier(Some(Arc::new(notifier)));
+        self
     }
 
     /// Names this governor in the claims it takes to run approved calls (by default
@@ -339,7 +368,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// # Ok::<(), cairnloop::approvals::StoreError>(())
     /// ```
     #[must_use]
-    pub const fn store(&self) -> &S {
+    pub fn store(&self) -> &S {
         self.approvals.store()
     }
 

@@ -15,6 +15,7 @@ mod error;
 mod governor;
 mod identity;
 mod lane;
+mod notify;
 mod query;
 mod recent;
 mod reply;
@@ -36,6 +37,8 @@ pub use identity::{
     same_person,
 };
 pub use lane::{ApprovalLane, Claim, TransitionEvent};
+pub use notify::{Notice, NoticeEvent, NoticeReport, Notifier};
+pub(crate) use notify::{Notifying, Recorder, block_on};
 pub(crate) use query::newest_first;
 pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;

@@ -8,7 +8,7 @@ use crate::approvals::identity::{check_id, same_person};
 use crate::approvals::unwind::CatchPanic;
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink, BoundField,
-    Invalidation, TransitionEvent,
+    Invalidation, Notifier, Notifying, Recorder, TransitionEvent, block_on,
 };
 use crate::declare::text;
 use crate::declare::{
@@ -21,18 +21,56 @@ use crate::json::{Governance, PolicySnapshot, Proposal, decode_stored, run_ready
 /// execute an approved call exactly once, re-validated against what is in force. The
 /// [`Governor`](crate::Governor) holds one and gives it the time.
 pub(crate) struct Approvals<S> {
-    store: S,
+    store: Arc<S>,
     config: ApprovalConfig,
     sink: Option<Arc<dyn AuditSink>>,
+    /// Appends a record to the store from any thread (a notifier's report).
+    append: Recorder,
+    notifier: Option<Arc<dyn Notifier>>,
 }
 
 impl<S: ApprovalStore> Approvals<S> {
-    pub(crate) const fn new(store: S, config: ApprovalConfig) -> Self {
+    pub(crate) fn new(store: S, config: ApprovalConfig) -> Self
+    where
+        S: 'static,
+    {
+        let store = Arc::new(store);
+        let appending = Arc::clone(&store);
+        let append: Recorder = Arc::new(move |record: AuditRecord| {
+            // A report that cannot be written is lost, never the proposal it is about.
+            let _ = block_on(appending.append(record));
+        });
         Self {
             store,
             config,
             sink: None,
+            append,
+            notifier: None,
         }
+    }
+
+    /// Tells `notifier` of each new proposal; its reports go to the store and the sink.
+    pub(crate) fn set_notifier(&mut self, notifier: Option<Arc<dyn Notifier>>) {
+        self.notifier = notifier;
+    }
+
+    pub(crate) fn notifier(&self) -> Option<Arc<dyn Notifier>> {
+        self.notifier.clone()
+    }
+
+    /// Tells the notifier, if there is one, of a lane just opened.
+    fn announce(&self, lane: &ApprovalLane) {
+        let Some(notifier) = &self.notifier else {
+            return;
+        };
+        let (append, sink) = (Arc::clone(&self.append), self.sink.clone());
+        let record: Recorder = Arc::new(move |record: AuditRecord| {
+            if let Some(sink) = &sink {
+                sink.record(&record);
+            }
+            append(record);
+        });
+        Notifying::new(Arc::clone(notifier), record).proposed(lane);
     }
 
     pub(crate) fn set_sink(&mut self, sink: Option<Arc<dyn AuditSink>>) {
@@ -43,7 +81,7 @@ impl<S: ApprovalStore> Approvals<S> {
         self.config = config;
     }
 
-    pub(crate) const fn store(&self) -> &S {
+    pub(crate) fn store(&self) -> &S {
         &self.store
     }
 
@@ -81,6 +119,7 @@ impl<S: ApprovalStore> Approvals<S> {
             if let Some(event) = kept {
                 self.notify(event);
             }
+            self.announce(&existing);
             return Ok(existing);
         }
         if existing.state() != LaneState::Closed {
@@ -92,7 +131,11 @@ impl<S: ApprovalStore> Approvals<S> {
             .moved(LaneAction::Reopen, now, None, None)?
             .reopened(proposal, now, expires_at);
         // Boxed: a rare path, whose state every proposal would otherwise carry.
-        alloc::boxed::Box::pin(self.commit(&existing, reopened, LaneAction::Reopen, None)).await
+        let reopened =
+            alloc::boxed::Box::pin(self.commit(&existing, reopened, LaneAction::Reopen, None))
+                .await?;
+        self.announce(&reopened);
+        Ok(reopened)
     }
 
     /// Approves a pending lane, by `approver` at `now`. The approver may not be the

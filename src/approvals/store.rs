@@ -505,6 +505,7 @@ impl MemoryStore {
             AuditRecord::Decision(event) => event
                 .idempotency_key
                 .is_none_or(|key| lanes.contains_key(&key)),
+            AuditRecord::Notice(event) => lanes.contains_key(&event.key),
         });
         Ok(before - memory.lanes.len())
     }

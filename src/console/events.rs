@@ -124,9 +124,7 @@ impl Stream for LaneEvents {
         this.waiting = None;
         this.seen = this.watch.generation();
         this.gap = Some(Box::pin(tokio::time::sleep(GAP)));
-        let event = Event::default()
-            .event("lanes")
-            .data(this.seen.to_string());
+        let event = Event::default().event("lanes").data(this.seen.to_string());
         Poll::Ready(Some(Ok(event)))
     }
 }

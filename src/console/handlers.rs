@@ -618,7 +618,10 @@ where
 /// Server-sent events: "the lanes changed", for an open queue to fetch its rows again.
 /// 401 without a session (as the rows); 204 when the store cannot be watched or every
 /// stream is taken, which tells a browser not to reconnect: the page then polls.
-async fn lane_events<C, S>(State(inner): State<Shared<C, S>>, signed: Result<Signed, Response>) -> Response
+async fn lane_events<C, S>(
+    State(inner): State<Shared<C, S>>,
+    signed: Result<Signed, Response>,
+) -> Response
 where
     C: ?Sized + Send + Sync + 'static,
     S: ApprovalStore + Send + Sync + 'static,
@@ -661,6 +664,7 @@ where
                 .filter(|record| match record {
                     AuditRecord::Transition(event) => event.key == key,
                     AuditRecord::Decision(event) => event.idempotency_key == Some(key),
+                    AuditRecord::Notice(event) => event.key == key,
                 }),
         );
         if !full {
@@ -980,6 +984,7 @@ where
             let account = match &record {
                 AuditRecord::Decision(event) => event.account_id.as_deref(),
                 AuditRecord::Transition(event) => event.account_id.as_deref(),
+                AuditRecord::Notice(event) => event.account_id.as_deref(),
             };
             if operator.accounts().includes(account) && filter.admits(&record) {
                 if found.len() == limit {

@@ -103,7 +103,7 @@ pub(crate) struct AuditFilter {
     pub(crate) tool: String,
     #[serde(default)]
     pub(crate) actor: String,
-    /// `decision` or `transition`.
+    /// `decision`, `transition` or `notice`.
     #[serde(default)]
     pub(crate) kind: String,
     /// The sequence number after which the page starts.
@@ -121,6 +121,7 @@ impl AuditFilter {
                 &event.tool,
                 [Some(&event.proposer), event.by.as_deref()],
             ),
+            AuditRecord::Notice(event) => ("notice", &event.tool, [None, None]),
         };
         (self.kind.is_empty() || self.kind == kind)
             && (self.tool.is_empty() || self.tool == tool)
@@ -775,6 +776,7 @@ pub(crate) fn audit(
                     option value="" { "any" }
                     option value="decision" selected[filter.kind == "decision"] { "decisions" }
                     option value="transition" selected[filter.kind == "transition"] { "lane moves" }
+                    option value="notice" selected[filter.kind == "notice"] { "notices" }
                 }
             }
             button type="submit" { "Filter" }
@@ -796,6 +798,15 @@ pub(crate) fn audit(
                             td { (seq) } td { "lane move" } td { (Text(&event.tool)) }
                             td { (Person(event.by.as_deref().unwrap_or(&event.proposer))) }
                             td { (event.from.map_or("new", LaneState::as_str)) " → " (event.to.as_str()) }
+                            td { (Shortened(event.reason.as_deref().unwrap_or(""))) }
+                        },
+                        AuditRecord::Notice(event) => tr {
+                            td { (seq) } td { "notice" } td { (Text(&event.tool)) }
+                            td { (Text(&event.target)) }
+                            td {
+                                @if event.delivered { "told" } @else { "not told" }
+                                " after " (event.attempts) " attempt(s)"
+                            }
                             td { (Shortened(event.reason.as_deref().unwrap_or(""))) }
                         },
                     }

@@ -79,8 +79,7 @@ pub(crate) async fn relay(config: tokio_postgres::Config, changes: Arc<Changes>)
                 loop {
                     match connection.poll_message(cx) {
                         Poll::Ready(Some(Ok(AsyncMessage::Notification(note)))) => {
-                            if note.process_id() != from.load(Ordering::Relaxed)
-                            {
+                            if note.process_id() != from.load(Ordering::Relaxed) {
                                 heard.watch.notify();
                             }
                         }

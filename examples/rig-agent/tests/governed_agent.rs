@@ -146,7 +146,7 @@ async fn three_calls_reach_the_model_as_results_and_only_the_auto_tool_runs() {
         .into_iter()
         .filter_map(|record| match record {
             AuditRecord::Decision(event) => Some((event.tool, event.decision)),
-            AuditRecord::Transition(_) => None,
+            _ => None,
         })
         .collect();
     let tools: Vec<&str> = decisions.iter().map(|(tool, _)| tool.as_str()).collect();
