@@ -15,8 +15,8 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
-// The layers, lowest first: declare, gate, device, json, approvals, stores, rig, mcp, remote,
-// console. Each builds only on the ones below it (`tests/layers.rs` checks it); the
+// The layers, lowest first: declare, gate, device, json, approvals, stores, notifiers, rig,
+// mcp, remote, console. Each builds only on the ones below it (`tests/layers.rs` checks it); the
 // README's "Layers and features" draws them.
 #[cfg(all(feature = "serde", feature = "std"))]
 pub mod approvals;
@@ -30,6 +30,8 @@ pub mod gate;
 pub mod json;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "webhook")]
+pub mod notifiers;
 #[cfg(feature = "remote")]
 pub mod remote;
 #[cfg(feature = "rig")]

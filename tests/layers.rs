@@ -5,13 +5,14 @@
 use std::path::Path;
 
 /// The layers, lowest first.
-const LAYERS: [&str; 10] = [
+const LAYERS: [&str; 11] = [
     "declare",
     "gate",
     "device",
     "json",
     "approvals",
     "stores",
+    "notifiers",
     "rig",
     "mcp",
     "remote",

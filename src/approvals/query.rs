@@ -113,7 +113,7 @@ impl FromStr for LaneMark {
 /// Which lanes a queue shows: those in one state, narrowed by tool, risk tiers, proposer
 /// and accounts, newest first, from a [`LaneMark`] on.
 ///
-/// A store answers it with [`ApprovalStore::query`](crate::approvals::ApprovalStore::query)
+/// A store answers it with [`ApprovalStore::query_lanes`](crate::approvals::ApprovalStore::query_lanes)
 /// one page at a time (durable stores from their indexes); [`LaneQuery::admits`] is the
 /// same filter as a test of one lane.
 ///
