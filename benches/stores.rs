@@ -60,7 +60,7 @@ fn scratch(name: &str) -> std::path::PathBuf {
 
 /// Full lifecycles through a governor over `store`: criterion's figure, then a plain
 /// per-second count over three seconds.
-fn lifecycle<S: ApprovalStore>(c: &mut Criterion, name: &str, store: S) {
+fn lifecycle<S: ApprovalStore + 'static>(c: &mut Criterion, name: &str, store: S) {
     let governor = Governor::new(&TOOLS)
         .with_store(store)
         // The store's own log keeps the transitions; decisions are discarded here.

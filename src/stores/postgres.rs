@@ -395,6 +395,51 @@ impl PostgresStore {
         })
     }
 
+    /// The server's plan for a page of `query` (`EXPLAIN (ANALYZE, BUFFERS)` of the very
+    /// statement [`ApprovalStore::query_lanes`] runs, so it runs it once): to see that a
+    /// queue page over millions of lanes reads an index, not the table.
+    ///
+    /// # Errors
+    ///
+    /// The server's error.
+    ///
+    /// ```no_run
+    /// use cairnloop::approvals::LaneQuery;
+    /// use cairnloop::gate::LaneState;
+    /// use cairnloop::stores::PostgresStore;
+    ///
+    /// let store = PostgresStore::connect("host=/var/run/postgresql dbname=approvals")?;
+    /// let plan = pollster::block_on(store.explain_queue(&LaneQuery::new(LaneState::Pending), 50))?;
+    /// assert!(plan.contains("Index"));
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    pub fn explain_queue(
+        &self,
+        query: &LaneQuery,
+        limit: usize,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send + use<> {
+        let mut filter = LaneFilter::new(query, true, numbered);
+        self.run(move |client| async move {
+            let limit = filter.push(
+                Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+                numbered,
+            );
+            let sql = format!(
+                "EXPLAIN (ANALYZE, BUFFERS) {}",
+                queue_sql(&filter.clause, &limit)
+            );
+            let rows = client
+                .query(&sql, &parameters(&filter.params))
+                .await
+                .map_err(read_error)?;
+            Ok(rows
+                .iter()
+                .map(|row| row.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n"))
+        })
+    }
+
     /// Runs `job` with a connection from the pool, on the store's runtime.
     fn run<T, F, Fut>(
         &self,
@@ -781,11 +826,7 @@ impl ApprovalStore for PostgresStore {
                 Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
                 numbered,
             );
-            let sql = format!(
-                "SELECT lane FROM cairnloop_lanes WHERE {}
-                 ORDER BY proposed_at DESC, key DESC LIMIT {limit}",
-                filter.clause
-            );
+            let sql = queue_sql(&filter.clause, &limit);
             let statement = client.prepare_cached(&sql).await.map_err(read_error)?;
             let rows = client
                 .query(&statement, &parameters(&filter.params))
@@ -825,6 +866,14 @@ impl ApprovalStore for PostgresStore {
 }
 
 /// PostgreSQL's numbered placeholder.
+/// The queue's statement: the lanes `clause` admits, newest first, at most `limit`.
+fn queue_sql(clause: &str, limit: &str) -> String {
+    format!(
+        "SELECT lane FROM cairnloop_lanes WHERE {clause}
+         ORDER BY proposed_at DESC, key DESC LIMIT {limit}"
+    )
+}
+
 fn numbered(n: usize) -> String {
     format!("${n}")
 }
