@@ -43,7 +43,10 @@ use desk::{DESK, Desk};
 use rmcp::ServiceExt;
 
 const USAGE: &str = "usage: mcp_server --actor ID [--account ID] [--scopes SCOPE,SCOPE,...] \
-                     [--store PATH] [--client-approver ID [--client-approves TIER,TIER]]
+                     [--store PATH] [--client-approver ID [--client-approves TIER,TIER]] \
+                     [--notify URL [--notify-format json|slack|teams] [--console-url URL]]
+       (--notify needs the webhook feature; the secret that signs each notice is read
+       from CAIRNLOOP_WEBHOOK_SECRET)
        mcp_server operator --help";
 
 struct Options {
@@ -52,6 +55,8 @@ struct Options {
     scopes: Vec<String>,
     store: std::path::PathBuf,
     approver: Option<ClientApprover>,
+    /// A webhook told of each new proposal: its URL, body format and console link.
+    notify: Option<(String, String, Option<String>)>,
 }
 
 /// The server's options; `None` for `--help`.
@@ -60,6 +65,7 @@ fn parse(mut parser: lexopt::Parser) -> Result<Option<Options>, lexopt::Error> {
     let (mut actor, mut account, mut scopes) = (None, None, Vec::new());
     let (mut approver, mut tiers) = (None, Vec::new());
     let mut store = std::path::PathBuf::from("cairnloop-approvals.db");
+    let (mut notify, mut format, mut console) = (None, String::from("json"), None);
     while let Some(arg) = parser.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(None),
@@ -67,6 +73,9 @@ fn parse(mut parser: lexopt::Parser) -> Result<Option<Options>, lexopt::Error> {
             Long("account") => account = Some(parser.value()?.string()?),
             Long("store") => store = parser.value()?.into(),
             Long("scopes") => scopes = list(&parser.value()?.string()?),
+            Long("notify") => notify = Some(parser.value()?.string()?),
+            Long("notify-format") => format = parser.value()?.string()?,
+            Long("console-url") => console = Some(parser.value()?.string()?),
             Long("client-approver") => approver = Some(parser.value()?.string()?),
             Long("client-approves") => {
                 tiers = list(&parser.value()?.string()?)
@@ -95,6 +104,7 @@ fn parse(mut parser: lexopt::Parser) -> Result<Option<Options>, lexopt::Error> {
         scopes,
         store,
         approver,
+        notify: notify.map(|url| (url, format, console)),
     }))
 }
 
@@ -115,6 +125,37 @@ impl AuditSink for StderrLog {
             eprintln!("{line}");
         }
     }
+}
+
+/// The governor, telling a webhook of each new proposal.
+#[cfg(feature = "webhook")]
+fn notified(
+    governor: Governor<Desk, SqliteStore>,
+    (url, format, console): (String, String, Option<String>),
+) -> Result<Governor<Desk, SqliteStore>, String> {
+    use cairnloop::notifiers::{Webhook, WebhookFormat};
+    let format: WebhookFormat = format
+        .parse()
+        .map_err(|error| format!("--notify-format: {error}"))?;
+    let mut hook = Webhook::new(&url)
+        .map_err(|error| format!("--notify: {error}"))?
+        .format(format);
+    if let Ok(secret) = std::env::var("CAIRNLOOP_WEBHOOK_SECRET") {
+        hook = hook.signed_with(secret.into_bytes());
+    }
+    if let Some(console) = console {
+        hook = hook.console(&console);
+    }
+    let notifier = hook.start().map_err(|error| error.to_string())?;
+    Ok(governor.with_notifier(notifier))
+}
+
+#[cfg(not(feature = "webhook"))]
+fn notified(
+    _: Governor<Desk, SqliteStore>,
+    _: (String, String, Option<String>),
+) -> Result<Governor<Desk, SqliteStore>, String> {
+    Err("--notify needs the webhook feature (cargo run --features webhook ...)".into())
 }
 
 const OPERATOR_USAGE: &str = "usage: mcp_server operator [--store PATH] \
@@ -258,11 +299,19 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let governor = Arc::new(
-        Governor::new(&DESK)
-            .with_store(store)
-            .with_audit_sink(StderrLog),
-    );
+    let governor = Governor::new(&DESK)
+        .with_store(store)
+        .with_audit_sink(StderrLog);
+    let governor = match options.notify {
+        None => Arc::new(governor),
+        Some(notify) => match notified(governor, notify) {
+            Ok(governor) => Arc::new(governor),
+            Err(message) => {
+                eprintln!("mcp_server: {message}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     // A run that a previous process left unfinished is marked for a person to resolve.
     if let Err(error) = governor.sweep().await {
         eprintln!("mcp_server: cannot sweep the store: {error}");

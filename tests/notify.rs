@@ -1,6 +1,7 @@
 //! People told when a call waits: once per proposal however many callers race to propose
 //! it, with what became of each notice in the audit trail, and a failing notifier never
 //! failing the call.
+#![cfg(all(feature = "serde", feature = "std"))]
 
 use std::sync::{Arc, Barrier, Mutex};
 

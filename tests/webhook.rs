@@ -115,6 +115,13 @@ fn endpoint(script: Vec<Answer>) -> (String, Arc<Mutex<Vec<Received>>>) {
 }
 
 fn propose(governor: &Governor<()>, memo: &str) -> cairnloop::IdempotencyKey {
+    propose_on(governor, memo)
+}
+
+fn propose_on<S: cairnloop::approvals::ApprovalStore>(
+    governor: &Governor<(), S>,
+    memo: &str,
+) -> cairnloop::IdempotencyKey {
     let agent = Actor::new("agent-7", &[]).with_account("acme");
     let arguments = serde_json::json!({"iban": "DE89370400440532013000", "memo": memo, "api_token": "tok-hunter2"});
     let arguments = arguments.to_string();
@@ -315,4 +322,27 @@ fn slack_and_teams_bodies_keep_a_models_text_from_making_links() {
         }
         assert!(!text.contains("tok-hunter2"));
     }
+}
+
+#[test]
+fn a_governor_dropped_right_after_a_proposal_still_delivers_its_notice() {
+    let store = Arc::new(cairnloop::approvals::MemoryStore::new());
+    let (url, received) = endpoint(vec![Answer::After(Duration::from_millis(300), 200)]);
+    let hook = Webhook::new(&url).unwrap().start().unwrap();
+    let governor = Governor::new(&TOOLS)
+        .with_store(Arc::clone(&store))
+        .with_notifier(hook);
+    propose_on(&governor, "rent");
+    // A process ending: the governor, and with it the notifier, goes at once.
+    drop(governor);
+    assert_eq!(received.lock().unwrap().len(), 1);
+    let records = pollster::block_on(cairnloop::approvals::ApprovalStore::events_since(
+        &*store, 0, 100,
+    ))
+    .unwrap();
+    assert!(
+        records
+            .iter()
+            .any(|(_, record)| matches!(record, AuditRecord::Notice(event) if event.delivered))
+    );
 }

@@ -31,6 +31,7 @@ impl ParseError {
     pub(crate) const IDEMPOTENCY_KEY: Self = Self {
         what: "invalid idempotency key, expected 64 lowercase hex digits",
     };
+    #[cfg(all(feature = "serde", feature = "std"))]
     pub(crate) const LANE_MARK: Self = Self {
         what: "invalid queue position, expected milliseconds, a dash and an idempotency key",
     };

@@ -222,9 +222,14 @@ impl Webhook {
             .build()
             .into();
         let settings = Arc::new(self);
+        let pending = Arc::new(Pending::default());
         for n in 0..settings.threads {
-            let (receiver, settings, agent) =
-                (Arc::clone(&receiver), Arc::clone(&settings), agent.clone());
+            let (receiver, settings, agent, pending) = (
+                Arc::clone(&receiver),
+                Arc::clone(&settings),
+                agent.clone(),
+                Arc::clone(&pending),
+            );
             std::thread::Builder::new()
                 .name(std::format!("cairnloop-webhook-{n}"))
                 .spawn(move || {
@@ -236,13 +241,19 @@ impl Webhook {
                         };
                         let Ok((notice, report)) = job else { return };
                         settings.deliver(&agent, &notice, report);
+                        pending.done();
                     }
                 })
                 .map_err(|error| WebhookError::Thread(error.to_string()))?;
         }
         Ok(WebhookNotifier {
             target: settings.target.clone(),
-            jobs: Mutex::new(sender),
+            grace: settings
+                .timeout
+                .saturating_add(settings.first_retry)
+                .saturating_mul(settings.attempts),
+            jobs: Mutex::new(Some(sender)),
+            pending,
         })
     }
 
@@ -333,7 +344,52 @@ type Job = (Notice, NoticeReport);
 /// ```
 pub struct WebhookNotifier {
     target: String,
-    jobs: Mutex<mpsc::SyncSender<Job>>,
+    jobs: Mutex<Option<mpsc::SyncSender<Job>>>,
+    pending: Arc<Pending>,
+    /// How long dropping the notifier waits for the notices still queued.
+    grace: Duration,
+}
+
+/// Notices queued or being delivered, so that dropping the notifier (a process ending
+/// right after a proposal, say) waits for them a while instead of losing them unrecorded.
+#[derive(Debug, Default)]
+struct Pending {
+    count: Mutex<usize>,
+    idle: std::sync::Condvar,
+}
+
+impl Pending {
+    fn add(&self) {
+        if let Ok(mut count) = self.count.lock() {
+            *count += 1;
+        }
+    }
+
+    fn done(&self) {
+        if let Ok(mut count) = self.count.lock() {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.idle.notify_all();
+            }
+        }
+    }
+
+    fn wait_idle(&self, grace: Duration) {
+        if let Ok(count) = self.count.lock() {
+            let _ = self
+                .idle
+                .wait_timeout_while(count, grace, |count| *count > 0);
+        }
+    }
+}
+
+impl Drop for WebhookNotifier {
+    fn drop(&mut self) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        self.pending.wait_idle(self.grace);
+    }
 }
 
 impl core::fmt::Debug for WebhookNotifier {
@@ -359,15 +415,28 @@ impl WebhookNotifier {
 
 impl Notifier for WebhookNotifier {
     fn proposed(&self, notice: Notice, report: NoticeReport) {
+        self.pending.add();
         let refused = match self.jobs.lock() {
-            Ok(jobs) => jobs
-                .try_send((notice, report))
-                .err()
-                .map(|error| match error {
-                    mpsc::TrySendError::Full(job) | mpsc::TrySendError::Disconnected(job) => job.1,
-                }),
-            Err(_) => None,
+            Ok(jobs) => match jobs.as_ref() {
+                Some(jobs) => {
+                    jobs.try_send((notice, report))
+                        .err()
+                        .map(|error| match error {
+                            mpsc::TrySendError::Full(job)
+                            | mpsc::TrySendError::Disconnected(job) => job.1,
+                        })
+                }
+                None => Some(report),
+            },
+            // Poisoned: nothing is queued, and the report cannot be written either.
+            Err(_) => {
+                self.pending.done();
+                None
+            }
         };
+        if refused.is_some() {
+            self.pending.done();
+        }
         if let Some(report) = refused {
             report.failed(&self.target, 0, "the webhook's queue is full");
         }
