@@ -18,40 +18,9 @@ use cairnloop::{
 use serde::{Deserialize, Serialize};
 
 /// The server's connection string, or `None` (outside CI) when no server was started.
-fn server() -> Option<String> {
-    match std::env::var("CAIRNLOOP_POSTGRES") {
-        Ok(config) => Some(config),
-        Err(_) if std::env::var_os("CI").is_some() => {
-            panic!("CI must run these tests against a real server (scripts/with_postgres.sh)")
-        }
-        Err(_) => {
-            eprintln!(
-                "no CAIRNLOOP_POSTGRES: run under scripts/with_postgres.sh to test the PostgreSQL store"
-            );
-            None
-        }
-    }
-}
-
-/// A fresh database on the server, for one store: its connection string.
-fn fresh_database(server: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = format!(
-        "cairnloop_test_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    );
-    let mut admin = postgres::Client::connect(server, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    let base: String = server
-        .split_whitespace()
-        .filter(|part| !part.starts_with("dbname="))
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!("{base} dbname={name}")
-}
+#[path = "fixtures/postgres.rs"]
+mod pg;
+use pg::{fresh_database, server};
 
 #[test]
 fn the_postgres_store_keeps_the_contract() {

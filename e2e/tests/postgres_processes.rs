@@ -8,7 +8,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cairnloop::approvals::{ApprovalConfig, ApprovalStore};
@@ -60,37 +59,9 @@ impl Tool for Ship {
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
 
-fn server() -> Option<String> {
-    match std::env::var("CAIRNLOOP_POSTGRES") {
-        Ok(config) => Some(config),
-        Err(_) if std::env::var_os("CI").is_some() => {
-            panic!("CI must run these tests against a real server (scripts/with_postgres.sh)")
-        }
-        Err(_) => {
-            eprintln!("no CAIRNLOOP_POSTGRES: run under scripts/with_postgres.sh");
-            None
-        }
-    }
-}
-
-fn fresh_database(server: &str) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = format!(
-        "cairnloop_proc_{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    );
-    let mut admin = postgres::Client::connect(server, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    let base: String = server
-        .split_whitespace()
-        .filter(|part| !part.starts_with("dbname="))
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!("{base} dbname={name}")
-}
+#[path = "fixtures/postgres.rs"]
+mod pg;
+use pg::{fresh_database, server};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cairnloop-proc-{}-{name}", std::process::id()));
