@@ -31,8 +31,17 @@ stop() {
 trap stop EXIT
 # Four processes with a pool of 32 each, a console and a listener, with room to spare.
 options="-k $dir -c listen_addresses= -c fsync=$fsync -c max_connections=200"
-"${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "$options" start >/dev/null
-"${as_owner[@]}" "$bindir/createdb" -h "$dir" -U postgres cairnloop
+if ! "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "$options" start >/dev/null; then
+  # The log goes with the directory when this script ends: say why first.
+  echo "with_postgres.sh: the server did not start; its log:" >&2
+  cat "$dir/server.log" >&2 || true
+  exit 1
+fi
+if ! "${as_owner[@]}" "$bindir/createdb" -h "$dir" -U postgres cairnloop; then
+  echo "with_postgres.sh: createdb failed; the server's log:" >&2
+  cat "$dir/server.log" >&2 || true
+  exit 1
+fi
 export CAIRNLOOP_POSTGRES="host=$dir user=postgres dbname=cairnloop"
 # For a test that stops the server mid-run and starts it again.
 export CAIRNLOOP_POSTGRES_STOP="${as_owner[*]} $bindir/pg_ctl -D $dir/data -m fast -w stop"
