@@ -109,10 +109,15 @@ fn main() {
             all.clone()
                 .tool("refund_order")
                 .tiers([RiskTier::HighWrite])
-                .proposer("agent-3")
-                .accounts(accounts),
+                .proposer("agent-1")
+                .accounts(accounts.clone()),
+        ),
+        (
+            "a proposer outside those accounts (none)",
+            all.clone().proposer("agent-3").accounts(accounts),
         ),
     ];
+    let mut slow = Vec::new();
     println!("| page of 50 | rows | median ms | max ms | plan |");
     println!("|---|---:|---:|---:|---|");
     for (name, query) in &cases {
@@ -127,16 +132,32 @@ fn main() {
         }
         times.sort();
         let plan = pollster::block_on(store.explain_queue(query, 50)).unwrap();
-        let index = plan
+        // Every index the plan reads ("... using NAME" or "Bitmap Index Scan on NAME").
+        let indexes: Vec<&str> = plan
             .lines()
-            .find_map(|line| line.split(" using ").nth(1))
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or("no index: a scan");
+            .filter_map(|line| {
+                line.split(" using ")
+                    .nth(1)
+                    .or_else(|| line.split("Bitmap Index Scan on ").nth(1))
+            })
+            .filter_map(|rest| rest.split_whitespace().next())
+            .collect();
+        let index = if indexes.is_empty() {
+            String::from("no index: a scan")
+        } else {
+            indexes.join(", ")
+        };
         println!(
             "| {name} | {rows} | {:.2} | {:.2} | {index} |",
             ms(times[runs / 2]),
             ms(times[runs - 1])
         );
+        if times[runs / 2] > Duration::from_millis(10) {
+            slow.push((name, plan));
+        }
+    }
+    for (name, plan) in slow {
+        println!("\nplan of {name} (slower than 10 ms):\n{plan}");
     }
     let started = Instant::now();
     let count = pollster::block_on(store.count_lanes(&all, 10_001)).unwrap();

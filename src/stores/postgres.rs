@@ -80,6 +80,9 @@ const MIGRATIONS: [&str; 3] = [
         ON cairnloop_lanes (proposer, proposed_at, key) WHERE state = 'pending';
     CREATE INDEX cairnloop_lanes_pending_by_account
         ON cairnloop_lanes (account, proposed_at, key) WHERE state = 'pending';
+    -- A proposer within an operator's accounts: read only the lanes that match both.
+    CREATE INDEX cairnloop_lanes_pending_by_proposer_account
+        ON cairnloop_lanes (proposer, account) WHERE state = 'pending';
     ",
 ];
 
@@ -827,9 +830,11 @@ impl ApprovalStore for PostgresStore {
                 numbered,
             );
             let sql = queue_sql(&filter.clause, &limit);
-            let statement = client.prepare_cached(&sql).await.map_err(read_error)?;
+            // Not a cached statement: a cached one is planned once for any values, and
+            // a plan good for one proposer or account list can read the whole table for
+            // another. Planned for its values, a page costs a parse more.
             let rows = client
-                .query(&statement, &parameters(&filter.params))
+                .query(&sql, &parameters(&filter.params))
                 .await
                 .map_err(read_error)?;
             rows.iter()
@@ -850,9 +855,9 @@ impl ApprovalStore for PostgresStore {
                 "SELECT count(*) FROM (SELECT 1 FROM cairnloop_lanes WHERE {} LIMIT {cap}) AS found",
                 filter.clause
             );
-            let statement = client.prepare_cached(&sql).await.map_err(read_error)?;
+            // Planned for its values, as the queue's pages are.
             let counted: i64 = client
-                .query_one(&statement, &parameters(&filter.params))
+                .query_one(&sql, &parameters(&filter.params))
                 .await
                 .map_err(read_error)?
                 .get(0);
