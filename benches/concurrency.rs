@@ -165,15 +165,18 @@ fn order_base() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    (u64::from(std::process::id()) << 40) ^ (nanos as u64 & 0xff_ffff_ffff)
+    // Below 2^53, as JSON numbers must be: 13 bits of the process id (the processes of a
+    // run are started one after another), 40 of the clock.
+    ((u64::from(std::process::id()) & 0x1fff) << 40) ^ (nanos as u64 & 0xff_ffff_ffff)
 }
 
 async fn lifecycle<S: ApprovalStore>(governor: &Governor<(), S>, order: u64) {
     let agent = Actor::new("agent-7", &["refunds:write"]);
     let arguments = format!(r#"{{"order": {order}, "cents": 1250}}"#);
     let call = ToolCall::new("refund_order", &arguments);
-    let Ok(Outcome::AwaitingApproval(lane)) = governor.call(&call, &agent, &()).await else {
-        panic!("a proposal")
+    let lane = match governor.call(&call, &agent, &()).await {
+        Ok(Outcome::AwaitingApproval(lane)) => lane,
+        other => panic!("a proposal, got {other:?}"),
     };
     governor.approve(&lane.key(), "ops-lead").await.unwrap();
     governor.execute(&lane.key(), &agent, &()).await.unwrap();
@@ -334,16 +337,37 @@ async fn postgres_floor_pool(target: &str, size: usize) -> deadpool_postgres::Po
     pool
 }
 
-/// The rows a store must keep, with the indexes its queue needs, and nothing more.
+/// The rows a store must keep, with the columns and indexes its queue and sweeps need (the
+/// same as the stores'), and nothing more.
 const FLOOR_TABLES: &str = "
-    CREATE TABLE IF NOT EXISTS floor_lanes (key TEXT PRIMARY KEY, state TEXT NOT NULL, version BIGINT NOT NULL, lane TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS floor_lanes (key TEXT PRIMARY KEY, state TEXT NOT NULL,
+        version BIGINT NOT NULL, lane TEXT NOT NULL, tool TEXT NOT NULL, tier TEXT NOT NULL,
+        proposer TEXT NOT NULL, account TEXT, proposed_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL);
     CREATE INDEX IF NOT EXISTS floor_lanes_by_state ON floor_lanes (state, key);
+    CREATE INDEX IF NOT EXISTS floor_lanes_newest ON floor_lanes (state, proposed_at, key);
+    CREATE INDEX IF NOT EXISTS floor_lanes_by_expiry ON floor_lanes (state, expires_at);
+    CREATE INDEX IF NOT EXISTS floor_lanes_by_tool ON floor_lanes (tool, proposed_at, key)
+        WHERE state = 'pending';
+    CREATE INDEX IF NOT EXISTS floor_lanes_by_tier ON floor_lanes (tier, proposed_at, key)
+        WHERE state = 'pending';
+    CREATE INDEX IF NOT EXISTS floor_lanes_by_proposer
+        ON floor_lanes (proposer, proposed_at, key) WHERE state = 'pending';
+    CREATE INDEX IF NOT EXISTS floor_lanes_by_account
+        ON floor_lanes (account, proposed_at, key) WHERE state = 'pending';
     CREATE TABLE IF NOT EXISTS floor_events (seq BIGSERIAL PRIMARY KEY, record TEXT NOT NULL);";
+
+/// The columns of a floor lane after its key, text and state.
+const FLOOR_COLUMNS: &str = "tool, tier, proposer, proposed_at, expires_at";
+const FLOOR_VALUES: &str = "'refund_order', 'high_write', 'agent-7', 1700000000000, 1700172800000";
 
 /// Each commit writes what a move writes, as one bare statement: the lane (inserted,
 /// then moved through states) and its event.
 const FLOOR_INSERT: &str = "
-    WITH lane AS (INSERT INTO floor_lanes (key, state, version, lane) VALUES ($1, 'pending', 1, $2))
+    WITH lane AS (INSERT INTO floor_lanes (key, state, version, lane, tool, tier, proposer,
+                                           proposed_at, expires_at)
+                  VALUES ($1, 'pending', 1, $2, 'refund_order', 'high_write', 'agent-7',
+                          1700000000000, 1700172800000))
     INSERT INTO floor_events (record) VALUES ($2)";
 const FLOOR_MOVE: &str = "
     WITH lane AS (UPDATE floor_lanes SET state = $3, version = version + 1, lane = $2 WHERE key = $1)
@@ -417,7 +441,10 @@ fn sqlite_floor(path: &str, until: Instant, commits: u64) -> u64 {
                 transaction.commit().unwrap();
             };
             write(
-                "INSERT INTO floor_lanes (key, state, version, lane) VALUES (?1, ?3, 1, ?2)",
+                &format!(
+                    "INSERT INTO floor_lanes (key, state, version, lane, {FLOOR_COLUMNS})
+                     VALUES (?1, ?3, 1, ?2, {FLOOR_VALUES})"
+                ),
                 "pending",
             );
             for state in FLOOR_STATES
