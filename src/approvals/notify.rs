@@ -20,6 +20,8 @@ use crate::gate::Timestamp;
 /// call's answer. Hand the work to a thread or task of your own, and say through
 /// `report` what became of it; the report is written to the audit trail. A notifier
 /// that fails never blocks or loses the proposal: the lane is stored before it is called.
+/// A notice lives in the process until it is delivered: a process that dies first loses
+/// it, and no record says so (the proposal itself is in the store, and in the console).
 ///
 /// ```
 /// use std::sync::Mutex;

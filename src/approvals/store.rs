@@ -21,6 +21,10 @@ use crate::gate::LaneState;
 /// - `transition_detached` is the one synchronous entry: it is for a guard in `drop`,
 ///   which cannot wait, and must not block either (a store with I/O hands the move to a
 ///   worker that outlives the call).
+/// - `query_lanes` pages one state's lanes newest first from a [`LaneMark`], under a
+///   [`LaneQuery`]'s filters, and `count_lanes` counts them up to a cap.
+/// - `watch`, when the store gives one, moves on after every committed lane change (for a
+///   shared database, other processes' too) and never before the change can be read.
 ///
 /// The methods are `async` because real stores do I/O; a store on an async runtime must
 /// never block the runtime's worker threads. [`MemoryStore`] answers at once.

@@ -327,3 +327,63 @@ def test_help_and_bad_flags():
 
 if __name__ == "__main__":
     raise SystemExit(pytest.main([__file__, "-q"]))
+
+
+def test_a_proposal_is_told_to_a_webhook_once_with_a_signature_a_receiver_can_check():
+    import hashlib
+    import hmac
+    import http.server
+    import threading
+    import time
+
+    received = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.headers.get("Cairnloop-Signature"), body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    secret = "a shared secret, known to the receiver"
+    store = fresh_store()
+    args = [
+        *AGENT, "--store", store, "--notify", f"http://127.0.0.1:{hook.server_address[1]}/hook",
+        "--console-url", "https://approvals.example.com",
+    ]
+    note = ("internal_note", {"ticket": 7, "body": "Tell someone."})
+
+    async def run():
+        env = {**os.environ, "CAIRNLOOP_WEBHOOK_SECRET": secret}
+        params = StdioServerParameters(command=SERVER, args=args, env=env)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                # The same call twice: one proposal, one notice.
+                return [await client.call_tool(*note), await client.call_tool(*note)]
+
+    first, second = asyncio.run(run())
+    assert first.structured_content["status"] == "awaiting_approval"
+    key = first.structured_content["proposal_id"]
+    assert second.structured_content["proposal_id"] == key
+    deadline = time.monotonic() + 20
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # room for a second notice, which must not come
+    hook.shutdown()
+    assert len(received) == 1, received
+    signature, body = received[0]
+    # Checked as a receiver in another language would: HMAC-SHA256 over "t.body".
+    parts = dict(part.split("=", 1) for part in signature.split(","))
+    expected = hmac.new(secret.encode(), f"{parts['t']}.".encode() + body, hashlib.sha256)
+    assert hmac.compare_digest(parts["v1"], expected.hexdigest())
+    assert abs(time.time() - int(parts["t"])) < 300
+    notice = json.loads(body)
+    assert (notice["type"], notice["key"], notice["tool"]) == ("proposal.waiting", key, "internal_note")
+    assert (notice["proposer"], notice["account"]) == ("agent-7", "acme")
+    assert notice["link"] == f"https://approvals.example.com/proposals/{key}"
