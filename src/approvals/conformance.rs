@@ -6,15 +6,11 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::future::Future;
-use core::pin::pin;
 use core::sync::atomic::{AtomicUsize, Ordering};
-use core::task::{Context, Poll, Waker};
 use std::sync::Barrier;
-use std::task::Wake;
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+use crate::approvals::block_on;
 use crate::approvals::{
     ApprovalLane, ApprovalStore, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch,
     TransitionEvent,
@@ -96,25 +92,6 @@ fn fail<T>(check: &'static str, detail: impl Into<String>) -> Result<T, Violatio
 
 fn store_error<T>(check: &'static str, error: &StoreError) -> Result<T, Violation> {
     fail(check, format!("the store failed: {error}"))
-}
-
-/// Blocks the current thread on `future`: the kit runs outside any runtime.
-fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return output;
-        }
-        std::thread::park();
-    }
 }
 
 const SPEC: ToolSpec = ToolSpec::new(

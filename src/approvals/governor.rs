@@ -1012,7 +1012,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         /// How often a store that cannot be watched is read.
         const POLL: Duration = Duration::from_millis(50);
         let deadline = Instant::now().checked_add(timeout);
-        let watch = self.approvals.store().watch();
+        let watch = self.watch();
         let polled = watch.is_none();
         let watch = watch.unwrap_or_default();
         loop {

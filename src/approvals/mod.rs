@@ -6,6 +6,7 @@
 //! [`declare`](crate::declare).
 
 mod audit;
+mod block_on;
 mod caller;
 mod clock;
 mod config;
@@ -27,6 +28,7 @@ mod watch;
 #[cfg(feature = "tracing")]
 pub use audit::TracingSink;
 pub use audit::{AuditRecord, AuditSink, DiscardAudit};
+pub(crate) use block_on::block_on;
 pub use caller::Caller;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ApprovalConfig;
@@ -38,7 +40,7 @@ pub use identity::{
 };
 pub use lane::{ApprovalLane, Claim, TransitionEvent};
 pub use notify::{Notice, NoticeEvent, NoticeReport, Notifier};
-pub(crate) use notify::{Notifying, Recorder, block_on};
+pub(crate) use notify::{Recorder, announce};
 pub(crate) use query::newest_first;
 pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;

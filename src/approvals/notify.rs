@@ -207,49 +207,17 @@ impl NoticeReport {
     }
 }
 
-/// The governor's notifier and how its reports reach the audit trail.
-pub(crate) struct Notifying {
-    notifier: Arc<dyn Notifier>,
-    record: Recorder,
-}
-
-impl Notifying {
-    pub(crate) fn new(notifier: Arc<dyn Notifier>, record: Recorder) -> Self {
-        Self { notifier, record }
-    }
-
-    /// Tells the notifier of the lane just opened.
-    pub(crate) fn proposed(&self, lane: &ApprovalLane) {
-        let notice = Notice::of(lane);
-        let report = NoticeReport::new(&notice, Arc::clone(&self.record));
-        let failed = NoticeReport::new(&notice, Arc::clone(&self.record));
-        // A notifier's panic must not fail the call whose lane is already stored.
-        let told = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
-            self.notifier.proposed(notice, report);
-        }));
-        if told.is_err() {
-            failed.failed("notifier", 0, "the notifier panicked");
-        }
-    }
-}
-
-/// Blocks this thread on `future` (a notifier's thread writing its report: the stores'
-/// futures need no particular runtime).
-pub(crate) fn block_on<F: core::future::Future>(future: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = core::pin::pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return output;
-        }
-        std::thread::park();
+/// Tells `notifier` of the lane just opened; its report (or the news that it panicked)
+/// goes to `record`.
+pub(crate) fn announce(notifier: &dyn Notifier, record: &Recorder, lane: &ApprovalLane) {
+    let notice = Notice::of(lane);
+    let report = NoticeReport::new(&notice, Arc::clone(record));
+    let failed = NoticeReport::new(&notice, Arc::clone(record));
+    // A notifier's panic must not fail the call whose lane is already stored.
+    let told = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+        notifier.proposed(notice, report);
+    }));
+    if told.is_err() {
+        failed.failed("notifier", 0, "the notifier panicked");
     }
 }

@@ -8,7 +8,7 @@ use crate::approvals::identity::{check_id, same_person};
 use crate::approvals::unwind::CatchPanic;
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink, BoundField,
-    Invalidation, Notifier, Notifying, Recorder, TransitionEvent, block_on,
+    Invalidation, Notifier, Recorder, TransitionEvent, announce, block_on,
 };
 use crate::declare::text;
 use crate::declare::{
@@ -70,7 +70,7 @@ impl<S: ApprovalStore> Approvals<S> {
             }
             append(record);
         });
-        Notifying::new(Arc::clone(notifier), record).proposed(lane);
+        announce(notifier.as_ref(), &record, lane);
     }
 
     pub(crate) fn set_sink(&mut self, sink: Option<Arc<dyn AuditSink>>) {

@@ -421,18 +421,13 @@ impl PostgresStore {
         query: &LaneQuery,
         limit: usize,
     ) -> impl Future<Output = Result<String, StoreError>> + Send + use<> {
-        let mut filter = LaneFilter::new(query, true, numbered);
+        let (sql, params) = queue_statement(query, limit);
         self.run(move |client| async move {
-            let limit = filter.push(
-                Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
-                numbered,
-            );
-            let sql = format!(
-                "EXPLAIN (ANALYZE, BUFFERS) {}",
-                queue_sql(&filter.clause, &limit)
-            );
             let rows = client
-                .query(&sql, &parameters(&filter.params))
+                .query(
+                    &format!("EXPLAIN (ANALYZE, BUFFERS) {sql}"),
+                    &parameters(&params),
+                )
                 .await
                 .map_err(read_error)?;
             Ok(rows
@@ -823,18 +818,13 @@ impl ApprovalStore for PostgresStore {
         query: &LaneQuery,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
-        let mut filter = LaneFilter::new(query, true, numbered);
+        let (sql, params) = queue_statement(query, limit);
         self.run(move |client| async move {
-            let limit = filter.push(
-                Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
-                numbered,
-            );
-            let sql = queue_sql(&filter.clause, &limit);
             // Not a cached statement: a cached one is planned once for any values, and
             // a plan good for one proposer or account list can read the whole table for
             // another. Planned for its values, a page costs a parse more.
             let rows = client
-                .query(&sql, &parameters(&filter.params))
+                .query(&sql, &parameters(&params))
                 .await
                 .map_err(read_error)?;
             rows.iter()
@@ -870,15 +860,23 @@ impl ApprovalStore for PostgresStore {
     }
 }
 
-/// PostgreSQL's numbered placeholder.
-/// The queue's statement: the lanes `clause` admits, newest first, at most `limit`.
-fn queue_sql(clause: &str, limit: &str) -> String {
-    format!(
-        "SELECT lane FROM cairnloop_lanes WHERE {clause}
-         ORDER BY proposed_at DESC, key DESC LIMIT {limit}"
-    )
+/// The queue's statement and its parameters: the lanes `query` admits, newest first, at
+/// most `limit`.
+fn queue_statement(query: &LaneQuery, limit: usize) -> (String, Vec<Param>) {
+    let mut filter = LaneFilter::new(query, true, numbered);
+    let limit = filter.push(
+        Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+        numbered,
+    );
+    let sql = format!(
+        "SELECT lane FROM cairnloop_lanes WHERE {}
+         ORDER BY proposed_at DESC, key DESC LIMIT {limit}",
+        filter.clause
+    );
+    (sql, filter.params)
 }
 
+/// PostgreSQL's numbered placeholder.
 fn numbered(n: usize) -> String {
     format!("${n}")
 }
