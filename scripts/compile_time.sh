@@ -4,8 +4,9 @@
 # without cairnloop) and the same 200 tools written with rmcp's #[tool] macros.
 # Dependencies are built first; then each host crate's own `cargo check` and
 # `cargo build` are timed after touching its source (incremental), and its `cargo build`
-# after `cargo clean -p` (clean), each the median of 3 runs.
-# Usage: scripts/compile_time.sh [TOOLS]   (default 200)
+# after `cargo clean -p` (clean): RUNS interleaved runs (default 3), the median of each
+# printed, then the ratios to rmcp and to the floor.
+# Usage: [RUNS=3] scripts/compile_time.sh [TOOLS]   (default 200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -113,35 +114,47 @@ RS
   echo "}"
 } > "$work/plain_host/src/lib.rs"
 
-median3() { sort -n | sed -n 2p; }
-measure() { # crate, cargo subcommand
-  local dir=$work/$1
-  (cd "$dir" && cargo "$2" --quiet >/dev/null 2>&1)  # dependencies, once
-  for _ in 1 2 3; do
+median() { sort -n | sed -n "$(( ($1 + 1) / 2 ))p"; }
+seconds() { # directory, command...: wall time of the command in the directory
+  local dir=$1; shift
+  local start end
+  start=$(date +%s.%N)
+  (cd "$dir" && "$@")
+  end=$(date +%s.%N)
+  python3 -c "print(f'{$end - $start:.3f}')"
+}
+
+crates=(plain_host cairnloop_host rmcp_host)
+runs=${RUNS:-3}
+for crate in "${crates[@]}"; do # dependencies, once, outside the timings
+  (cd "$work/$crate" && cargo build --quiet >/dev/null 2>&1 && cargo check --quiet >/dev/null 2>&1)
+done
+# Interleaved: each run times every crate in turn, so a machine that slows down or
+# speeds up during the script weighs on all three alike. The clean build comes first;
+# an untimed `cargo check` then restores what `cargo clean -p` removed, so that the
+# timed check and build are incremental.
+load="$(cut -d' ' -f1-3 /proc/loadavg)"
+for run in $(seq 1 "$runs"); do
+  for crate in "${crates[@]}"; do
+    dir=$work/$crate
+    (cd "$dir" && cargo clean --quiet -p "$crate")
+    echo "$crate clean $(seconds "$dir" cargo build --quiet)"
+    (cd "$dir" && cargo check --quiet)
     touch "$dir/src/lib.rs"
-    local start end
-    start=$(date +%s.%N)
-    (cd "$dir" && cargo "$2" --quiet)
-    end=$(date +%s.%N)
-    python3 -c "print($end - $start)"
-  done | median3
-}
+    echo "$crate check $(seconds "$dir" cargo check --quiet)"
+    touch "$dir/src/lib.rs"
+    echo "$crate build $(seconds "$dir" cargo build --quiet)"
+  done
+done > "$work/times.txt"
 
-clean_build() { # crate: `cargo build` of the crate alone, its dependencies already built
-  local dir=$work/$1
-  (cd "$dir" && cargo build --quiet >/dev/null 2>&1)
-  for _ in 1 2 3; do
-    (cd "$dir" && cargo clean --quiet -p "$1")
-    local start end
-    start=$(date +%s.%N)
-    (cd "$dir" && cargo build --quiet)
-    end=$(date +%s.%N)
-    python3 -c "print($end - $start)"
-  done | median3
-}
-
+time_of() { grep "^$1 $2 " "$work/times.txt" | cut -d' ' -f3 | median "$runs"; }
+echo "load average before the runs: $load ($runs interleaved runs, median of each)"
 printf '%-28s %10s %10s %12s\n' "host crate ($tools tools)" "check (s)" "build (s)" "clean (s)"
-for crate in plain_host cairnloop_host rmcp_host; do
-  printf '%-28s %10.2f %10.2f %12.2f\n' "$crate" "$(measure $crate check)" "$(measure $crate build)" \
-    "$(clean_build $crate)"
+for crate in "${crates[@]}"; do
+  printf '%-28s %10.2f %10.2f %12.2f\n' "$crate" "$(time_of "$crate" check)" \
+    "$(time_of "$crate" build)" "$(time_of "$crate" clean)"
+done
+ratio() { python3 -c "print(f'{$(time_of "$1" "$3") / $(time_of "$2" "$3"):.2f}')"; }
+for kind in check build clean; do
+  echo "$kind: cairnloop / rmcp = $(ratio cairnloop_host rmcp_host $kind)x, cairnloop / floor = $(ratio cairnloop_host plain_host $kind)x"
 done

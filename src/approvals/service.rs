@@ -519,7 +519,7 @@ fn revalidate<C: ?Sized + 'static>(
     actor: &Actor<'_>,
     context: &C,
     governance: &Governance<C>,
-) -> Result<(&'static Codec<C>, ErasedInput, bool), Invalidation> {
+) -> Result<(&'static dyn Codec<C>, ErasedInput, bool), Invalidation> {
     let proposal = lane.proposal();
     let entry = registry.get(proposal.tool());
     let codec = entry.and_then(ToolEntry::codec);
@@ -578,11 +578,13 @@ fn revalidate<C: ?Sized + 'static>(
     if policy != *was {
         return changed(BoundField::Mode, &describe(was), &describe(&policy));
     }
-    let canonical = (codec.canonical)(&input).map_err(|error| Invalidation::Changed {
-        field: BoundField::Arguments,
-        was: proposal.input().to_string(),
-        now: error,
-    })?;
+    let canonical = codec
+        .canonical(&input)
+        .map_err(|error| Invalidation::Changed {
+            field: BoundField::Arguments,
+            was: proposal.input().to_string(),
+            now: error,
+        })?;
     let key = IdempotencyKey::for_canonical_call(
         spec.name(),
         &canonical,

@@ -1,6 +1,6 @@
-//! The type-erased functions a registry entry carries so that its tool can be called by
-//! name with JSON arguments. The JSON layer fills them in (`ToolEntry::json`); the entry
-//! only holds them, so the core knows nothing of how JSON is decoded.
+//! The type-erased tool a registry entry carries so that the tool can be called by name
+//! with JSON arguments. The JSON layer makes it (`ToolEntry::json`); the entry only holds
+//! a reference to it, so the core knows nothing of how JSON is decoded.
 
 // Without `std` there is no governor to read these.
 #![cfg_attr(not(feature = "std"), allow(dead_code))]
@@ -32,34 +32,41 @@ pub(crate) enum RunKey<'a> {
     OnDemand { dedupe_token: Option<&'a str> },
 }
 
-pub(crate) struct Codec<C: ?Sized + 'static> {
-    /// Argument text → the tool's input, strictly, then `Tool::validate`.
-    pub(crate) decode: fn(&str, &InputLimits) -> Result<ErasedInput, InputErrors>,
+/// A tool called by name with JSON arguments, its type erased: what an entry holds beside
+/// its spec, scopes and policy. A Rust tool's is a zero-sized shim per type, made in a
+/// `const` (`ToolEntry::json`); a value with data of its own (a declaration read at run
+/// time) is called the same way, through the same gates.
+pub(crate) trait Codec<C: ?Sized>: Sync {
+    /// Argument text → the tool's input, strictly (every field error), then its own
+    /// validation.
+    fn decode(&self, arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors>;
     /// The same verdict as `decode`, for a call that will be blocked anyway: the input is
     /// decoded and validated, then dropped (never type-erased).
-    pub(crate) check: fn(&str, &InputLimits) -> Result<(), InputErrors>,
+    fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors>;
     /// The tool's own preview of an input.
-    pub(crate) preview: fn(&ErasedInput, &mut dyn fmt::Write) -> Option<fmt::Result>,
+    fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result>;
     /// The input as the tool receives it, as RFC 8785 canonical JSON: the text its
     /// snapshot, key and fallback preview are made from.
-    pub(crate) canonical: fn(&ErasedInput) -> Result<String, String>,
-    /// Runs the tool through the one function that calls `Tool::run`.
-    pub(crate) run: for<'a> fn(ErasedInput, &'a Actor<'a>, &'a C, RunKey<'a>) -> RunFuture<'a>,
-    /// The input's JSON Schema, when registered with `ToolEntry::mcp`.
+    fn canonical(&self, input: &ErasedInput) -> Result<String, String>;
+    /// Runs the tool through the one function that calls it.
+    fn run<'a>(
+        &'a self,
+        input: ErasedInput,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+        key: RunKey<'a>,
+    ) -> RunFuture<'a>;
+    /// The input's JSON Schema, if the tool has one to list.
     #[cfg(feature = "schemars")]
-    pub(crate) schema: Option<fn() -> Value>,
-    /// The output's JSON Schema, when registered with `ToolEntry::mcp`.
+    fn schema(&self) -> Option<Value> {
+        None
+    }
+    /// The output's JSON Schema, if the tool has one to list.
     #[cfg(feature = "schemars")]
-    pub(crate) output_schema: Option<fn() -> Value>,
-}
-
-impl<C: ?Sized + 'static> Clone for Codec<C> {
-    fn clone(&self) -> Self {
-        *self
+    fn output_schema(&self) -> Option<Value> {
+        None
     }
 }
-
-impl<C: ?Sized + 'static> Copy for Codec<C> {}
 
 /// Why a call run by name did not produce a JSON result.
 ///

@@ -35,7 +35,7 @@ pub struct ToolEntry<C: ?Sized + 'static> {
     authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
     custom_ui: fn() -> Option<&'static str>,
     #[cfg(feature = "serde")]
-    codec: Option<Codec<C>>,
+    codec: Option<&'static dyn Codec<C>>,
 }
 
 impl<C: ?Sized + 'static> ToolEntry<C> {
@@ -159,13 +159,13 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
 
     /// The functions that call the tool by name, if it was registered for that.
     #[cfg(feature = "serde")]
-    pub(crate) const fn codec(&self) -> Option<&Codec<C>> {
-        self.codec.as_ref()
+    pub(crate) const fn codec(&self) -> Option<&'static dyn Codec<C>> {
+        self.codec
     }
 
     /// The entry with the functions that call the tool by name (set by the JSON layer).
     #[cfg(feature = "serde")]
-    pub(crate) const fn with_codec(mut self, codec: Codec<C>) -> Self {
+    pub(crate) const fn with_codec(mut self, codec: &'static dyn Codec<C>) -> Self {
         self.codec = Some(codec);
         self
     }

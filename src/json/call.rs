@@ -191,7 +191,7 @@ impl<'a> ToolCall<'a> {
 /// by name, and its input, decoded once and kept type-erased for the run or the proposal.
 pub(crate) struct Admitted<C: ?Sized + 'static> {
     pub(crate) entry: &'static ToolEntry<C>,
-    pub(crate) codec: &'static Codec<C>,
+    pub(crate) codec: &'static dyn Codec<C>,
     pub(crate) input: ErasedInput,
 }
 
@@ -227,7 +227,7 @@ struct ByName<'a, C: ?Sized + 'static> {
 }
 
 impl<C: ?Sized + 'static> ByName<'_, C> {
-    fn codec(&self) -> Result<(&'static ToolEntry<C>, &'static Codec<C>), Blocked> {
+    fn codec(&self) -> Result<(&'static ToolEntry<C>, &'static dyn Codec<C>), Blocked> {
         let entry = self.entry.ok_or(Blocked::UnknownTool)?;
         Ok((entry, entry.codec().ok_or(Blocked::NotCallableByName)?))
     }
@@ -238,7 +238,8 @@ impl<C: ?Sized + 'static> InputGate for ByName<'_, C> {
 
     fn decode(self) -> Result<Admitted<C>, Blocked> {
         let (entry, codec) = self.codec()?;
-        let input = (codec.decode)(self.arguments, self.limits)
+        let input = codec
+            .decode(self.arguments, self.limits)
             .map_err(|errors| Blocked::NeedsInput { errors })?;
         Ok(Admitted {
             entry,
@@ -249,27 +250,29 @@ impl<C: ?Sized + 'static> InputGate for ByName<'_, C> {
 
     fn check(self) -> Result<(), Blocked> {
         let (_, codec) = self.codec()?;
-        (codec.check)(self.arguments, self.limits).map_err(|errors| Blocked::NeedsInput { errors })
+        codec
+            .check(self.arguments, self.limits)
+            .map_err(|errors| Blocked::NeedsInput { errors })
     }
 }
 
 /// Runs a call by name that passed the gates: through the tool's codec, which calls the
 /// one function that runs a tool. The run key is derived only if the tool asks for it.
 pub(crate) fn run_ready<'a, C: ?Sized + 'static>(
-    codec: &Codec<C>,
+    codec: &'a dyn Codec<C>,
     input: ErasedInput,
     actor: &'a Actor<'a>,
     context: &'a C,
     key: RunKey<'a>,
 ) -> RunFuture<'a> {
-    (codec.run)(input, actor, context, key)
+    codec.run(input, actor, context, key)
 }
 
 /// The proposal for a call by name that awaits approval: the only place (with the typed
 /// twin in the governor) where a call's canonical form and idempotency key are computed.
 pub(crate) fn propose_call<C: ?Sized + 'static>(
     entry: &ToolEntry<C>,
-    codec: &Codec<C>,
+    codec: &dyn Codec<C>,
     input: &ErasedInput,
     actor: &Actor<'_>,
     keyed: Keyed<'_>,
@@ -278,7 +281,7 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
 ) -> Proposal {
     let spec = entry.spec();
     let mut own = String::new();
-    let own_preview = match (codec.preview)(input, &mut own) {
+    let own_preview = match codec.preview(input, &mut own) {
         Some(Ok(())) => Some(own),
         // No preview, or one that failed to write: the fallback never fails.
         _ => None,
@@ -309,12 +312,12 @@ pub(crate) struct Keyed<'a> {
 /// cannot be written as JSON.
 pub(crate) fn keyed_call<'a, C: ?Sized + 'static>(
     entry: &ToolEntry<C>,
-    codec: &Codec<C>,
+    codec: &dyn Codec<C>,
     input: &ErasedInput,
     actor: &Actor<'_>,
     dedupe_token: Option<&'a str>,
 ) -> Result<Keyed<'a>, String> {
-    let canonical = (codec.canonical)(input)?;
+    let canonical = codec.canonical(input)?;
     let key = crate::declare::IdempotencyKey::for_canonical_call(
         entry.spec().name(),
         &canonical,
@@ -333,7 +336,7 @@ pub(crate) fn keyed_call<'a, C: ?Sized + 'static>(
 /// alone: no preview, no snapshots.
 pub(crate) fn proposal_key<C: ?Sized + 'static>(
     entry: &ToolEntry<C>,
-    codec: &Codec<C>,
+    codec: &dyn Codec<C>,
     input: &ErasedInput,
     actor: &Actor<'_>,
     dedupe_token: Option<&str>,
@@ -345,9 +348,11 @@ pub(crate) fn proposal_key<C: ?Sized + 'static>(
 
 /// Decodes the stored canonical input of an approved call, for the run.
 pub(crate) fn decode_stored<C: ?Sized + 'static>(
-    codec: &Codec<C>,
+    codec: &dyn Codec<C>,
     input: &str,
     limits: &InputLimits,
 ) -> Result<ErasedInput, Blocked> {
-    (codec.decode)(input, limits).map_err(|errors| Blocked::NeedsInput { errors })
+    codec
+        .decode(input, limits)
+        .map_err(|errors| Blocked::NeedsInput { errors })
 }

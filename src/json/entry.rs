@@ -1,9 +1,11 @@
-//! Registering a tool for calls by name: the functions of its `Codec`, monomorphised
-//! once per tool, and the constructors that attach them to a `ToolEntry`.
+//! Registering a tool for calls by name: its `Codec`, a zero-sized shim per tool type
+//! around code compiled once for all tools, and the constructors that attach it to a
+//! `ToolEntry`.
 
 use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 use core::fmt;
+use core::marker::PhantomData;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -47,13 +49,13 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     #[must_use]
     pub const fn json<T>() -> Self
     where
-        T: Tool<Context = C>,
+        T: Tool<Context = C> + 'static,
         T::Input: DeserializeOwned + Serialize + Send + 'static,
         T::Output: Serialize,
         T::Error: fmt::Display,
         C: Sync,
     {
-        Self::of::<T>().with_codec(codec::<T, C>())
+        Self::of::<T>().with_codec(Json::<T>::ERASED)
     }
 
     /// [`ToolEntry::json`], and also the JSON Schemas of the tool's input and output, for
@@ -78,16 +80,13 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     #[must_use]
     pub const fn mcp<T>() -> Self
     where
-        T: Tool<Context = C>,
+        T: Tool<Context = C> + 'static,
         T::Input: DeserializeOwned + Serialize + schemars::JsonSchema + Send + 'static,
         T::Output: Serialize + schemars::JsonSchema,
         T::Error: fmt::Display,
         C: Sync,
     {
-        let mut codec = codec::<T, C>();
-        codec.schema = Some(crate::json::schema::input_schema::<T::Input>);
-        codec.output_schema = Some(crate::json::schema::output_schema::<T::Output>);
-        Self::of::<T>().with_codec(codec)
+        Self::of::<T>().with_codec(Mcp::<T>::ERASED)
     }
 
     /// Whether the tool can be called by name (it was registered with
@@ -130,9 +129,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     #[cfg(feature = "schemars")]
     #[must_use]
     pub fn input_schema(&self) -> Option<Value> {
-        self.codec()
-            .and_then(|codec| codec.schema)
-            .map(|schema| schema())
+        self.codec().and_then(|codec| codec.schema())
     }
 
     /// The JSON Schema of the tool's output, or `None` when it was not registered with
@@ -156,71 +153,119 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     #[cfg(feature = "schemars")]
     #[must_use]
     pub fn output_schema(&self) -> Option<Value> {
-        self.codec()
-            .and_then(|codec| codec.output_schema)
-            .map(|schema| schema())
+        self.codec().and_then(|codec| codec.output_schema())
     }
 }
 
-const fn codec<T, C>() -> Codec<C>
+/// The codec of a tool registered with [`ToolEntry::json`]: zero-sized, one per type.
+struct Json<T>(PhantomData<fn() -> T>);
+
+impl<T: 'static> Json<T> {
+    const ERASED: &'static Self = &Self(PhantomData);
+}
+
+/// The codec of a tool registered with [`ToolEntry::mcp`]: [`Json`] and its schemas.
+#[cfg(feature = "schemars")]
+struct Mcp<T>(PhantomData<fn() -> T>);
+
+#[cfg(feature = "schemars")]
+impl<T: 'static> Mcp<T> {
+    const ERASED: &'static Self = &Self(PhantomData);
+}
+
+/// Gate 1 for a call by name: decoded strictly (every field error), then the tool's own
+/// validation. Both of a codec's ways in go through this one function, so each tool's
+/// decoding is compiled once.
+fn decode_input<T>(arguments: &str, limits: &InputLimits) -> Result<T::Input, InputErrors>
+where
+    T: Tool,
+    T::Input: DeserializeOwned,
+{
+    let input: T::Input = decode_text(arguments, limits)?;
+    T::validate(&input)?;
+    Ok(input)
+}
+
+impl<T, C> Codec<C> for Json<T>
 where
     C: ?Sized + Sync + 'static,
-    T: Tool<Context = C>,
+    T: Tool<Context = C> + 'static,
     T::Input: DeserializeOwned + Serialize + Send + 'static,
     T::Output: Serialize,
     T::Error: fmt::Display,
 {
-    Codec {
-        decode: decode_input::<T>,
-        check: check_input::<T>,
-        preview: preview_input::<T>,
-        canonical: input_canonical::<T>,
-        run: run_input::<T>,
-        #[cfg(feature = "schemars")]
-        schema: None,
-        #[cfg(feature = "schemars")]
-        output_schema: None,
+    fn decode(&self, arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors> {
+        decode_input::<T>(arguments, limits).map(|input| Box::new(input) as ErasedInput)
+    }
+
+    fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors> {
+        decode_input::<T>(arguments, limits).map(drop)
+    }
+
+    fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
+        T::preview(input.downcast_ref::<T::Input>()?, out)
+    }
+
+    fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
+        let input = input
+            .downcast_ref::<T::Input>()
+            .ok_or_else(|| RunError::InputType.to_string())?;
+        canonical_text(input)
+    }
+
+    fn run<'a>(
+        &'a self,
+        input: ErasedInput,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+        key: RunKey<'a>,
+    ) -> RunFuture<'a> {
+        run_input::<T>(input, actor, context, key)
     }
 }
 
-/// Gate 1 for a call by name: decode strictly (every field error), then the tool's own
-/// validation.
-fn decode_input<T>(arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors>
+#[cfg(feature = "schemars")]
+impl<T, C> Codec<C> for Mcp<T>
 where
-    T: Tool,
-    T::Input: DeserializeOwned + Send + 'static,
+    C: ?Sized + Sync + 'static,
+    T: Tool<Context = C> + 'static,
+    T::Input: DeserializeOwned + Serialize + schemars::JsonSchema + Send + 'static,
+    T::Output: Serialize + schemars::JsonSchema,
+    T::Error: fmt::Display,
 {
-    let input: T::Input = decode_text(arguments, limits)?;
-    T::validate(&input)?;
-    Ok(Box::new(input))
-}
+    fn decode(&self, arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors> {
+        Json::<T>::ERASED.decode(arguments, limits)
+    }
 
-fn check_input<T>(arguments: &str, limits: &InputLimits) -> Result<(), InputErrors>
-where
-    T: Tool,
-    T::Input: DeserializeOwned + Send + 'static,
-{
-    let input: T::Input = decode_text(arguments, limits)?;
-    T::validate(&input)
-}
+    fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors> {
+        Json::<T>::ERASED.check(arguments, limits)
+    }
 
-fn preview_input<T>(input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result>
-where
-    T: Tool,
-    T::Input: 'static,
-{
-    T::preview(input.downcast_ref::<T::Input>()?, out)
-}
+    fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
+        Json::<T>::ERASED.preview(input, out)
+    }
 
-fn input_canonical<T>(input: &ErasedInput) -> Result<String, String>
-where
-    T: Tool,
-    T::Input: Serialize + 'static,
-{
-    let input = input
-        .downcast_ref::<T::Input>()
-        .ok_or_else(|| RunError::InputType.to_string())?;
-    canonical_text(input)
+    fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
+        Json::<T>::ERASED.canonical(input)
+    }
+
+    fn run<'a>(
+        &'a self,
+        input: ErasedInput,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+        key: RunKey<'a>,
+    ) -> RunFuture<'a> {
+        run_input::<T>(input, actor, context, key)
+    }
+
+    fn schema(&self) -> Option<Value> {
+        Some(crate::json::schema::input_schema::<T::Input>())
+    }
+
+    fn output_schema(&self) -> Option<Value> {
+        Some(crate::json::schema::output_schema::<T::Output>())
+    }
 }
 
 /// The key of a call that runs at once, derived only when its tool asks for it.

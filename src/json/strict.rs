@@ -14,7 +14,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde_json::{Map, Number, Value};
 
 use crate::declare::{FieldError, InputErrors, InputLimits};
-use crate::json::watch::{decode_traced, decode_watched};
+use crate::json::watch::{DecodeInto, decode_with, traced, watched};
 
 /// The largest integer every JSON peer and RFC 8785 keep exact: 2^53 − 1.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -259,29 +259,44 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// Decodes the parsed arguments into `T`, reporting every field error rather than the
-/// first, in path order. A valid input decodes in one pass. An invalid one is decoded
-/// again with a stand-in for each field found wrong or missing, until a pass finds
-/// nothing new: serde stops at the first error of a pass (and names one missing field at
-/// a time), and this way a model that sends three bad fields and leaves out two learns of
-/// all five.
-pub(crate) fn decode<T: DeserializeOwned>(mut arguments: Value) -> Result<T, InputErrors> {
+/// The slow way alone: the parsed arguments decoded into `T`, or every field error.
+#[cfg(test)]
+pub(crate) fn decode<T: DeserializeOwned>(arguments: Value) -> Result<T, InputErrors> {
+    let mut slot = None;
+    decode_passes(arguments, &mut |text, watch| {
+        slot = Some(decode_with::<T>(text, watch)?);
+        Ok(())
+    })?;
+    // `decode_passes` says Ok only right after a pass that decoded.
+    slot.ok_or_else(InputErrors::new)
+}
+
+/// The slow way: the parsed arguments decoded, reporting every field error rather than
+/// the first, in path order. A valid input decodes in one pass. An invalid one is
+/// decoded again with a stand-in for each field found wrong or missing, until a pass
+/// finds nothing new: serde stops at the first error of a pass (and names one missing
+/// field at a time), and this way a model that sends three bad fields and leaves out two
+/// learns of all five. The same for every input type, so compiled once: only `decode`
+/// knows the type, and keeps the input of the last pass.
+fn decode_passes(mut arguments: Value, decode: &mut DecodeInto<'_>) -> Result<(), InputErrors> {
     let mut found: Vec<FieldError> = Vec::new();
     let mut stand_ins: Vec<String> = Vec::new();
     for _ in 0..MAX_PASSES {
-        let mut unknown = Vec::new();
-        let (decoded, failure) = decode_once::<T>(&arguments, stand_ins.clone(), &mut unknown);
-        for field in unknown {
-            if !found.iter().any(|known| known.path() == field.path()) {
-                found.push(field);
+        let (decoded, ignored) = traced(&arguments.to_string(), stand_ins.clone(), decode);
+        for pointer in ignored {
+            if !found.iter().any(|known| known.path() == pointer) {
+                found.push(FieldError::owned(
+                    pointer,
+                    "unknown_field",
+                    "this field is not part of the tool's input".to_owned(),
+                ));
             }
         }
-        let failure = match decoded {
-            Ok(input) if found.is_empty() => return Ok(input),
-            Ok(_) => break,
-            Err(()) => failure,
+        let field = match decoded {
+            Ok(()) if found.is_empty() => return Ok(()),
+            Ok(()) => break,
+            Err((pointer, message)) => classify(pointer, &message),
         };
-        let Some(field) = failure else { break };
         // An error at a field already reported, or at one of its parents, is the echo of a
         // field this loop took out: nothing new is to be learnt.
         let echo = found.iter().any(|known| {
@@ -324,38 +339,30 @@ pub(crate) fn decode_text<T: DeserializeOwned>(
     text: &str,
     limits: &InputLimits,
 ) -> Result<T, InputErrors> {
-    if let Some(input) = decode_watched(text, limits) {
-        return Ok(input);
+    let mut slot = None;
+    decode_text_into(text, limits, &mut |text, watch| {
+        slot = Some(decode_with::<T>(text, watch)?);
+        Ok(())
+    })?;
+    // `decode_text_into` says Ok only right after a pass that decoded.
+    slot.ok_or_else(InputErrors::new)
+}
+
+/// [`decode_text`] for any input type, compiled once.
+fn decode_text_into(
+    text: &str,
+    limits: &InputLimits,
+    decode: &mut DecodeInto<'_>,
+) -> Result<(), InputErrors> {
+    if watched(text, limits, decode) {
+        return Ok(());
     }
     let arguments = parse_arguments(text, limits)?;
-    decode(Value::Object(arguments))
+    decode_passes(Value::Object(arguments), decode)
 }
 
 /// Bounds the passes of [`decode`] on a hostile input with very many bad fields.
 const MAX_PASSES: usize = 64;
-
-/// One strict pass: the decoded value, or the first error with its path; fields the type
-/// does not know are collected in `unknown`. The same decoder as the fast way (so each
-/// input type's decoder is compiled once), over the arguments written back as text, with
-/// the path tracked.
-fn decode_once<T: DeserializeOwned>(
-    arguments: &Value,
-    stand_ins: Vec<String>,
-    unknown: &mut Vec<FieldError>,
-) -> (Result<T, ()>, Option<FieldError>) {
-    let (decoded, ignored) = decode_traced::<T>(&arguments.to_string(), stand_ins);
-    for pointer in ignored {
-        unknown.push(FieldError::owned(
-            pointer,
-            "unknown_field",
-            "this field is not part of the tool's input".to_owned(),
-        ));
-    }
-    match decoded {
-        Ok(input) => (Ok(input), None),
-        Err((pointer, message)) => (Err(()), Some(classify(pointer, &message))),
-    }
-}
 
 /// Removes the value at `pointer`, if there is one (a missing field has none), and
 /// returns the pointer of the object's field that a stand-in then takes: an array

@@ -22,7 +22,7 @@ use crate::json::stand_in::StandIn;
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// What the watch has seen so far.
-struct Watch {
+pub(crate) struct Watch {
     limits: InputLimits,
     depth: Cell<usize>,
     unsure: Cell<bool>,
@@ -130,26 +130,31 @@ fn step_on(track: &RefCell<Tracking>, token: &dyn fmt::Display) {
     super::strict::push_pointer_token(path, &token);
 }
 
-/// `text` decoded into `T` in one pass, when the watch vouches that the strict parse
-/// accepts it and that the type knows every field; `None` otherwise (the slow way then
-/// decides, and names every error).
-pub(crate) fn decode_watched<T: DeserializeOwned>(text: &str, limits: &InputLimits) -> Option<T> {
+/// Decodes text under a watch and keeps the input in a slot of the caller's: the only
+/// part of gate 1 compiled once per input type ([`decode_with`] in a closure); every
+/// path around it is compiled once for all.
+pub(crate) type DecodeInto<'a> = dyn FnMut(&str, &Watch) -> Result<(), serde_json::Error> + 'a;
+
+/// Whether `decode` decoded `text` in one pass with the watch vouching that the strict
+/// parse accepts it and that the type knows every field; when `false`, the slow way
+/// decides (and names every error), whatever `decode` kept.
+pub(crate) fn watched(text: &str, limits: &InputLimits, decode: &mut DecodeInto<'_>) -> bool {
     if text.len() > limits.max_bytes() {
-        return None;
+        return false;
     }
     let watch = Watch::new(*limits, None);
-    let input = decode_with::<T>(text, &watch).ok()?;
-    (!watch.unsure.get()).then_some(input)
+    decode(text, &watch).is_ok() && !watch.unsure.get()
 }
 
 /// One pass of the slow way over text the strict parse already accepted, with a
-/// [`StandIn`] at each of `stand_ins` (JSON Pointers of fields the text leaves out): the
-/// input, or the first error with the pointer where it happened; and the pointers of the
-/// fields the type does not take.
-pub(crate) fn decode_traced<T: DeserializeOwned>(
+/// [`StandIn`] at each of `stand_ins` (JSON Pointers of fields the text leaves out):
+/// `Ok` when `decode` kept the input, or the first error with the pointer where it
+/// happened; and the pointers of the fields the type does not take.
+pub(crate) fn traced(
     text: &str,
     stand_ins: Vec<String>,
-) -> (Result<T, (String, String)>, Vec<String>) {
+    decode: &mut DecodeInto<'_>,
+) -> (Result<(), (String, String)>, Vec<String>) {
     let tracking = Tracking {
         stand_ins,
         ..Tracking::default()
@@ -158,15 +163,17 @@ pub(crate) fn decode_traced<T: DeserializeOwned>(
         InputLimits::new().with_max_bytes(usize::MAX),
         Some(tracking),
     );
-    let decoded = decode_with::<T>(text, &watch);
+    let decoded = decode(text, &watch);
     let tracking = watch.track.map(RefCell::into_inner).unwrap_or_default();
     let decoded = decoded.map_err(|error| (tracking.path, bare_message(&error)));
     (decoded, tracking.unknown)
 }
 
-/// The one decoding of `T` both ways share, so that each input type's decoder is
-/// compiled once.
-fn decode_with<T: DeserializeOwned>(text: &str, watch: &Watch) -> Result<T, serde_json::Error> {
+/// The one decoding of `T` both ways share.
+pub(crate) fn decode_with<T: DeserializeOwned>(
+    text: &str,
+    watch: &Watch,
+) -> Result<T, serde_json::Error> {
     let mut json = serde_json::Deserializer::from_str(text);
     let input = T::deserialize(Watched {
         inner: &mut json,
@@ -723,9 +730,21 @@ mod tests {
 
     use serde::Deserialize;
 
-    use super::decode_watched;
+    use serde::de::DeserializeOwned;
+
+    use super::{decode_with, watched};
     use crate::declare::InputLimits;
     use crate::json::strict::{decode, parse_arguments};
+
+    /// The fast way alone: the input, when the watch vouches for it.
+    fn decode_watched<T: DeserializeOwned>(text: &str, limits: &InputLimits) -> Option<T> {
+        let mut slot = None;
+        let sure = watched(text, limits, &mut |text, watch| {
+            slot = Some(decode_with::<T>(text, watch)?);
+            Ok(())
+        });
+        if sure { slot } else { None }
+    }
 
     #[derive(Debug, PartialEq, Deserialize)]
     struct Probe {
