@@ -438,11 +438,25 @@ fn listings_against_rig(c: &mut Criterion) {
             .as_array()
             .map_or(0, Vec::len)
     };
+    // What a server sends: the listing written as JSON text (ours is larger: output
+    // schemas naming every status, annotations, `_meta`).
+    let listing_text = || {
+        serde_json::to_string(&governor.mcp_tools_for(black_box(&actor), &()).unwrap())
+            .unwrap()
+            .len()
+    };
+    let rig_text = || {
+        serde_json::to_string(&black_box(&set).tool_definitions())
+            .unwrap()
+            .len()
+    };
     let mut group = c.benchmark_group("listing_100");
     group.bench_function("visible", |b| b.iter(visible));
     group.bench_function("rig_tool_definitions", |b| b.iter(rig_definitions));
     group.bench_function("mcp_tools_for", |b| b.iter(listing));
     group.bench_function("rig_to_value", |b| b.iter(rig_values));
+    group.bench_function("mcp_tools_for_as_text", |b| b.iter(listing_text));
+    group.bench_function("rig_definitions_as_text", |b| b.iter(rig_text));
     group.finish();
     paired(
         "listing_100",
@@ -836,6 +850,12 @@ fn report() {
             "mcp_tools_for".into(),
             "rig_to_value".into(),
             1.5,
+        ),
+        (
+            "listing_100",
+            "mcp_tools_for_as_text".into(),
+            "rig_definitions_as_text".into(),
+            f64::INFINITY,
         ),
         ("repeated_call", "cairnloop".into(), "decision".into(), 2.0),
         (

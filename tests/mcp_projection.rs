@@ -357,8 +357,11 @@ fn reads_need_approval() -> Governor<()> {
 }
 
 /// The approval mode `read_tool` carries in `_meta` in a listing.
-fn read_mode(tools: &[Value]) -> Option<&str> {
-    let tool = tools.iter().find(|tool| tool["name"] == "read_tool")?;
+fn read_mode<T: std::borrow::Borrow<Value>>(tools: &[T]) -> Option<&str> {
+    let tool = tools
+        .iter()
+        .map(std::borrow::Borrow::borrow)
+        .find(|tool: &&Value| tool["name"] == "read_tool")?;
     tool["_meta"]["io.cairnloop/approval_mode"].as_str()
 }
 
@@ -374,6 +377,12 @@ fn a_listing_for_an_actor_carries_the_mode_in_force_for_that_actor() {
     let governor = reads_need_approval();
     let listed = governor.mcp_tools_for(&insider, &()).unwrap();
     assert_eq!(read_mode(&listed), Some("requires_approval"));
+    // The tightened entry is this listing's own: the shared projection is unchanged.
+    assert_eq!(read_mode(&TOOLS.mcp_tools().unwrap()), Some("auto"));
+    assert_eq!(
+        read_mode(&plain.mcp_tools_for(&insider, &()).unwrap()),
+        Some("auto")
+    );
     let call = ToolCall::new(
         "read_tool",
         r#"{"order": 1, "cents": 5, "reason": "late", "lines": []}"#,

@@ -6,6 +6,7 @@
 mod approver;
 #[cfg(feature = "rmcp")]
 mod frame;
+mod listed;
 mod projection;
 #[cfg(feature = "rmcp")]
 mod result;
@@ -23,6 +24,7 @@ pub use approver::ClientApprover;
 pub use frame::FrameLimits;
 #[cfg(feature = "remote")]
 pub(crate) use frame::{Frame, RawArguments, judge};
+pub use listed::ListedTool;
 pub use projection::{META_APPROVAL_MODE, META_RISK_TIER, ProjectionError};
 #[cfg(feature = "rmcp")]
 pub use server::McpServer;

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::approvals::Governor;
 use crate::declare::{Actor, Registry, RiskTier, ToolEntry};
 use crate::gate::LaneState;
+use crate::mcp::ListedTool;
 
 /// The `_meta` key that carries a tool's risk tier.
 pub const META_RISK_TIER: &str = "io.cairnloop/risk_tier";
@@ -209,7 +210,7 @@ impl<C: ?Sized + 'static> Registry<C> {
     /// static EMPTY: Registry<()> = Registry::new(&[]);
     /// assert!(EMPTY.mcp_tools().unwrap().is_empty());
     /// ```
-    pub fn mcp_tools(&self) -> Result<Vec<Value>, ProjectionError> {
+    pub fn mcp_tools(&self) -> Result<Vec<ListedTool>, ProjectionError> {
         self.projected().0.iter().flatten().cloned().collect()
     }
 
@@ -221,7 +222,11 @@ impl<C: ?Sized + 'static> Registry<C> {
                 registry
                     .tools()
                     .iter()
-                    .map(|entry| entry.is_callable_by_name().then(|| entry.mcp_tool()))
+                    .map(|entry| {
+                        entry
+                            .is_callable_by_name()
+                            .then(|| entry.mcp_tool().map(ListedTool::new))
+                    })
                     .collect(),
             )
         })
@@ -229,7 +234,7 @@ impl<C: ?Sized + 'static> Registry<C> {
 }
 
 /// The `tools/list` entries of a registry's tools, in registration order.
-struct Projected(Vec<Option<Result<Value, ProjectionError>>>);
+struct Projected(Vec<Option<Result<ListedTool, ProjectionError>>>);
 
 impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C, S> {
     /// The `tools/list` entries of the tools `actor` may call: exactly those
@@ -251,7 +256,7 @@ impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C,
         &self,
         actor: &Actor<'_>,
         context: &C,
-    ) -> Result<Vec<Value>, ProjectionError> {
+    ) -> Result<Vec<ListedTool>, ProjectionError> {
         let projected = self.registry().projected();
         // `verdicts` goes through the tools in registration order, as the projection does.
         self.verdicts(actor, context)
@@ -260,11 +265,14 @@ impl<C: ?Sized + Sync + 'static, S: crate::approvals::ApprovalStore> Governor<C,
                 Some((entry, verdict.mode()?.resolved(), tool.as_ref()?))
             })
             .map(|(entry, mode, tool)| {
-                let mut tool = tool.clone()?;
-                if mode != entry.spec().approval_mode() {
-                    tool["_meta"][META_APPROVAL_MODE] = mode.as_str().into();
+                let tool = tool.clone()?;
+                if mode == entry.spec().approval_mode() {
+                    return Ok(tool);
                 }
-                Ok(tool)
+                // Only a tool whose mode a host tightened for this actor is copied.
+                let mut tool = tool.into_value();
+                tool["_meta"][META_APPROVAL_MODE] = mode.as_str().into();
+                Ok(ListedTool::new(tool))
             })
             .collect()
     }
