@@ -309,9 +309,9 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
             id,
             actor: actor.id().into(),
             kind: kind.into(),
-            tool: audit.tool,
-            decision: audit.decision,
-            code: audit.code,
+            tool: audit.tool.into_owned(),
+            decision: audit.decision.into_owned(),
+            code: audit.code.map(std::borrow::Cow::into_owned),
             detail,
         });
     }

@@ -715,7 +715,7 @@ fn a_backward_clock_an_unavailable_one_and_overflowing_time_fail_closed() {
         .unwrap()
         .into_iter()
         .map(|record| match record {
-            AuditRecord::Decision(event) => (event.decision, event.reason),
+            AuditRecord::Decision(event) => (event.decision.into_owned(), event.reason),
             AuditRecord::Transition(event) => (event.to.as_str().to_owned(), None),
             other => panic!("no notifier here: {other:?}"),
         })
@@ -1292,7 +1292,7 @@ fn every_decision_and_transition_is_an_audit_record() {
         panic!("the decision comes first: {records:?}")
     };
     assert_eq!(
-        (decision.decision.as_str(), decision.idempotency_key),
+        (decision.decision.as_ref(), decision.idempotency_key),
         ("await_approval", Some(key))
     );
     let events = bench.transitions();
@@ -1358,7 +1358,7 @@ fn a_hosts_sink_receives_every_record_and_the_store_keeps_the_lanes() {
         .unwrap()
         .iter()
         .map(|record| match record {
-            AuditRecord::Decision(event) => match event.decision.as_str() {
+            AuditRecord::Decision(event) => match event.decision.as_ref() {
                 "blocked" => "blocked",
                 _ => "decision",
             },

@@ -316,7 +316,7 @@ mod computed_only_when_needed {
             panic!("a decision record")
         };
         assert_eq!(
-            (record.decision.as_str(), record.idempotency_key),
+            (record.decision.as_ref(), record.idempotency_key),
             ("execute", None)
         );
 

@@ -37,7 +37,10 @@ fn every_mcp_call_reaches_the_audit_sink() {
     let decisions: Vec<(String, String)> = sink
         .decisions()
         .into_iter()
-        .map(|event| (event.tool, event.code.unwrap_or(event.decision)))
+        .map(|event| {
+            let outcome = event.code.unwrap_or(event.decision);
+            (event.tool.into_owned(), outcome.into_owned())
+        })
         .collect();
     assert_eq!(
         decisions,

@@ -551,12 +551,12 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         // rewritten; if this too cannot be kept, the error still stands.
                         let failed = self.audits().then(|| {
                             let mut failed = AuditEvent::decided(
-                                entry.spec().name().to_string(),
+                                entry.spec().name().into(),
                                 actor.id(),
                                 actor.account(),
                                 "proposal_failed",
                             );
-                            failed.code = Some("proposal_failed".to_string());
+                            failed.code = Some("proposal_failed".into());
                             failed.reason = Some(error.to_string());
                             failed.idempotency_key = Some(key);
                             failed.mode = Some(mode.resolved());

@@ -1,3 +1,4 @@
+use alloc::borrow::Cow;
 use alloc::string::{String, ToString};
 
 use crate::declare::{Actor, ApprovalMode, IdempotencyKey, ToolSpec};
@@ -18,17 +19,18 @@ const MAX_RECORDED_NAME_CHARS: usize = 128;
 #[non_exhaustive]
 pub struct AuditEvent {
     /// The tool's name; for an unknown tool, the requested name escaped and cut to 128
-    /// characters.
-    pub tool: String,
+    /// characters. (Borrowed from the registry when the tool is known: a decision record
+    /// copies only what the caller owns.)
+    pub tool: Cow<'static, str>,
     /// Who asked.
     pub actor_id: String,
     /// The account the actor acted in.
     pub account_id: Option<String>,
     /// `execute`, `await_approval` or `blocked`; or `proposal_failed`, after an
     /// `await_approval` whose proposal could not be opened (the `reason` says why).
-    pub decision: String,
+    pub decision: Cow<'static, str>,
     /// The block's code (`unknown_tool`, `needs_input`, ...), if blocked.
-    pub code: Option<String>,
+    pub code: Option<Cow<'static, str>>,
     /// The block's reason, fit for an operator, if blocked.
     pub reason: Option<String>,
     /// The call's idempotency key, once the input was valid.
@@ -36,7 +38,7 @@ pub struct AuditEvent {
     /// The approval mode in force, once it was resolved.
     pub mode: Option<ApprovalMode>,
     /// The spec's justification for a loosened mode, if it has one.
-    pub loosened_because: Option<String>,
+    pub loosened_because: Option<Cow<'static, str>>,
 }
 
 impl AuditEvent {
@@ -49,13 +51,11 @@ impl AuditEvent {
         verdict: &Verdict<I>,
     ) -> Self {
         let tool = spec.map_or_else(
-            || Self::recorded_name(requested),
-            |spec| spec.name().to_string(),
+            || Cow::Owned(Self::recorded_name(requested)),
+            |spec| Cow::Borrowed(spec.name()),
         );
         let mut event = Self::decided(tool, actor.id(), actor.account(), verdict.code());
-        event.loosened_because = spec
-            .and_then(ToolSpec::loosened_because)
-            .map(ToString::to_string);
+        event.loosened_because = spec.and_then(ToolSpec::loosened_because).map(Cow::Borrowed);
         match verdict {
             Verdict::Execute { mode, .. } | Verdict::AwaitApproval { mode, .. } => {
                 event.mode = Some(mode.resolved());
@@ -64,7 +64,7 @@ impl AuditEvent {
                 if let Blocked::AlwaysBlocked { .. } = blocked {
                     event.mode = Some(ApprovalMode::AlwaysBlock);
                 }
-                event.code = Some(blocked.code().to_string());
+                event.code = Some(Cow::Borrowed(blocked.code()));
                 event.reason = Some(blocked.to_string());
             }
         }
@@ -73,16 +73,16 @@ impl AuditEvent {
 
     /// A record of a decision about `tool` for `actor`.
     pub(crate) fn decided(
-        tool: String,
+        tool: Cow<'static, str>,
         actor_id: &str,
         account_id: Option<&str>,
-        decision: &str,
+        decision: &'static str,
     ) -> Self {
         Self {
             tool,
             actor_id: actor_id.to_string(),
             account_id: account_id.map(ToString::to_string),
-            decision: decision.to_string(),
+            decision: Cow::Borrowed(decision),
             code: None,
             reason: None,
             idempotency_key: None,

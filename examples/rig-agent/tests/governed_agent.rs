@@ -145,7 +145,9 @@ async fn three_calls_reach_the_model_as_results_and_only_the_auto_tool_runs() {
         .expect("the store answers")
         .into_iter()
         .filter_map(|record| match record {
-            AuditRecord::Decision(event) => Some((event.tool, event.decision)),
+            AuditRecord::Decision(event) => {
+                Some((event.tool.into_owned(), event.decision.into_owned()))
+            }
             _ => None,
         })
         .collect();
