@@ -5,7 +5,9 @@
 //! valgrind --tool=callgrind target/release/deps/profile-* executes 20000
 //! ```
 //!
-//! Paths: `floor`, `repeated` (the same proposal made again: its lane found), each name of `cairnloop_benches::Path::ALL`, `visibility_1000` (one
+//! Paths: `floor`, `repeated` (the same proposal made again: its lane found),
+//! `default_governor` (the call that executes, its decision kept in the memory store's
+//! full event ring, as the governance bench's), each name of `cairnloop_benches::Path::ALL`, `visibility_1000` (one
 //! listing of 1,000 tools for an actor with five scopes, as the governance bench's) and
 //! `visibility_floor` (its floor, the bench's too).
 
@@ -50,6 +52,18 @@ fn main() {
             last = call(&governor, Path::Proposal, std::hint::black_box(SHIPMENT));
         }
         println!("repeated: {last} ×{times}");
+        return;
+    }
+    if path == "default_governor" {
+        let governor = cairnloop_benches::governor_with_store_log();
+        for _ in 0..cairnloop::approvals::MemoryStore::DEFAULT_EVENT_CAPACITY {
+            call(&governor, Path::Executes, SHIPMENT);
+        }
+        let mut last = "";
+        for _ in 0..times {
+            last = call(&governor, Path::Executes, std::hint::black_box(SHIPMENT));
+        }
+        println!("default_governor: {last} ×{times}");
         return;
     }
     let Some(&(chosen, _)) = Path::ALL.iter().find(|(_, name)| *name == path) else {
