@@ -1,0 +1,706 @@
+//! The gateway's configuration: the upstream MCP servers, and for each of their tools the
+//! declaration cairnloop governs it by. Read from TOML into a tree that keeps every key's
+//! place, checked through the same rules (and with the same messages) as a Rust tool's
+//! declaration, and refused whole with every problem listed by line and column.
+//!
+//! ```toml
+//! [gateway]
+//! local_actor = "alice"              # who calls, when served over stdio
+//! local_scopes = ["fs:read", "fs:write"]
+//!
+//! [upstreams.fs]                     # an id: 1-16 of a-z 0-9, starting with a letter
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/share"]
+//! # default_tier = "read_only"       # tools not named below; without it they are hidden
+//!
+//! [upstreams.issues]
+//! url = "https://mcp.example.com/mcp"
+//! token_env = "ISSUES_TOKEN"         # the credential's variable, never the credential
+//!
+//! [tools.fs.read_text_file]          # listed as `fs_read_text_file`
+//! tier = "read_only"
+//! scopes = ["fs:read"]
+//!
+//! [tools.fs.write_file]
+//! tier = "low_write"                 # awaits a person's approval
+//! scopes = ["fs:write"]
+//! preview = "Write {path}"
+//!
+//! [tools.fs.move_file]
+//! tier = "destructive"               # always blocked
+//! ```
+
+mod names;
+mod problem;
+mod read;
+mod template;
+
+use std::ops::Range;
+use std::str::FromStr;
+
+use cairnloop::approvals::check_id;
+use cairnloop::declare::{ScopeOf, ToolSpecOf};
+use cairnloop::{ApprovalMode, RiskTier, SpecError};
+use toml::de::{DeTable, DeValue};
+
+pub use names::{
+    MAX_UPSTREAM_ID, MAX_UPSTREAM_TOOL_NAME, is_upstream_id, listed_name, upstream_tool,
+};
+pub use problem::{Problem, Problems};
+use read::{Reader, Value};
+pub use template::{Template, TemplateError};
+
+/// A checked configuration.
+///
+/// ```
+/// use cairnloop::{ApprovalMode, RiskTier};
+/// use cairnloop_gateway::config::{Config, Transport};
+///
+/// let config = Config::parse(r#"
+/// [upstreams.fs]
+/// command = "npx"
+/// args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]
+///
+/// [tools.fs.write_file]
+/// tier = "low_write"
+/// scopes = ["fs:write"]
+/// "#)?;
+/// assert!(matches!(config.upstreams[0].transport, Transport::Stdio { .. }));
+/// let tool = &config.tools[0];
+/// assert_eq!(tool.listed, "fs_write_file");
+/// assert_eq!(tool.mode, ApprovalMode::RequiresApproval);
+/// # Ok::<(), cairnloop_gateway::config::Problems>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Config {
+    /// The gateway's own settings.
+    pub gateway: Gateway,
+    /// The upstream servers, in the order of the file.
+    pub upstreams: Vec<Upstream>,
+    /// The declared tools, in the order of the file.
+    pub tools: Vec<ToolRule>,
+}
+
+/// The gateway's own settings (`[gateway]`).
+///
+/// ```
+/// # use cairnloop_gateway::config::Config;
+/// let config = Config::parse("[gateway]\nlocal_actor = \"alice\"\n")?;
+/// assert_eq!(config.gateway.local_actor.as_deref(), Some("alice"));
+/// # Ok::<(), cairnloop_gateway::config::Problems>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Gateway {
+    /// Who calls when the gateway is served over stdio (a desktop client sends no
+    /// token); checked by the crate's identity rule.
+    pub local_actor: Option<String>,
+    /// The scopes that actor holds.
+    pub local_scopes: Vec<String>,
+}
+
+/// One upstream MCP server (`[upstreams.ID]`).
+///
+/// ```
+/// # use cairnloop_gateway::config::{Config, Transport};
+/// let config = Config::parse("[upstreams.gh]\nurl = \"https://mcp.example.com/mcp\"\ntoken_env = \"GH_TOKEN\"\n")?;
+/// let Transport::Http { url, token_env } = &config.upstreams[0].transport else { panic!() };
+/// assert_eq!((url.as_str(), token_env.as_deref()), ("https://mcp.example.com/mcp", Some("GH_TOKEN")));
+/// # Ok::<(), cairnloop_gateway::config::Problems>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Upstream {
+    /// Its id: the prefix of every name it lists.
+    pub id: String,
+    /// How it is reached.
+    pub transport: Transport,
+    /// The tier of its tools that the configuration does not name; `None`: those are
+    /// hidden and blocked.
+    pub default_tier: Option<RiskTier>,
+}
+
+/// How an upstream is reached.
+///
+/// ```
+/// # use cairnloop_gateway::config::{Config, Transport};
+/// let config = Config::parse("[upstreams.fs]\ncommand = \"server\"\nenv = { ROOT = \"/srv\" }\n")?;
+/// let Transport::Stdio { env, .. } = &config.upstreams[0].transport else { panic!() };
+/// assert_eq!(env, &[("ROOT".to_owned(), "/srv".to_owned())]);
+/// # Ok::<(), cairnloop_gateway::config::Problems>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A command the gateway starts, speaking MCP on its standard input and output.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to its environment.
+        env: Vec<(String, String)>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// Its URL (`http` or `https`).
+        url: String,
+        /// The environment variable whose value is sent as the bearer token (the
+        /// client's own token is never forwarded).
+        token_env: Option<String>,
+    },
+}
+
+/// One upstream tool's declaration (`[tools.UPSTREAM.TOOL]`), checked.
+///
+/// ```
+/// # use cairnloop::{ApprovalMode, RiskTier};
+/// # use cairnloop_gateway::config::Config;
+/// let config = Config::parse(r#"
+/// [upstreams.fs]
+/// command = "server"
+/// [tools.fs.search_files]
+/// tier = "low_write"
+/// mode = "auto"
+/// justification = "searches only read; the upstream marks it writing"
+/// "#)?;
+/// let tool = &config.tools[0];
+/// assert_eq!((tool.tier, tool.mode), (RiskTier::LowWrite, ApprovalMode::Auto));
+/// # Ok::<(), cairnloop_gateway::config::Problems>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ToolRule {
+    /// The upstream's id.
+    pub upstream: String,
+    /// The tool's name at the upstream.
+    pub tool: String,
+    /// The name the gateway lists it under: its `name`, or the mapped one
+    /// ([`listed_name`]).
+    pub listed: String,
+    /// Its risk tier.
+    pub tier: RiskTier,
+    /// Its approval mode: derived from the tier, tightened, or loosened with a
+    /// justification.
+    pub mode: ApprovalMode,
+    /// Why the mode is looser than the tier's, when it is.
+    pub justification: Option<String>,
+    /// The scopes a caller needs.
+    pub scopes: Vec<String>,
+    /// What an operator reads about a call.
+    pub preview: Option<Template>,
+    /// The accounts a caller must act in; empty: any.
+    pub accounts: Vec<String>,
+    /// Its title, instead of the upstream's.
+    pub title: Option<String>,
+    /// Its description, instead of the upstream's.
+    pub description: Option<String>,
+    /// Whether a repeat of the same call does no more than the first.
+    pub idempotent: bool,
+    /// A JSON Schema its input must match, besides the upstream's own.
+    pub input_schema: Option<serde_json::Value>,
+}
+
+impl Config {
+    /// Reads and checks a configuration.
+    ///
+    /// # Errors
+    ///
+    /// Every problem of the file, by line and column: TOML syntax, an unknown key, a
+    /// value of the wrong kind, an upstream id or tool name outside its rule, an unknown
+    /// upstream, a broken declaration rule (the crate's own message), two names equal
+    /// ignoring ASCII case, a preview template or input schema that does not compile.
+    ///
+    /// ```
+    /// # use cairnloop_gateway::config::Config;
+    /// let problems = Config::parse("[tools.nowhere.x]\ntier = \"read_only\"\n").unwrap_err();
+    /// assert!(problems.to_string().contains("unknown upstream `nowhere`"));
+    /// ```
+    pub fn parse(source: &str) -> Result<Self, Problems> {
+        let mut reader = Reader::new(source);
+        let (document, syntax) = DeTable::parse_recoverable(source);
+        for error in syntax {
+            let span = error.span().unwrap_or(0..0);
+            reader.problem(span, error.message().trim().to_owned());
+        }
+        let config = read_document(&mut reader, document.get_ref());
+        if reader.problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(reader.problems.into_sorted())
+        }
+    }
+}
+
+fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config {
+    reader.only(document, "the file", &["gateway", "upstreams", "tools"]);
+    let mut config = Config {
+        gateway: Gateway::default(),
+        upstreams: Vec::new(),
+        tools: Vec::new(),
+    };
+    if let Some(gateway) = document.get("gateway") {
+        config.gateway = read_gateway(reader, gateway);
+    }
+    if let Some(upstreams) = document.get("upstreams")
+        && let Some(upstreams) = reader.table(upstreams, "`upstreams`")
+    {
+        for (id, upstream) in upstreams.iter() {
+            if let Some(upstream) = read_upstream(reader, id.get_ref(), id.span(), upstream) {
+                config.upstreams.push(upstream);
+            }
+        }
+    }
+    if let Some(tools) = document.get("tools")
+        && let Some(tools) = reader.table(tools, "`tools`")
+    {
+        for (upstream, its_tools) in tools.iter() {
+            let upstream_id = upstream.get_ref().to_string();
+            let known = upstreams_named(document, &upstream_id);
+            if !known {
+                reader.problem(
+                    upstream.span(),
+                    format!(
+                        "unknown upstream `{upstream_id}`: declare it in [upstreams.{upstream_id}]"
+                    ),
+                );
+            }
+            let Some(its_tools) = reader.table(its_tools, &format!("[tools.{upstream_id}]")) else {
+                continue;
+            };
+            for (tool, rule) in its_tools.iter() {
+                if let Some(rule) =
+                    read_tool(reader, &upstream_id, tool.get_ref(), tool.span(), rule)
+                {
+                    config.tools.push(rule);
+                }
+            }
+        }
+    }
+    check_names(reader, document, &config.tools);
+    config
+}
+
+/// Whether `[upstreams.ID]` is declared (well formed or not: its own problems are
+/// reported where it is).
+fn upstreams_named(document: &DeTable<'_>, id: &str) -> bool {
+    match document.get("upstreams").map(toml::Spanned::get_ref) {
+        Some(DeValue::Table(upstreams)) => upstreams.get(id).is_some(),
+        _ => false,
+    }
+}
+
+fn read_gateway<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Gateway {
+    let mut gateway = Gateway::default();
+    let Some(table) = reader.table(value, "[gateway]") else {
+        return gateway;
+    };
+    reader.only(table, "[gateway]", &["local_actor", "local_scopes"]);
+    if let Some(actor) = table.get("local_actor")
+        && let Some(id) = reader.string(actor, "`local_actor`")
+    {
+        match check_id(&id) {
+            Ok(()) => gateway.local_actor = Some(id),
+            Err(error) => reader.problem(actor.span(), format!("`local_actor`: {error}")),
+        }
+    }
+    if let Some(scopes) = table.get("local_scopes") {
+        gateway.local_scopes = reader
+            .strings(scopes, "`local_scopes`")
+            .into_iter()
+            .map(|(scope, _)| scope)
+            .collect();
+    }
+    gateway
+}
+
+fn read_upstream<'s>(
+    reader: &mut Reader<'s>,
+    id: &str,
+    id_span: Range<usize>,
+    value: &Value<'s>,
+) -> Option<Upstream> {
+    let within = format!("[upstreams.{id}]");
+    if !is_upstream_id(id) {
+        reader.problem(
+            id_span.clone(),
+            format!("upstream id `{id}` must be 1 to {MAX_UPSTREAM_ID} of `a-z 0-9`, starting with a letter (it begins every name the upstream lists, and the first `_` ends it)"),
+        );
+    }
+    let table = reader.table(value, &within)?;
+    reader.only(
+        table,
+        &within,
+        &["command", "args", "env", "url", "token_env", "default_tier"],
+    );
+    let default_tier = table
+        .get("default_tier")
+        .and_then(|tier| read_tier(reader, tier, "`default_tier`"));
+    let transport = match (table.get("command"), table.get("url")) {
+        (Some(command), None) => {
+            for key in ["token_env"] {
+                if let Some((key, _)) = table.get_key_value(key) {
+                    reader.problem(
+                        key.span(),
+                        format!(
+                            "`{key}` is for an upstream reached by `url`",
+                            key = key.get_ref()
+                        ),
+                    );
+                }
+            }
+            let command = reader.string(command, "`command`");
+            let args = table
+                .get("args")
+                .map(|args| reader.strings(args, "`args`"))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(arg, _)| arg)
+                .collect();
+            let env = table
+                .get("env")
+                .map(|env| read_env(reader, env))
+                .unwrap_or_default();
+            Transport::Stdio {
+                command: command?,
+                args,
+                env,
+            }
+        }
+        (None, Some(url)) => {
+            for key in ["args", "env"] {
+                if let Some((key, _)) = table.get_key_value(key) {
+                    reader.problem(
+                        key.span(),
+                        format!(
+                            "`{key}` is for an upstream started by `command`",
+                            key = key.get_ref()
+                        ),
+                    );
+                }
+            }
+            let url_text = reader.string(url, "`url`")?;
+            if !(url_text.starts_with("https://") || url_text.starts_with("http://")) {
+                reader.problem(url.span(), "`url` must start with `https://` or `http://`");
+            }
+            let token_env = table.get("token_env").and_then(|name| {
+                let variable = reader.string(name, "`token_env`")?;
+                let valid = !variable.is_empty()
+                    && !variable.starts_with(|c: char| c.is_ascii_digit())
+                    && variable.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                if !valid {
+                    reader.problem(name.span(), "`token_env` names an environment variable (`A-Z a-z 0-9 _`), whose value is the token; the token itself never goes in this file");
+                }
+                Some(variable)
+            });
+            Transport::Http {
+                url: url_text,
+                token_env,
+            }
+        }
+        (Some(_), Some(url)) => {
+            reader.problem(
+                url.span(),
+                format!("{within} has both `command` and `url`: give one"),
+            );
+            return None;
+        }
+        (None, None) => {
+            reader.problem(id_span, format!("upstream `{id}` needs `command` (a server the gateway starts) or `url` (a Streamable HTTP endpoint)"));
+            return None;
+        }
+    };
+    Some(Upstream {
+        id: id.to_owned(),
+        transport,
+        default_tier,
+    })
+}
+
+fn read_env<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Vec<(String, String)> {
+    let Some(table) = reader.table(value, "`env`") else {
+        return Vec::new();
+    };
+    table
+        .iter()
+        .filter_map(|(name, value)| {
+            let value = reader.string(value, &format!("`env.{}`", name.get_ref()))?;
+            Some((name.get_ref().to_string(), value))
+        })
+        .collect()
+}
+
+fn read_tier<'s>(reader: &mut Reader<'s>, value: &Value<'s>, what: &str) -> Option<RiskTier> {
+    let text = reader.string(value, what)?;
+    match RiskTier::from_str(&text) {
+        Ok(tier) => Some(tier),
+        Err(_) => {
+            reader.problem(
+                value.span(),
+                format!(
+                    "{what} must be one of `read_only`, `low_write`, `high_write`, `destructive`"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// The keys of a tool's declaration.
+const TOOL_KEYS: &[&str] = &[
+    "tier",
+    "mode",
+    "justification",
+    "scopes",
+    "preview",
+    "accounts",
+    "name",
+    "title",
+    "description",
+    "idempotent",
+    "input_schema",
+];
+
+fn read_tool<'s>(
+    reader: &mut Reader<'s>,
+    upstream: &str,
+    tool: &str,
+    tool_span: Range<usize>,
+    value: &Value<'s>,
+) -> Option<ToolRule> {
+    let within = format!("[tools.{upstream}.{tool}]");
+    let table = reader.table(value, &within)?;
+    reader.only(table, &within, TOOL_KEYS);
+    let valid_tool_name = !tool.is_empty()
+        && tool.len() <= MAX_UPSTREAM_TOOL_NAME
+        && tool
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
+    if !valid_tool_name {
+        reader.problem(tool_span.clone(), format!("tool name `{tool}` is not one an MCP server lists (1 to 128 of `A-Z a-z 0-9 _ - . /`)"));
+    }
+    let text = |reader: &mut Reader<'s>, key: &str| {
+        table.get(key).and_then(|value| {
+            reader
+                .string(value, &format!("`{key}`"))
+                .map(|text| (text, value.span()))
+        })
+    };
+    let Some(tier_value) = table.get("tier") else {
+        reader.problem(
+            tool_span,
+            format!(
+                "{within} needs a `tier`: `read_only`, `low_write`, `high_write` or `destructive`"
+            ),
+        );
+        return None;
+    };
+    let tier = read_tier(reader, tier_value, "`tier`");
+    let listed = match text(reader, "name") {
+        Some((name, _)) => Some(name),
+        None if table.get("name").is_some() => None,
+        None => {
+            let mapped = listed_name(upstream, tool);
+            if mapped.is_none() && valid_tool_name {
+                reader.problem(tool_span.clone(), format!("`{upstream}_` and `{tool}` make a name longer than 64 characters once mapped: give the tool a `name`"));
+            }
+            mapped
+        }
+    };
+    let title = text(reader, "title");
+    let description = text(reader, "description");
+    let justification = text(reader, "justification");
+    let mode = table.get("mode").and_then(|mode| {
+        let text = reader.string(mode, "`mode`")?;
+        match ApprovalMode::from_str(&text) {
+            Ok(parsed) => Some((parsed, mode.span())),
+            Err(_) => {
+                reader.problem(
+                    mode.span(),
+                    "`mode` must be one of `auto`, `requires_approval`, `always_block`",
+                );
+                None
+            }
+        }
+    });
+    let scopes = table
+        .get("scopes")
+        .map(|scopes| reader.strings(scopes, "`scopes`"))
+        .unwrap_or_default();
+    let accounts = table
+        .get("accounts")
+        .map(|accounts| reader.strings(accounts, "`accounts`"))
+        .unwrap_or_default();
+    for (account, span) in &accounts {
+        if let Err(error) = check_id(account) {
+            reader.problem(
+                span.clone(),
+                format!("account `{}`: {error}", account.escape_debug()),
+            );
+        }
+    }
+    let preview = text(reader, "preview").and_then(|(preview, span)| {
+        Template::parse(&preview)
+            .map_err(|error| reader.problem(span, format!("`preview`: {error}")))
+            .ok()
+    });
+    let idempotent = table
+        .get("idempotent")
+        .and_then(|flag| reader.boolean(flag, "`idempotent`"))
+        .unwrap_or(false);
+    let input_schema = text(reader, "input_schema")
+        .and_then(|(schema, span)| compile_schema(reader, &schema, span));
+
+    // The declaration through the crate's own rules, as a Rust tool's `SPEC` and
+    // `SCOPES` go through them at compile time. A tier that could not be read stands in
+    // as read-only, so that the name, title and description are still checked.
+    let listed = listed?;
+    let tier_read = tier;
+    let tier = tier.unwrap_or(RiskTier::ReadOnly);
+    let spec_title = title.as_ref().map_or(listed.as_str(), |(title, _)| title);
+    let spec_description = description
+        .as_ref()
+        .map_or("(the upstream's description)", |(description, _)| {
+            description
+        });
+    let spec_span = |error: SpecError| match error.rule() {
+        2 => title.as_ref().map(|(_, span)| span.clone()),
+        3 => description.as_ref().map(|(_, span)| span.clone()),
+        1 => table.get("name").map(toml::Spanned::span),
+        _ => None,
+    };
+    let spec = match ToolSpecOf::try_new(&listed, spec_title, spec_description, tier) {
+        Ok(spec) => spec,
+        Err(error) => {
+            let span = spec_span(error).unwrap_or_else(|| tool_span.clone());
+            reader.problem(span, error.message());
+            return None;
+        }
+    };
+    // The mode's rules need the tier the file gives.
+    tier_read?;
+    let spec = match (mode, &justification) {
+        (Some((mode, span)), Some((why, _))) => spec
+            .try_loosen_approval(mode, why)
+            .map_err(|error| (error, span)),
+        (Some((mode, span)), None) => spec.try_with_approval(mode).map_err(|error| (error, span)),
+        (None, Some((_, span))) => Err((SpecError::NotALoosening, span.clone())),
+        (None, None) => Ok(spec),
+    };
+    let spec = match spec {
+        Ok(spec) => spec,
+        Err((error, span)) => {
+            reader.problem(span, error.message());
+            return None;
+        }
+    };
+    let declared: Vec<ScopeOf<'_>> = scopes
+        .iter()
+        .filter_map(|(scope, span)| match ScopeOf::try_new(scope) {
+            Ok(scope) => Some(scope),
+            Err(error) => {
+                reader.problem(span.clone(), error.message());
+                None
+            }
+        })
+        .collect();
+    if declared.len() == scopes.len()
+        && let Err(error) = ScopeOf::check_list(&declared)
+    {
+        let span = table.get("scopes").map_or(tool_span, toml::Spanned::span);
+        reader.problem(span, error.message());
+    }
+    Some(ToolRule {
+        upstream: upstream.to_owned(),
+        tool: tool.to_owned(),
+        mode: spec.approval_mode(),
+        tier,
+        listed: listed.clone(),
+        justification: justification.map(|(why, _)| why),
+        scopes: scopes.into_iter().map(|(scope, _)| scope).collect(),
+        preview,
+        accounts: accounts.into_iter().map(|(account, _)| account).collect(),
+        title: title.map(|(title, _)| title),
+        description: description.map(|(description, _)| description),
+        idempotent,
+        input_schema,
+    })
+}
+
+/// The largest input schema a configuration may pin, in bytes.
+const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+
+fn compile_schema(
+    reader: &mut Reader<'_>,
+    text: &str,
+    span: Range<usize>,
+) -> Option<serde_json::Value> {
+    if text.len() > MAX_SCHEMA_BYTES {
+        reader.problem(
+            span,
+            format!("`input_schema` is larger than {MAX_SCHEMA_BYTES} bytes"),
+        );
+        return None;
+    }
+    let schema: serde_json::Value = match serde_json::from_str(text) {
+        Ok(schema) => schema,
+        Err(error) => {
+            reader.problem(span, format!("`input_schema` is not JSON: {error}"));
+            return None;
+        }
+    };
+    if schema.get("type").and_then(serde_json::Value::as_str) != Some("object") {
+        reader.problem(span, "`input_schema` must describe an object (`\"type\": \"object\"`): MCP tool input is one");
+        return None;
+    }
+    match jsonschema::options()
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(&schema)
+    {
+        Ok(_) => Some(schema),
+        Err(error) => {
+            reader.problem(span, format!("`input_schema` does not compile: {error}"));
+            None
+        }
+    }
+}
+
+/// Rule 7 over every listed name: none equal to another, even ignoring ASCII case.
+fn check_names(reader: &mut Reader<'_>, document: &DeTable<'_>, tools: &[ToolRule]) {
+    for (i, tool) in tools.iter().enumerate() {
+        let Some(first) = tools[..i]
+            .iter()
+            .find(|earlier| earlier.listed.eq_ignore_ascii_case(&tool.listed))
+        else {
+            continue;
+        };
+        let span = tool_span(document, tool).unwrap_or(0..0);
+        reader.problem(
+            span,
+            format!(
+                "{} (`{}` of upstream `{}` is listed as `{}`, `{}` of upstream `{}` as `{}`)",
+                SpecError::DuplicateToolName.message(),
+                first.tool,
+                first.upstream,
+                first.listed,
+                tool.tool,
+                tool.upstream,
+                tool.listed
+            ),
+        );
+    }
+}
+
+/// Where `[tools.UPSTREAM.TOOL]` is named in the file.
+fn tool_span(document: &DeTable<'_>, tool: &ToolRule) -> Option<Range<usize>> {
+    let DeValue::Table(tools) = document.get("tools")?.get_ref() else {
+        return None;
+    };
+    let DeValue::Table(its_tools) = tools.get(tool.upstream.as_str())?.get_ref() else {
+        return None;
+    };
+    its_tools
+        .get_key_value(tool.tool.as_str())
+        .map(|(key, _)| key.span())
+}

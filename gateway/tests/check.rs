@@ -1,0 +1,316 @@
+//! The configuration as a user writes it: a good file reads as declared, a bad one is
+//! refused with every problem at once, by line and column, through the library and the
+//! `check` command.
+
+use std::process::Command;
+
+use cairnloop::{ApprovalMode, RiskTier};
+use cairnloop_gateway::config::{Config, Transport};
+
+const GOOD: &str = include_str!("configs/good.toml");
+const BAD: &str = include_str!("configs/bad.toml");
+
+#[test]
+fn the_filesystem_configuration_reads_as_declared() {
+    let config = Config::parse(GOOD).unwrap();
+    assert_eq!(config.gateway.local_actor.as_deref(), Some("alice"));
+    let ids: Vec<&str> = config.upstreams.iter().map(|u| u.id.as_str()).collect();
+    assert_eq!(ids, ["fs", "everything"]);
+    let Transport::Stdio { command, args, env } = &config.upstreams[0].transport else {
+        panic!("fs is started by a command");
+    };
+    assert_eq!(command, "npx");
+    assert_eq!(args[1], "@modelcontextprotocol/server-filesystem");
+    assert_eq!(
+        env,
+        &[(
+            "NODE_OPTIONS".to_owned(),
+            "--max-old-space-size=256".to_owned()
+        )]
+    );
+    assert_eq!(config.upstreams[0].default_tier, None);
+    assert_eq!(config.upstreams[1].default_tier, Some(RiskTier::ReadOnly));
+
+    let declared: Vec<(&str, RiskTier, ApprovalMode)> = config
+        .tools
+        .iter()
+        .map(|tool| (tool.listed.as_str(), tool.tier, tool.mode))
+        .collect();
+    assert_eq!(
+        declared,
+        [
+            ("fs_read_text_file", RiskTier::ReadOnly, ApprovalMode::Auto),
+            (
+                "fs_write_file",
+                RiskTier::LowWrite,
+                ApprovalMode::RequiresApproval
+            ),
+            (
+                "fs_move_file",
+                RiskTier::Destructive,
+                ApprovalMode::AlwaysBlock
+            ),
+            (
+                "fs_list_directory",
+                RiskTier::ReadOnly,
+                ApprovalMode::RequiresApproval
+            ),
+            ("fs_search_files", RiskTier::LowWrite, ApprovalMode::Auto),
+            (
+                "everything_get-2dsum",
+                RiskTier::ReadOnly,
+                ApprovalMode::Auto
+            ),
+            (
+                "everything_long",
+                RiskTier::HighWrite,
+                ApprovalMode::RequiresApproval
+            ),
+        ]
+    );
+    let write = &config.tools[1];
+    assert_eq!(write.scopes, ["fs:write"]);
+    assert_eq!(write.accounts, ["team-a"]);
+    let preview = write.preview.as_ref().unwrap();
+    assert_eq!(
+        preview.render(&serde_json::json!({"path": "/srv/share/a.txt", "content": "x"})),
+        r#"Write "/srv/share/a.txt""#
+    );
+    assert!(config.tools[4].justification.is_some());
+    assert!(config.tools[5].idempotent);
+    assert_eq!(
+        config.tools[5].input_schema.as_ref().unwrap()["required"],
+        serde_json::json!(["a", "b"])
+    );
+    assert_eq!(config.tools[6].tool, "long.tool.name");
+}
+
+/// Every problem `bad.toml` has, as (line, column, a piece of the message).
+const EXPECTED: &[(usize, usize, &str)] = &[
+    (
+        2,
+        15,
+        "`local_actor`: the id begins or ends with whitespace",
+    ),
+    (3, 1, "unknown key `colour` in [gateway]"),
+    (7, 7, "[upstreams.fs] has both `command` and `url`"),
+    (9, 12, "upstream id `my_fs` must be 1 to 16 of `a-z 0-9`"),
+    (13, 7, "`url` must start with `https://` or `http://`"),
+    (14, 13, "`token_env` names an environment variable"),
+    (15, 1, "`args` is for an upstream started by `command`"),
+    (17, 12, "upstream `empty` needs `command`"),
+    (19, 8, "unknown upstream `nowhere`"),
+    (24, 11, "rule 6 (scope): wildcard scopes"),
+    (
+        24,
+        19,
+        "rule 6 (scope): a scope must be non-empty printable ASCII",
+    ),
+    (
+        28,
+        8,
+        "rule 4 (approval mode): the explicit approval mode is weaker",
+    ),
+    (
+        32,
+        17,
+        "rule 4 (approval mode): `.loosen_approval` was given a mode that is not weaker",
+    ),
+    (
+        36,
+        8,
+        "rule 4 (approval mode): a destructive tool can never run without approval",
+    ),
+    (
+        39,
+        12,
+        "rule 7 (registry): two tools in one registry have the same name",
+    ),
+    (45, 16, "`input_schema` does not compile"),
+    (49, 11, "`preview`: a field is named by"),
+    (
+        50,
+        21,
+        "account `\\u{200b}acme`: the id holds the invisible character U+200B",
+    ),
+    (52, 12, "[tools.web.untiered] needs a `tier`"),
+    (56, 8, "`tier` must be one of"),
+    (57, 14, "`idempotent` must be true or false"),
+    (58, 9, "rule 2 (title)"),
+];
+
+#[test]
+fn every_problem_of_a_bad_file_is_listed_with_its_place() {
+    let problems = Config::parse(BAD).unwrap_err();
+    let found: Vec<(usize, usize, &str)> = problems
+        .iter()
+        .map(|problem| (problem.line(), problem.column(), problem.message()))
+        .collect();
+    for (i, (line, column, piece)) in EXPECTED.iter().enumerate() {
+        let Some(&(found_line, found_column, message)) = found.get(i) else {
+            panic!("missing {line}:{column} {piece}; found {found:#?}");
+        };
+        assert_eq!((found_line, found_column), (*line, *column), "{message}");
+        assert!(
+            message.contains(piece),
+            "{line}:{column}: {message:?} lacks {piece:?}"
+        );
+    }
+    assert_eq!(found.len(), EXPECTED.len(), "{found:#?}");
+}
+
+#[test]
+fn the_name_collision_names_both_tools() {
+    let problems = Config::parse(BAD).unwrap_err();
+    let collision = problems.iter().find(|p| p.line() == 39).unwrap();
+    assert!(
+        collision
+            .message()
+            .contains("`read_file` of upstream `web` is listed as `web_read_file`")
+    );
+    assert!(
+        collision
+            .message()
+            .contains("`shadow` of upstream `web` as `WEB_read_file`")
+    );
+}
+
+#[test]
+fn a_name_too_long_once_mapped_asks_for_a_name() {
+    let tool = "t".repeat(62);
+    let file =
+        format!("[upstreams.fs]\ncommand = \"x\"\n[tools.fs.{tool}]\ntier = \"read_only\"\n");
+    let problems = Config::parse(&file).unwrap_err();
+    assert_eq!(problems.len(), 1);
+    assert!(
+        problems.to_string().starts_with("3:11: `fs_` and"),
+        "{problems}"
+    );
+    assert!(problems.to_string().ends_with("give the tool a `name`"));
+    let named = format!("{}name = \"fs_long\"\n", file);
+    assert_eq!(Config::parse(&named).unwrap().tools[0].listed, "fs_long");
+}
+
+#[test]
+fn a_syntax_error_is_reported_with_the_rest() {
+    let problems =
+        Config::parse("[upstreams.fs]\ncommand = \n[gateway]\ncolour = 1\n").unwrap_err();
+    let lines: Vec<usize> = problems.iter().map(|p| p.line()).collect();
+    assert!(lines.contains(&2), "{problems}");
+    assert!(lines.contains(&4), "{problems}");
+}
+
+#[test]
+fn no_prefix_or_mangling_of_a_file_panics() {
+    // Every prefix of both files, and each with one byte replaced by characters TOML
+    // treats specially: an answer (a config or problems), never a panic.
+    for source in [GOOD, BAD] {
+        for end in (0..=source.len()).filter(|&end| source.is_char_boundary(end)) {
+            let _ = Config::parse(&source[..end]);
+        }
+        for (i, _) in source.char_indices().step_by(7) {
+            for stand_in in ["\"", "[", "]", "=", "\n", "'", "{", "\u{0}", "é"] {
+                let mut mangled = source.to_owned();
+                let end = i + source[i..].chars().next().map_or(0, char::len_utf8);
+                mangled.replace_range(i..end, stand_in);
+                let _ = Config::parse(&mangled);
+            }
+        }
+    }
+}
+
+fn gateway() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"))
+}
+
+#[test]
+fn check_prints_every_problem_with_the_files_name_and_exits_1() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/configs/bad.toml");
+    let output = gateway().args(["check", path]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), EXPECTED.len() + 1, "{stderr}");
+    assert!(
+        lines[0].starts_with(&format!("{path}:2:15: `local_actor`")),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines[EXPECTED.len()],
+        "22 problem(s); nothing is served from this file"
+    );
+}
+
+#[test]
+fn check_lists_what_a_good_file_declares_and_exits_0() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/configs/good.toml");
+    let output = gateway().args(["check", path]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("upstream fs (tools not named: hidden and blocked)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  fs_move_file <- fs/move_file: destructive, always_block"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_without_a_file_is_a_usage_error() {
+    let output = gateway().arg("check").output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let output = gateway()
+        .args(["check", "/nonexistent/gateway.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("cannot read /nonexistent/gateway.toml")
+    );
+}
+
+#[test]
+fn a_pinned_schema_is_compiled_offline_with_a_linear_time_pattern_engine() {
+    let with_schema = |schema: &str| {
+        format!(
+            "[upstreams.fs]\ncommand = \"x\"\n[tools.fs.t]\ntier = \"read_only\"\ninput_schema = '{schema}'\n"
+        )
+    };
+    // A back-reference needs a backtracking engine: the linear-time one refuses it.
+    let backtracking = with_schema(
+        r#"{"type": "object", "properties": {"a": {"type": "string", "pattern": "(a)\\1"}}}"#,
+    );
+    let problems = Config::parse(&backtracking).unwrap_err();
+    assert!(
+        problems
+            .to_string()
+            .contains("`input_schema` does not compile"),
+        "{problems}"
+    );
+    // A `$ref` to the network or a file is not fetched: the schema does not compile.
+    for reference in ["https://example.com/schema.json", "file:///etc/passwd"] {
+        let remote = with_schema(&format!(
+            r#"{{"type": "object", "properties": {{"a": {{"$ref": "{reference}"}}}}}}"#
+        ));
+        let problems = Config::parse(&remote).unwrap_err();
+        assert!(
+            problems
+                .to_string()
+                .contains("`input_schema` does not compile"),
+            "{reference}: {problems}"
+        );
+    }
+    let not_an_object = with_schema(r#"{"type": "string"}"#);
+    assert!(
+        Config::parse(&not_an_object)
+            .unwrap_err()
+            .to_string()
+            .contains("must describe an object")
+    );
+    let fine = with_schema(
+        r#"{"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}}"#,
+    );
+    assert!(Config::parse(&fine).is_ok());
+}
