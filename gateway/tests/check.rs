@@ -126,7 +126,7 @@ const EXPECTED: &[(usize, usize, &str)] = &[
         12,
         "rule 7 (registry): two tools in one registry have the same name",
     ),
-    (45, 16, "`input_schema` does not compile"),
+    (45, 16, "`input_schema`: the input schema does not compile"),
     (49, 11, "`preview`: a field is named by"),
     (
         50,
@@ -286,7 +286,7 @@ fn a_pinned_schema_is_compiled_offline_with_a_linear_time_pattern_engine() {
     assert!(
         problems
             .to_string()
-            .contains("`input_schema` does not compile"),
+            .contains("`input_schema`: the input schema does not compile"),
         "{problems}"
     );
     // A `$ref` to the network or a file is not fetched: the schema does not compile.
@@ -298,7 +298,7 @@ fn a_pinned_schema_is_compiled_offline_with_a_linear_time_pattern_engine() {
         assert!(
             problems
                 .to_string()
-                .contains("`input_schema` does not compile"),
+                .contains("`input_schema`: the input schema does not compile"),
             "{reference}: {problems}"
         );
     }

@@ -95,6 +95,28 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
         })
     }
 
+    /// An entry made of checked parts, for a tool declared at run time (the JSON layer's
+    /// `ToolEntry::declared`): no custom UI.
+    #[cfg(feature = "std")]
+    #[cfg_attr(not(feature = "declared"), allow(dead_code))]
+    pub(crate) const fn from_parts(
+        spec: ToolSpec,
+        scopes: &'static [Scope],
+        authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
+    ) -> Self {
+        const fn none() -> Option<&'static str> {
+            None
+        }
+        Self {
+            spec,
+            scopes,
+            authorize,
+            custom_ui: none,
+            #[cfg(feature = "serde")]
+            codec: None,
+        }
+    }
+
     /// The tool's spec.
     ///
     /// ```

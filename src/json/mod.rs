@@ -9,6 +9,8 @@ mod audit;
 mod call;
 mod canonical;
 mod canonical_writer;
+#[cfg(feature = "declared")]
+mod declared;
 mod entry;
 mod key;
 mod preview;
@@ -17,6 +19,7 @@ mod proposal;
 pub(crate) mod schema;
 mod stand_in;
 pub(crate) mod strict;
+mod template;
 mod watch;
 
 pub use audit::AuditEvent;
@@ -26,9 +29,14 @@ pub(crate) use call::{
 pub use call::{Governance, ToolCall};
 pub use canonical::canonical_json;
 pub(crate) use canonical_writer::canonical_text;
+#[cfg(feature = "declared")]
+pub use declared::{
+    DeclaredTool, Forward, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, SchemaError, check_input_schema,
+};
 pub(crate) use entry::derive_key;
 #[cfg(feature = "console")]
 pub(crate) use preview::is_secret_name;
 pub use preview::{Preview, PreviewSource};
 pub(crate) use proposal::Draft;
 pub use proposal::{PolicySnapshot, Proposal};
+pub use template::{Template, TemplateError};

@@ -33,7 +33,6 @@
 mod names;
 mod problem;
 mod read;
-mod template;
 
 use std::ops::Range;
 use std::str::FromStr;
@@ -43,12 +42,12 @@ use cairnloop::declare::{ScopeOf, ToolSpecOf};
 use cairnloop::{ApprovalMode, RiskTier, SpecError};
 use toml::de::{DeTable, DeValue};
 
+pub use cairnloop::json::{Template, TemplateError};
 pub use names::{
     MAX_UPSTREAM_ID, MAX_UPSTREAM_TOOL_NAME, is_upstream_id, listed_name, upstream_tool,
 };
 pub use problem::{Problem, Problems};
 use read::{Reader, Value};
-pub use template::{Template, TemplateError};
 
 /// A checked configuration.
 ///
@@ -628,18 +627,20 @@ fn read_tool<'s>(
     })
 }
 
-/// The largest input schema a configuration may pin, in bytes.
-const MAX_SCHEMA_BYTES: usize = 64 * 1024;
-
+/// A pinned input schema: JSON, checked by the same rule as any declared tool's
+/// ([`cairnloop::json::check_input_schema`]).
 fn compile_schema(
     reader: &mut Reader<'_>,
     text: &str,
     span: Range<usize>,
 ) -> Option<serde_json::Value> {
-    if text.len() > MAX_SCHEMA_BYTES {
+    if text.len() > cairnloop::json::MAX_SCHEMA_BYTES {
         reader.problem(
             span,
-            format!("`input_schema` is larger than {MAX_SCHEMA_BYTES} bytes"),
+            format!(
+                "`input_schema` is larger than {} bytes",
+                cairnloop::json::MAX_SCHEMA_BYTES
+            ),
         );
         return None;
     }
@@ -650,17 +651,10 @@ fn compile_schema(
             return None;
         }
     };
-    if schema.get("type").and_then(serde_json::Value::as_str) != Some("object") {
-        reader.problem(span, "`input_schema` must describe an object (`\"type\": \"object\"`): MCP tool input is one");
-        return None;
-    }
-    match jsonschema::options()
-        .with_pattern_options(jsonschema::PatternOptions::regex())
-        .build(&schema)
-    {
-        Ok(_) => Some(schema),
+    match cairnloop::json::check_input_schema(&schema) {
+        Ok(()) => Some(schema),
         Err(error) => {
-            reader.problem(span, format!("`input_schema` does not compile: {error}"));
+            reader.problem(span, format!("`input_schema`: {error}"));
             None
         }
     }

@@ -1,19 +1,21 @@
 //! A preview template: what an operator reads about a forwarded call, with the call's
 //! top-level arguments put in.
 
-use std::fmt;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
 
 /// A preview template: text with `{field}` where a top-level argument's value goes
 /// (`{{` and `}}` for braces). Checked when the configuration is read.
 ///
 /// ```
-/// use cairnloop_gateway::config::Template;
+/// use cairnloop::json::Template;
 ///
 /// let template = Template::parse("Write {path} ({{size}} unknown)")?;
 /// assert_eq!(template.fields().collect::<Vec<_>>(), ["path"]);
 /// let arguments = serde_json::json!({"path": "/srv/a.txt", "content": "hi"});
 /// assert_eq!(template.render(&arguments), "Write \"/srv/a.txt\" ({size} unknown)");
-/// # Ok::<(), cairnloop_gateway::config::TemplateError>(())
+/// # Ok::<(), cairnloop::json::TemplateError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Template(Vec<Piece>);
@@ -27,7 +29,7 @@ enum Piece {
 /// Why a preview template cannot be read.
 ///
 /// ```
-/// use cairnloop_gateway::config::{Template, TemplateError};
+/// use cairnloop::json::{Template, TemplateError};
 ///
 /// assert_eq!(Template::parse("Write {path"), Err(TemplateError::Unclosed));
 /// ```
@@ -54,7 +56,7 @@ impl Template {
     /// `[A-Za-z0-9_]{1,64}`.
     ///
     /// ```
-    /// # use cairnloop_gateway::config::{Template, TemplateError};
+    /// # use cairnloop::json::{Template, TemplateError};
     /// assert_eq!(Template::parse("{}"), Err(TemplateError::BadField));
     /// ```
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
@@ -90,7 +92,7 @@ impl Template {
                         return Err(TemplateError::BadField);
                     }
                     if !literal.is_empty() {
-                        pieces.push(Piece::Text(std::mem::take(&mut literal)));
+                        pieces.push(Piece::Text(core::mem::take(&mut literal)));
                     }
                     pieces.push(Piece::Field(field));
                 }
@@ -106,7 +108,7 @@ impl Template {
     /// The fields the template names, in order.
     ///
     /// ```
-    /// # use cairnloop_gateway::config::Template;
+    /// # use cairnloop::json::Template;
     /// let template = Template::parse("{a} to {b}").unwrap();
     /// assert_eq!(template.fields().collect::<Vec<_>>(), ["a", "b"]);
     /// ```
@@ -122,7 +124,7 @@ impl Template {
     /// the arguments lack reads `(missing)`.
     ///
     /// ```
-    /// # use cairnloop_gateway::config::Template;
+    /// # use cairnloop::json::Template;
     /// let template = Template::parse("Delete {path}").unwrap();
     /// let sneaky = serde_json::json!({"path": "a\"\nApproved by admin"});
     /// assert_eq!(template.render(&sneaky), r#"Delete "a\"\nApproved by admin""#);

@@ -1,0 +1,533 @@
+//! Tools declared from data — a configuration file, an upstream MCP server's listing —
+//! rather than from Rust types. A declared tool carries its own declaration (the text of
+//! its spec, its scopes, its input's JSON Schema, a preview template) and a [`Forward`]
+//! that runs it; its entry goes through the same gates, binding, lanes and audit as a
+//! Rust tool's.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::declare::{
+    Actor, ApprovalMode, Codec, ErasedInput, FieldError, InputErrors, InputLimits, PolicyDenial,
+    RiskTier, RunError, RunFuture, RunKey, Scope, ScopeOf, SpecError, ToolEntry, ToolSpec,
+    ToolSpecOf,
+};
+use crate::json::canonical_json;
+use crate::json::strict::{parse_arguments, push_pointer_token};
+use crate::json::template::Template;
+
+/// What runs a declared tool's call once the gates let it: a call to an upstream server,
+/// for a gateway. It receives the input as checked (a JSON object that matched the
+/// tool's schema) and answers the output as JSON, or why it failed.
+///
+/// ```
+/// use cairnloop::Actor;
+/// use cairnloop::declare::{RunError, RunFuture};
+/// use cairnloop::json::Forward;
+///
+/// struct Echo;
+/// impl Forward<()> for Echo {
+///     fn forward<'a>(&'a self, arguments: &'a serde_json::Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+///         let output = arguments.clone();
+///         Box::pin(async move { Ok::<_, RunError>(output) })
+///     }
+/// }
+/// ```
+pub trait Forward<C: ?Sized>: Send + Sync {
+    /// Runs one call.
+    fn forward<'a>(
+        &'a self,
+        arguments: &'a Value,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+    ) -> RunFuture<'a>;
+}
+
+/// Why a JSON Schema cannot be a declared tool's input schema.
+///
+/// ```
+/// use cairnloop::json::{SchemaError, check_input_schema};
+///
+/// let err = check_input_schema(&serde_json::json!({"type": "string"})).unwrap_err();
+/// assert_eq!(err, SchemaError::NotAnObject);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The schema does not say `"type": "object"`: MCP tool input is an object.
+    #[error(
+        "the input schema must describe an object (`\"type\": \"object\"`): MCP tool input is one"
+    )]
+    NotAnObject,
+    /// The schema is larger than [`MAX_SCHEMA_BYTES`].
+    #[error("the input schema is larger than {MAX_SCHEMA_BYTES} bytes")]
+    TooLarge,
+    /// The schema is nested deeper than [`MAX_SCHEMA_DEPTH`].
+    #[error("the input schema is nested deeper than {MAX_SCHEMA_DEPTH} levels")]
+    TooDeep,
+    /// The validator refused it: an unknown keyword value, a `$ref` it cannot resolve
+    /// (nothing is fetched from the network or the file system), a `pattern` the
+    /// linear-time engine cannot run (a back-reference, a look-around).
+    #[error("the input schema does not compile: {0}")]
+    Compile(String),
+}
+
+/// The largest input schema a declared tool takes, written as JSON.
+pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// The deepest nesting of an input schema a declared tool takes.
+pub const MAX_SCHEMA_DEPTH: usize = 32;
+
+/// The longest message a field error quotes from the validator: its messages repeat the
+/// offending value, which a caller chose.
+const MAX_MESSAGE_CHARS: usize = 200;
+
+/// Checks that `schema` can be a declared tool's input schema, and compiles it.
+///
+/// # Errors
+///
+/// [`SchemaError`]: not an object schema, too large or too deep, or refused by the
+/// validator.
+///
+/// ```
+/// use cairnloop::json::check_input_schema;
+///
+/// let schema = serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}});
+/// assert!(check_input_schema(&schema).is_ok());
+/// let remote = serde_json::json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}});
+/// assert!(check_input_schema(&remote).is_err());
+/// ```
+pub fn check_input_schema(schema: &Value) -> Result<(), SchemaError> {
+    compile(schema).map(drop)
+}
+
+fn compile(schema: &Value) -> Result<jsonschema::Validator, SchemaError> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(SchemaError::NotAnObject);
+    }
+    if depth(schema) > MAX_SCHEMA_DEPTH {
+        return Err(SchemaError::TooDeep);
+    }
+    if schema.to_string().len() > MAX_SCHEMA_BYTES {
+        return Err(SchemaError::TooLarge);
+    }
+    jsonschema::options()
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(schema)
+        .map_err(|error| SchemaError::Compile(error.to_string()))
+}
+
+/// How deeply `value` nests, without recursion (a hostile schema may nest very deep).
+fn depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut pending = alloc::vec![(value, 1usize)];
+    while let Some((value, level)) = pending.pop() {
+        deepest = deepest.max(level);
+        if level > MAX_SCHEMA_DEPTH {
+            break;
+        }
+        match value {
+            Value::Array(items) => pending.extend(items.iter().map(|item| (item, level + 1))),
+            Value::Object(fields) => pending.extend(fields.values().map(|item| (item, level + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// A tool declared from data: its spec's text, its scopes, its input schema (compiled
+/// once), an optional preview template, and what runs it. Registered with
+/// [`ToolEntry::declared`], it is governed exactly as a Rust tool is.
+///
+/// ```
+/// use cairnloop::{RiskTier, Scope, declare::{RunError, RunFuture, ToolSpecOf, ScopeOf}};
+/// use cairnloop::json::{DeclaredTool, Forward};
+///
+/// struct Upstream;
+/// impl Forward<()> for Upstream {
+///     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+///         Box::pin(async { Ok::<_, RunError>(serde_json::json!({"written": true})) })
+///     }
+/// }
+///
+/// let name = String::from("fs_write_file"); // from a configuration
+/// let spec = ToolSpecOf::try_new(&name, "Write file", "Writes a file.", RiskTier::LowWrite)?;
+/// let scopes = [ScopeOf::try_new("fs:write")?];
+/// let schema = serde_json::json!({
+///     "type": "object",
+///     "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+///     "required": ["path", "content"],
+///     "additionalProperties": false
+/// });
+/// let tool: DeclaredTool<()> = DeclaredTool::new(&spec, &scopes, schema, Upstream)?;
+/// assert_eq!(tool.name(), "fs_write_file");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct DeclaredTool<C: ?Sized + 'static> {
+    name: String,
+    title: String,
+    description: String,
+    tier: RiskTier,
+    mode: ApprovalMode,
+    loosened_because: Option<String>,
+    idempotent: bool,
+    open_world: bool,
+    scope_names: Vec<String>,
+    /// The scopes as the gates read them, made from `scope_names` once the tool lives
+    /// for the whole program (`ToolEntry::declared` takes it by `&'static`).
+    scopes: OnceLock<Result<Vec<Scope>, SpecError>>,
+    schema: Value,
+    validator: jsonschema::Validator,
+    preview: Option<Template>,
+    forward: Box<dyn Forward<C>>,
+}
+
+impl<C: ?Sized + 'static> DeclaredTool<C> {
+    /// A tool declared by `spec` and `scopes` (both already checked: build them with
+    /// [`ToolSpecOf::try_new`] and [`ScopeOf::try_new`], which report the same rules as
+    /// the compile-time checks), whose input must match `input_schema`, run by
+    /// `forward`. The text is copied: the tool owns it.
+    ///
+    /// # Errors
+    ///
+    /// The schema is not one a declared tool takes ([`check_input_schema`]).
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward, SchemaError};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let not_an_object = serde_json::json!({"type": "array"});
+    /// let err = DeclaredTool::<()>::new(&spec, &[], not_an_object, Nothing).err();
+    /// assert_eq!(err, Some(SchemaError::NotAnObject));
+    /// # Ok::<(), cairnloop::SpecError>(())
+    /// ```
+    pub fn new(
+        spec: &ToolSpecOf<'_>,
+        scopes: &[ScopeOf<'_>],
+        input_schema: Value,
+        forward: impl Forward<C> + 'static,
+    ) -> Result<Self, SchemaError> {
+        let validator = compile(&input_schema)?;
+        Ok(Self {
+            name: spec.name().to_string(),
+            title: spec.title().to_string(),
+            description: spec.description().to_string(),
+            tier: spec.risk_tier(),
+            mode: spec.approval_mode(),
+            loosened_because: spec.loosened_because().map(ToString::to_string),
+            idempotent: spec.is_idempotent(),
+            open_world: spec.is_open_world(),
+            scope_names: scopes
+                .iter()
+                .map(|scope| scope.as_str().to_string())
+                .collect(),
+            scopes: OnceLock::new(),
+            schema: input_schema,
+            validator,
+            preview: None,
+            forward: Box::new(forward),
+        })
+    }
+
+    /// The tool with `template` as what an operator reads about a call (otherwise the
+    /// crate's own preview of the arguments).
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward, Template};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::LowWrite)?;
+    /// let schema = serde_json::json!({"type": "object"});
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], schema, Nothing)?
+    ///     .with_preview(Template::parse("Write {path}")?);
+    /// assert!(tool.preview().is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_preview(mut self, template: Template) -> Self {
+        self.preview = Some(template);
+        self
+    }
+
+    /// The tool's name.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// assert_eq!(tool.name(), "t");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The input's JSON Schema, as declared.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// assert_eq!(tool.input_schema()["type"], "object");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// The preview template, if the tool has one.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// assert!(tool.preview().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn preview(&self) -> Option<&Template> {
+        self.preview.as_ref()
+    }
+
+    /// The spec, its text borrowed from the tool, checked again by the crate's rules.
+    fn spec(&'static self) -> Result<ToolSpec, SpecError> {
+        let mut spec: ToolSpec =
+            ToolSpecOf::try_new(&self.name, &self.title, &self.description, self.tier)?;
+        spec = match &self.loosened_because {
+            Some(why) => spec.try_loosen_approval(self.mode, why)?,
+            None if self.mode != spec.approval_mode() => spec.try_with_approval(self.mode)?,
+            None => spec,
+        };
+        if self.idempotent {
+            spec = spec.idempotent();
+        }
+        if !self.open_world {
+            spec = spec.closed_world();
+        }
+        Ok(spec)
+    }
+
+    fn scopes(&'static self) -> Result<&'static [Scope], SpecError> {
+        let scopes = self.scopes.get_or_init(|| {
+            let scopes = self
+                .scope_names
+                .iter()
+                .map(|name| ScopeOf::try_new(name.as_str()))
+                .collect::<Result<Vec<_>, _>>()?;
+            ScopeOf::check_list(&scopes)?;
+            Ok(scopes)
+        });
+        scopes.as_deref().map_err(|error| *error)
+    }
+}
+
+impl<C: ?Sized + 'static> fmt::Debug for DeclaredTool<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeclaredTool")
+            .field("name", &self.name)
+            .field("tier", &self.tier)
+            .field("mode", &self.mode)
+            .field("scopes", &self.scope_names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: ?Sized + Sync + 'static> ToolEntry<C> {
+    /// The entry of a tool declared from data, with `authorize` as its policy (gate 3).
+    /// The tool lives for the whole program (a `static`, or leaked once at start): its
+    /// entry borrows its text.
+    ///
+    /// # Errors
+    ///
+    /// The rule the tool's spec or scopes break (they were checked when they were built,
+    /// so only a tool built from unchecked parts fails here).
+    ///
+    /// ```
+    /// use cairnloop::{Actor, Governor, Outcome, PolicyDenial, Registry, RiskTier, ToolCall, ToolEntry};
+    /// use cairnloop::declare::{RunError, RunFuture, ToolSpecOf};
+    /// use cairnloop::json::{DeclaredTool, Forward};
+    ///
+    /// struct Sum;
+    /// impl Forward<()> for Sum {
+    ///     fn forward<'a>(&'a self, arguments: &'a serde_json::Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    ///         let sum = arguments["a"].as_f64().unwrap_or(0.0) + arguments["b"].as_f64().unwrap_or(0.0);
+    ///         Box::pin(async move { Ok::<_, RunError>(serde_json::json!(sum)) })
+    ///     }
+    /// }
+    /// fn anyone(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+    ///
+    /// let spec = ToolSpecOf::try_new("sum", "Sum", "Adds two numbers.", RiskTier::ReadOnly)?;
+    /// let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]});
+    /// let tool: &'static DeclaredTool<()> = Box::leak(Box::new(DeclaredTool::new(&spec, &[], schema, Sum)?));
+    /// let entries: &'static [ToolEntry<()>] = Box::leak(Box::new([ToolEntry::declared(tool, anyone)?]));
+    /// let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries)?));
+    ///
+    /// let governor = Governor::new(registry);
+    /// let call = ToolCall::new("sum", r#"{"a": 2, "b": 3}"#);
+    /// let outcome = pollster::block_on(governor.call(&call, &Actor::new("agent", &[]), &()))?;
+    /// assert!(matches!(outcome, Outcome::Executed(sum) if sum == serde_json::json!(5.0)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn declared(
+        tool: &'static DeclaredTool<C>,
+        authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
+    ) -> Result<Self, SpecError> {
+        Ok(Self::from_parts(tool.spec()?, tool.scopes()?, authorize).with_codec(tool))
+    }
+}
+
+impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
+    fn decode(&self, arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors> {
+        let input = Value::Object(parse_arguments(arguments, limits)?);
+        let mut found: Vec<FieldError> = self
+            .validator
+            .iter_errors(&input)
+            .flat_map(|error| field_errors(&error))
+            .collect();
+        if found.is_empty() {
+            return Ok(Box::new(input));
+        }
+        found.sort_by(|a, b| (a.path(), a.code()).cmp(&(b.path(), b.code())));
+        found.dedup_by(|a, b| a.path() == b.path() && a.code() == b.code());
+        let mut errors = InputErrors::new();
+        for error in found {
+            errors.push(error);
+        }
+        Err(errors)
+    }
+
+    fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors> {
+        self.decode(arguments, limits).map(drop)
+    }
+
+    fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
+        let template = self.preview.as_ref()?;
+        let input = input.downcast_ref::<Value>()?;
+        Some(out.write_str(&template.render(input)))
+    }
+
+    fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
+        input
+            .downcast_ref::<Value>()
+            .map(canonical_json)
+            .ok_or_else(|| RunError::InputType.to_string())
+    }
+
+    fn run<'a>(
+        &'a self,
+        input: ErasedInput,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+        _key: RunKey<'a>,
+    ) -> RunFuture<'a> {
+        let Ok(input) = input.downcast::<Value>() else {
+            return Box::pin(core::future::ready(Err(RunError::InputType)));
+        };
+        Box::pin(async move { self.forward.forward(&input, actor, context).await })
+    }
+
+    #[cfg(feature = "schemars")]
+    fn schema(&self) -> Option<Value> {
+        Some(self.schema.clone())
+    }
+}
+
+/// The crate's field errors for one of the validator's: the same codes a Rust tool's
+/// input reports, at the field's JSON Pointer.
+fn field_errors(error: &jsonschema::ValidationError<'_>) -> Vec<FieldError> {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let at = error.instance_path().to_string();
+    let child = |name: &str| {
+        let mut path = at.clone();
+        path.push('/');
+        push_pointer_token(&mut path, name);
+        path
+    };
+    let message = || {
+        let text = error.to_string();
+        match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+            Some((cut, _)) => format!("{}…", &text[..cut]),
+            None => text,
+        }
+    };
+    let code = match error.kind() {
+        Kind::Required { property } => {
+            let name = property
+                .as_str()
+                .map_or_else(|| property.to_string(), ToString::to_string);
+            return alloc::vec![FieldError::owned(
+                child(&name),
+                "required",
+                "is required".into()
+            )];
+        }
+        Kind::AdditionalProperties { unexpected } | Kind::UnevaluatedProperties { unexpected } => {
+            return unexpected
+                .iter()
+                .map(|name| {
+                    FieldError::owned(
+                        child(name),
+                        "unknown_field",
+                        "this field is not part of the tool's input".into(),
+                    )
+                })
+                .collect();
+        }
+        Kind::Type { .. } => "invalid_type",
+        Kind::Enum { .. } | Kind::Constant { .. } => "invalid_value",
+        Kind::Minimum { .. }
+        | Kind::Maximum { .. }
+        | Kind::ExclusiveMinimum { .. }
+        | Kind::ExclusiveMaximum { .. }
+        | Kind::MultipleOf { .. } => "out_of_range",
+        Kind::MinLength { .. }
+        | Kind::MaxLength { .. }
+        | Kind::MinItems { .. }
+        | Kind::MaxItems { .. }
+        | Kind::MinProperties { .. }
+        | Kind::MaxProperties { .. } => "invalid_length",
+        Kind::Format { .. } | Kind::Pattern { .. } => "invalid_format",
+        _ => "invalid",
+    };
+    alloc::vec![FieldError::owned(at, code, message())]
+}

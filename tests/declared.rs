@@ -1,0 +1,278 @@
+//! Tools declared from data go through the one pipeline: every field error from their
+//! JSON Schema, the strict parse, deny by default, approvals bound to the exact call and
+//! run once, destructive never. The upstream here counts what reaches it.
+#![cfg(feature = "declared")]
+
+use std::sync::Mutex;
+
+use cairnloop::declare::{RunError, RunFuture, ScopeOf, ToolSpecOf};
+use cairnloop::gate::Blocked;
+use cairnloop::json::{DeclaredTool, Forward, Template};
+use cairnloop::{Actor, Governor, Outcome, PolicyDenial, Registry, RiskTier, ToolCall, ToolEntry};
+use serde_json::{Value, json};
+
+/// An upstream that records each call it receives.
+struct Upstream {
+    calls: &'static Mutex<Vec<(String, Value)>>,
+    tool: &'static str,
+}
+
+impl Forward<()> for Upstream {
+    fn forward<'a>(&'a self, arguments: &'a Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((self.tool.to_owned(), arguments.clone()));
+        Box::pin(async move { Ok::<_, RunError>(json!({"done": self.tool})) })
+    }
+}
+
+fn anyone(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+    Ok(())
+}
+
+fn nobody(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+    Err(PolicyDenial::NoPolicyDefined)
+}
+
+static CALLS: Mutex<Vec<(String, Value)>> = Mutex::new(Vec::new());
+
+fn file_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1},
+            "content": {"type": "string"}
+        },
+        "required": ["path", "content"],
+        "additionalProperties": false
+    })
+}
+
+fn tool(
+    name: &'static str,
+    tier: RiskTier,
+    scopes: &[&str],
+    schema: Value,
+) -> &'static DeclaredTool<()> {
+    let spec = ToolSpecOf::try_new(name, name, "Declared in a test.", tier).unwrap();
+    let scopes: Vec<ScopeOf<'_>> = scopes
+        .iter()
+        .map(|s| ScopeOf::try_new(s).unwrap())
+        .collect();
+    let declared = DeclaredTool::new(
+        &spec,
+        &scopes,
+        schema,
+        Upstream {
+            calls: &CALLS,
+            tool: name,
+        },
+    )
+    .unwrap();
+    let declared = if tier == RiskTier::LowWrite {
+        declared.with_preview(Template::parse("Write {path}").unwrap())
+    } else {
+        declared
+    };
+    Box::leak(Box::new(declared))
+}
+
+/// The registry, built once for the process (a gateway builds its catalogue at start).
+fn registry() -> &'static Registry<()> {
+    static REGISTRY: std::sync::OnceLock<&'static Registry<()>> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let entries = vec![
+            ToolEntry::declared(
+                tool("read_file", RiskTier::ReadOnly, &["fs:read"], file_schema()),
+                anyone,
+            )
+            .unwrap(),
+            ToolEntry::declared(
+                tool(
+                    "write_file",
+                    RiskTier::LowWrite,
+                    &["fs:write"],
+                    file_schema(),
+                ),
+                anyone,
+            )
+            .unwrap(),
+            ToolEntry::declared(
+                tool(
+                    "move_file",
+                    RiskTier::Destructive,
+                    &["fs:write"],
+                    file_schema(),
+                ),
+                anyone,
+            )
+            .unwrap(),
+            ToolEntry::declared(
+                tool("secret_file", RiskTier::ReadOnly, &[], file_schema()),
+                nobody,
+            )
+            .unwrap(),
+        ];
+        let entries: &'static [ToolEntry<()>] = Box::leak(entries.into_boxed_slice());
+        Box::leak(Box::new(Registry::try_new(entries).unwrap()))
+    })
+}
+
+fn calls_of(tool: &str) -> Vec<Value> {
+    CALLS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(name, _)| name == tool)
+        .map(|(_, arguments)| arguments.clone())
+        .collect()
+}
+
+const AGENT: Actor<'static> = Actor::new("agent-7", &["fs:read", "fs:write"]);
+
+fn call(governor: &Governor<()>, tool: &str, arguments: &str) -> Outcome {
+    pollster::block_on(governor.call(&ToolCall::new(tool, arguments), &AGENT, &())).unwrap()
+}
+
+#[test]
+fn a_read_runs_at_once_with_the_checked_arguments() {
+    let governor = Governor::new(registry());
+    let outcome = call(
+        &governor,
+        "read_file",
+        r#"{"path": "/srv/a.txt", "content": ""}"#,
+    );
+    assert!(
+        matches!(&outcome, Outcome::Executed(output) if *output == json!({"done": "read_file"})),
+        "{outcome:?}"
+    );
+    assert!(calls_of("read_file").contains(&json!({"path": "/srv/a.txt", "content": ""})));
+}
+
+#[test]
+fn every_field_error_comes_in_one_answer_and_nothing_is_forwarded() {
+    let governor = Governor::new(registry());
+    let outcome = call(
+        &governor,
+        "write_file",
+        r#"{"content": 5, "zzz": true, "path": ""}"#,
+    );
+    let Outcome::Blocked(Blocked::NeedsInput { errors }) = outcome else {
+        panic!("expected field errors, got {outcome:?}");
+    };
+    let found: Vec<(&str, &str)> = errors.iter().map(|e| (e.path(), e.code())).collect();
+    assert_eq!(
+        found,
+        [
+            ("/content", "invalid_type"),
+            ("/path", "invalid_length"),
+            ("/zzz", "unknown_field")
+        ]
+    );
+    let outcome = call(&governor, "write_file", "{}");
+    let Outcome::Blocked(Blocked::NeedsInput { errors }) = outcome else {
+        panic!("expected field errors, got {outcome:?}");
+    };
+    let found: Vec<(&str, &str)> = errors.iter().map(|e| (e.path(), e.code())).collect();
+    assert_eq!(found, [("/content", "required"), ("/path", "required")]);
+    // Nothing that failed its schema reached the upstream.
+    assert!(
+        calls_of("write_file")
+            .iter()
+            .all(|a| a.get("zzz").is_none() && a["content"].is_string() && a["path"] != "")
+    );
+}
+
+#[test]
+fn the_strict_parse_holds_for_declared_tools_too() {
+    let governor = Governor::new(registry());
+    for arguments in [
+        r#"{"path": "a", "path": "b", "content": "x"}"#,
+        r#"{"path": "a", "content": "x", "n": 9007199254740993}"#,
+        r#"[1, 2]"#,
+        "not json",
+    ] {
+        let outcome = call(&governor, "read_file", arguments);
+        assert!(
+            matches!(outcome, Outcome::Blocked(Blocked::NeedsInput { .. })),
+            "{arguments}: {outcome:?}"
+        );
+    }
+}
+
+#[test]
+fn a_write_waits_for_a_person_and_then_runs_once() {
+    let governor = Governor::new(registry());
+    let arguments = r#"{"path": "/srv/approved.txt", "content": "hello"}"#;
+    let Outcome::AwaitingApproval(lane) = call(&governor, "write_file", arguments) else {
+        panic!("a low-write tool waits");
+    };
+    assert_eq!(
+        lane.proposal().preview().text(),
+        r#"Write "/srv/approved.txt""#
+    );
+    assert_eq!(lane.proposal().risk_tier(), RiskTier::LowWrite);
+    assert_eq!(lane.proposal().required_scopes(), ["fs:write"]);
+    let key = lane.key();
+    // Four eyes: the proposer cannot approve its own call.
+    assert!(pollster::block_on(governor.approve(&key, "agent-7")).is_err());
+    pollster::block_on(governor.approve(&key, "operator")).unwrap();
+    // The same call, its keys in another order: the same lane, run once.
+    let reordered = r#"{"content": "hello", "path": "/srv/approved.txt"}"#;
+    let outcome = call(&governor, "write_file", reordered);
+    assert!(matches!(outcome, Outcome::Executed(_)), "{outcome:?}");
+    let outcome = call(&governor, "write_file", arguments);
+    assert!(matches!(outcome, Outcome::Executed(_)), "{outcome:?}");
+    let runs = calls_of("write_file")
+        .into_iter()
+        .filter(|a| a["path"] == "/srv/approved.txt")
+        .count();
+    assert_eq!(
+        runs, 1,
+        "an approved call runs once; its repeat answers what it returned"
+    );
+    // Other arguments are another call: they wait for their own approval.
+    let other = r#"{"path": "/srv/approved.txt", "content": "HELLO"}"#;
+    assert!(matches!(
+        call(&governor, "write_file", other),
+        Outcome::AwaitingApproval(_)
+    ));
+}
+
+#[test]
+fn a_destructive_tool_is_never_forwarded_and_policy_denies_by_default() {
+    let governor = Governor::new(registry());
+    let outcome = call(
+        &governor,
+        "move_file",
+        r#"{"path": "/srv/a", "content": ""}"#,
+    );
+    assert!(
+        matches!(outcome, Outcome::Blocked(Blocked::AlwaysBlocked { .. })),
+        "{outcome:?}"
+    );
+    assert!(calls_of("move_file").is_empty());
+    let outcome = call(
+        &governor,
+        "secret_file",
+        r#"{"path": "/srv/a", "content": ""}"#,
+    );
+    assert!(
+        matches!(outcome, Outcome::Blocked(Blocked::PolicyDenied { .. })),
+        "{outcome:?}"
+    );
+    assert!(calls_of("secret_file").is_empty());
+    // A caller without the scope: blocked before anything is forwarded.
+    let reader = Actor::new("reader", &["fs:read"]);
+    let outcome = pollster::block_on(governor.call(
+        &ToolCall::new("write_file", r#"{"path": "/x", "content": ""}"#),
+        &reader,
+        &(),
+    ))
+    .unwrap();
+    assert!(
+        matches!(outcome, Outcome::Blocked(Blocked::ScopeMissing { .. })),
+        "{outcome:?}"
+    );
+}
