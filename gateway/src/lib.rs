@@ -11,3 +11,4 @@
 
 pub mod catalogue;
 pub mod config;
+pub mod upstream;
