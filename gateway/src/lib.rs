@@ -11,4 +11,5 @@
 
 pub mod catalogue;
 pub mod config;
+pub mod serve;
 pub mod upstream;

@@ -1,57 +1,138 @@
-//! `cairnloop-gateway check CONFIG`: reads a configuration and prints every problem, or
-//! what it declares.
+//! `cairnloop-gateway`: checks a configuration, serves the tools it declares over stdio,
+//! and lets an operator decide what waits.
 
 #![forbid(unsafe_code)]
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cairnloop::Governor;
+use cairnloop::gate::LaneState;
+use cairnloop::mcp::{LineTransport, McpServer};
+use cairnloop::stores::SqliteStore;
 use cairnloop_gateway::config::Config;
+use rmcp::ServiceExt;
 
 const USAGE: &str = "usage: cairnloop-gateway check CONFIG
+       cairnloop-gateway serve CONFIG --store PATH
+       cairnloop-gateway operator --store PATH (list | approve ID --as WHO | reject ID --as WHO --reason WHY)
 
-  check CONFIG   read CONFIG (TOML), print every problem with its line and column, and
-                 exit 1 if there is one; otherwise list what it declares";
+  check CONFIG      read CONFIG (TOML), print every problem with its line and column, and
+                    exit 1 if there is one; otherwise list what it declares
+  serve CONFIG      start every upstream, and serve the tools CONFIG declares over stdio
+                    (MCP), for [gateway] local_actor with its local_scopes; lanes in PATH
+  operator          list what waits in PATH, or approve or reject it";
 
 fn main() -> ExitCode {
-    match run() {
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let command = arguments
+        .first()
+        .and_then(|word| word.to_str())
+        .unwrap_or("");
+    let parser = lexopt::Parser::from_args(arguments.iter().skip(1));
+    let done = match command {
+        "check" => check(parser),
+        "serve" | "operator" => {
+            let runtime = match tokio::runtime::Runtime::new() {
+                Ok(runtime) => runtime,
+                Err(error) => return fail(&format!("cannot start a runtime: {error}")),
+            };
+            if command == "serve" {
+                runtime.block_on(serve(parser))
+            } else {
+                runtime.block_on(operator(parser))
+            }
+        }
+        "-h" | "--help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        "" => Err(Failure::Usage("a command is needed".into())),
+        other => Err(Failure::Usage(format!("unknown command `{other}`"))),
+    };
+    match done {
         Ok(code) => code,
-        Err(message) => {
+        Err(Failure::Usage(message)) => {
             eprintln!("cairnloop-gateway: {message}\n\n{USAGE}");
             ExitCode::from(2)
         }
+        Err(Failure::Run(message)) => fail(&message),
     }
 }
 
-fn run() -> Result<ExitCode, String> {
+fn fail(message: &str) -> ExitCode {
+    eprintln!("cairnloop-gateway: {message}");
+    ExitCode::FAILURE
+}
+
+enum Failure {
+    Usage(String),
+    Run(String),
+}
+
+impl From<lexopt::Error> for Failure {
+    fn from(error: lexopt::Error) -> Self {
+        Self::Usage(error.to_string())
+    }
+}
+
+/// The words and options of a command line.
+struct Words {
+    words: Vec<String>,
+    store: Option<PathBuf>,
+    by: Option<String>,
+    reason: Option<String>,
+}
+
+fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
     use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_env();
-    let mut command = None;
-    let mut path = None;
-    while let Some(arg) = parser.next().map_err(|error| error.to_string())? {
+    let mut parsed = Words {
+        words: Vec::new(),
+        store: None,
+        by: None,
+        reason: None,
+    };
+    let text = |value: std::ffi::OsString| {
+        value
+            .into_string()
+            .map_err(|_| Failure::Usage("arguments must be UTF-8".into()))
+    };
+    while let Some(arg) = parser.next()? {
         match arg {
-            Short('h') | Long("help") => {
-                println!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            Value(value) if command.is_none() => {
-                command = Some(value.string().map_err(|error| error.to_string())?);
-            }
-            Value(value) if path.is_none() => path = Some(value),
-            other => return Err(other.unexpected().to_string()),
+            Long("store") => parsed.store = Some(parser.value()?.into()),
+            Long("as") => parsed.by = Some(text(parser.value()?)?),
+            Long("reason") => parsed.reason = Some(text(parser.value()?)?),
+            Value(value) => parsed.words.push(text(value)?),
+            other => return Err(other.unexpected().into()),
         }
     }
-    match command.as_deref() {
-        Some("check") => {}
-        Some(other) => return Err(format!("unknown command `{other}`")),
-        None => return Err("a command is needed".into()),
-    }
-    let path = path.ok_or("`check` needs the configuration's path")?;
-    let source = std::fs::read_to_string(&path)
-        .map_err(|error| format!("cannot read {}: {error}", path.to_string_lossy()))?;
-    let shown = path.to_string_lossy();
-    match Config::parse(&source) {
+    Ok(parsed)
+}
+
+fn read_config(path: &str) -> Result<(String, Result<Config, String>), Failure> {
+    let source = std::fs::read_to_string(path)
+        .map_err(|error| Failure::Usage(format!("cannot read {path}: {error}")))?;
+    let config = Config::parse(&source).map_err(|problems| {
+        problems
+            .iter()
+            .map(|problem| format!("{path}:{problem}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok((source, config))
+}
+
+fn check(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
+    let parsed = words(parser)?;
+    let [path] = parsed.words.as_slice() else {
+        return Err(Failure::Usage(
+            "`check` needs the configuration's path".into(),
+        ));
+    };
+    let (_, config) = read_config(path)?;
+    match config {
         Ok(config) => {
-            println!("{shown}: ok");
+            println!("{path}: ok");
             for upstream in &config.upstreams {
                 let hidden = match upstream.default_tier {
                     Some(tier) => format!("tools not named: {}", tier.as_str()),
@@ -72,14 +153,119 @@ fn run() -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Err(problems) => {
-            for problem in problems.iter() {
-                eprintln!("{shown}:{problem}");
-            }
+            eprintln!("{problems}");
             eprintln!(
                 "{} problem(s); nothing is served from this file",
-                problems.len()
+                problems.lines().count()
             );
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+fn open_store(parsed: &Words) -> Result<SqliteStore, Failure> {
+    let store = parsed
+        .store
+        .as_ref()
+        .ok_or_else(|| Failure::Usage("--store PATH is needed: where lanes are kept".into()))?;
+    SqliteStore::open(store)
+        .map_err(|error| Failure::Run(format!("cannot open {}: {error}", store.display())))
+}
+
+async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
+    let parsed = words(parser)?;
+    let [path] = parsed.words.as_slice() else {
+        return Err(Failure::Usage(
+            "`serve` needs the configuration's path".into(),
+        ));
+    };
+    let config = read_config(path)?.1.map_err(Failure::Run)?;
+    let actor = config.gateway.local_actor.clone().ok_or_else(|| {
+        Failure::Run(format!(
+            "{path}: [gateway] local_actor is needed to serve over stdio (who calls)"
+        ))
+    })?;
+    let store = open_store(&parsed)?;
+    let gateway = cairnloop_gateway::serve::start(&config, store)
+        .await
+        .map_err(|error| Failure::Run(error.to_string()))?;
+    for (upstream, hidden) in &gateway.hidden {
+        eprintln!(
+            "cairnloop-gateway: hidden {upstream}/{}: {}",
+            hidden.tool, hidden.reason
+        );
+    }
+    // A run that a previous process left unfinished is marked for a person to resolve.
+    gateway
+        .governor
+        .sweep()
+        .await
+        .map_err(|error| Failure::Run(format!("cannot sweep the store: {error}")))?;
+    let server = McpServer::new(std::sync::Arc::clone(&gateway.governor), (), actor)
+        .with_scopes(config.gateway.local_scopes.clone());
+    let running = server
+        .serve(LineTransport::stdio())
+        .await
+        .map_err(|error| Failure::Run(format!("could not start: {error}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|error| Failure::Run(error.to_string()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn operator(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
+    static NOTHING: cairnloop::Registry<()> = cairnloop::Registry::new(&[]);
+    let parsed = words(parser)?;
+    // Deciding reads and writes lanes only: no upstream is started.
+    let governor = Governor::new(&NOTHING).with_store(open_store(&parsed)?);
+    let key = |word: Option<&String>| -> Result<cairnloop::IdempotencyKey, Failure> {
+        word.ok_or_else(|| Failure::Usage("a proposal id is needed".into()))?
+            .parse()
+            .map_err(|error| Failure::Usage(format!("{error}")))
+    };
+    let run = |error: cairnloop::ApprovalError| Failure::Run(error.to_string());
+    match parsed.words.first().map(String::as_str) {
+        Some("list") => {
+            for lane in governor
+                .lanes(LaneState::Pending, None, 100)
+                .await
+                .map_err(run)?
+            {
+                let preview = lane
+                    .proposal()
+                    .preview()
+                    .text()
+                    .lines()
+                    .next()
+                    .unwrap_or("");
+                println!(
+                    "{} {} {} {preview}",
+                    lane.key(),
+                    lane.proposal().tool(),
+                    lane.proposal().actor_id()
+                );
+            }
+        }
+        Some(verb @ ("approve" | "reject")) => {
+            let key = key(parsed.words.get(1))?;
+            let by = parsed
+                .by
+                .as_deref()
+                .ok_or_else(|| Failure::Usage("--as WHO is needed: who decides".into()))?;
+            let lane = if verb == "approve" {
+                governor.approve(&key, by).await
+            } else {
+                let reason = parsed
+                    .reason
+                    .as_deref()
+                    .ok_or_else(|| Failure::Usage("--reason is needed to reject".into()))?;
+                governor.reject(&key, by, reason).await
+            }
+            .map_err(run)?;
+            println!("{} {}", lane.key(), lane.state());
+        }
+        _ => return Err(Failure::Usage("operator: list, approve or reject".into())),
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -133,6 +133,19 @@ pub enum DeclareError {
     Schema(#[from] SchemaError),
 }
 
+impl Hidden {
+    /// A hidden tool and the reason.
+    ///
+    /// ```
+    /// let hidden = cairnloop_gateway::catalogue::Hidden::new("rm".into(), "not named".into());
+    /// assert_eq!(hidden.tool, "rm");
+    /// ```
+    #[must_use]
+    pub fn new(tool: String, reason: String) -> Self {
+        Self { tool, reason }
+    }
+}
+
 impl Offered {
     /// The tool, declared to the crate with `forward` running its calls.
     ///

@@ -1,0 +1,138 @@
+//! A gateway assembled from its configuration: each upstream started and listed, what it
+//! offers declared to the crate, and one governor over them with a SQLite store.
+
+use std::sync::Arc;
+
+use cairnloop::stores::SqliteStore;
+use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
+
+use crate::catalogue::{Hidden, build, read_listing};
+use crate::config::{Config, Transport};
+use crate::upstream::{ToUpstream, Upstream, UpstreamError};
+
+/// Why a gateway could not be assembled.
+///
+/// ```
+/// use cairnloop_gateway::serve::StartError;
+///
+/// let err = StartError::NotYet("an upstream reached by `url`");
+/// assert_eq!(err.to_string(), "not served yet: an upstream reached by `url`");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// An upstream could not be started or listed.
+    #[error("upstream `{id}`: {error}")]
+    Upstream {
+        /// The upstream's id.
+        id: String,
+        /// What went wrong.
+        error: UpstreamError,
+    },
+    /// Its `tools/list` answer could not be read.
+    #[error("upstream `{0}`: its tools/list answer has no `tools` array")]
+    Listing(String),
+    /// An offered tool could not be declared to the crate.
+    #[error("tool `{tool}`: {error}")]
+    Declare {
+        /// The listed name.
+        tool: String,
+        /// Why.
+        error: crate::catalogue::DeclareError,
+    },
+    /// The registry refused the tools (two names equal ignoring ASCII case).
+    #[error("{0}")]
+    Registry(cairnloop::SpecError),
+    /// The configuration asks for something this gateway does not enforce yet: it
+    /// refuses to start rather than serve without it.
+    #[error("not served yet: {0}")]
+    NotYet(&'static str),
+}
+
+/// A gateway ready to serve: its governor, and what each upstream hides.
+pub struct Gateway {
+    /// The governor over every offered tool.
+    pub governor: Arc<Governor<(), SqliteStore>>,
+    /// What each upstream lists that is not offered, and why.
+    pub hidden: Vec<(String, Hidden)>,
+    /// The running upstreams (they stop when the gateway is dropped).
+    pub upstreams: Vec<Arc<Upstream>>,
+}
+
+/// Scopes are the gateway's access rule; beyond them, a configured tool is allowed.
+fn configured(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+    Ok(())
+}
+
+/// Starts every upstream of `config`, declares what it offers, and makes the governor.
+///
+/// The tools live for the rest of the process (their entries borrow their text): a
+/// gateway assembles its catalogue once, at start.
+///
+/// # Errors
+///
+/// [`StartError`]: an upstream that does not start, list or declare; or what is not
+/// enforced yet (an `accounts` rule, an upstream reached by `url`).
+pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, StartError> {
+    if config.tools.iter().any(|tool| !tool.accounts.is_empty()) {
+        return Err(StartError::NotYet("a tool's `accounts` rule"));
+    }
+    let mut entries: Vec<ToolEntry<()>> = Vec::new();
+    let mut hidden = Vec::new();
+    let mut upstreams = Vec::new();
+    for declared in &config.upstreams {
+        let Transport::Stdio { command, args, env } = &declared.transport else {
+            return Err(StartError::NotYet("an upstream reached by `url`"));
+        };
+        let upstream =
+            Upstream::start(command, args, env)
+                .await
+                .map_err(|error| StartError::Upstream {
+                    id: declared.id.clone(),
+                    error,
+                })?;
+        let listing = upstream
+            .listing()
+            .await
+            .map_err(|error| StartError::Upstream {
+                id: declared.id.clone(),
+                error,
+            })?;
+        let (tools, set_aside) =
+            read_listing(&listing).map_err(|_| StartError::Listing(declared.id.clone()))?;
+        for aside in set_aside {
+            hidden.push((
+                declared.id.clone(),
+                Hidden::new(aside.name.unwrap_or_default(), aside.reason),
+            ));
+        }
+        let offer = build(config, &declared.id, tools);
+        for offered in &offer.offered {
+            let tool = offered
+                .declare::<()>(ToUpstream::new(Arc::clone(&upstream), &offered.tool))
+                .map_err(|error| StartError::Declare {
+                    tool: offered.listed.clone(),
+                    error,
+                })?;
+            let tool: &'static _ = Box::leak(Box::new(tool));
+            let entry =
+                ToolEntry::declared(tool, configured).map_err(|error| StartError::Declare {
+                    tool: offered.listed.clone(),
+                    error: error.into(),
+                })?;
+            entries.push(entry);
+        }
+        hidden.extend(offer.hidden.into_iter().map(|h| (declared.id.clone(), h)));
+        upstreams.push(upstream);
+    }
+    let entries: &'static [ToolEntry<()>] = Box::leak(entries.into_boxed_slice());
+    let registry: &'static Registry<()> = Box::leak(Box::new(
+        Registry::try_new(entries).map_err(StartError::Registry)?,
+    ));
+    let governor = Arc::new(Governor::new(registry).with_store(store));
+    Ok(Gateway {
+        governor,
+        hidden,
+        upstreams,
+    })
+}
