@@ -1,0 +1,115 @@
+// End to end: the official TypeScript MCP SDK drives cairnloop-gateway over stdio, in
+// front of the official filesystem MCP server (both from npm, neither written here).
+//
+// Run by .ci/run (`npm ci && npm test` here) after the gateway is built; the binary is
+// taken from $CAIRNLOOP_GATEWAY (default: target/debug/cairnloop-gateway).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, "../..");
+const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
+const FILESYSTEM = join(HERE, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+
+/** A share, a configuration in front of the filesystem server, and a lane store. */
+function setup() {
+  const dir = mkdtempSync(join(tmpdir(), "cairnloop-gateway-ts-"));
+  const share = join(dir, "share");
+  mkdirSync(share);
+  writeFileSync(join(share, "hello.txt"), "hello");
+  const config = join(dir, "gateway.toml");
+  writeFileSync(config, `
+[gateway]
+local_actor = "agent"
+local_scopes = ["fs:read", "fs:write"]
+
+[upstreams.fs]
+command = "node"
+args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
+
+[tools.fs.read_text_file]
+tier = "read_only"
+scopes = ["fs:read"]
+
+[tools.fs.write_file]
+tier = "low_write"
+scopes = ["fs:write"]
+preview = "Write {path}"
+
+[tools.fs.move_file]
+tier = "destructive"
+`);
+  return { share: realpathSync(share), config, store: join(dir, "lanes.db") };
+}
+
+async function connect({ config, store }) {
+  const client = new Client({ name: "cairnloop-gateway-ts-e2e", version: "1.0.0" });
+  await client.connect(new StdioClientTransport({
+    command: GATEWAY,
+    args: ["serve", config, "--store", store],
+    stderr: "ignore",
+  }));
+  return client;
+}
+
+const operator = (store, ...words) =>
+  execFileSync(GATEWAY, ["operator", "--store", store, ...words], { encoding: "utf8" });
+
+test("through the gateway, a read runs, a write waits for the operator and writes once, a move never reaches the server", async () => {
+  const paths = setup();
+  const client = await connect(paths);
+  try {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((tool) => tool.name).sort(), ["fs_read_text_file", "fs_write_file"]);
+
+    const read = await client.callTool({ name: "fs_read_text_file", arguments: { path: join(paths.share, "hello.txt") } });
+    assert.equal(read.isError, false);
+    assert.equal(read.structuredContent.status, "executed");
+    assert.match(JSON.stringify(read.structuredContent), /hello/);
+
+    const target = join(paths.share, "written.txt");
+    const write = { name: "fs_write_file", arguments: { path: target, content: "once" } };
+    const waiting = await client.callTool(write);
+    assert.equal(waiting.structuredContent.status, "awaiting_approval");
+    assert.equal(waiting.structuredContent.preview, `Write ${JSON.stringify(target)}`);
+    assert.equal(existsSync(target), false);
+
+    const id = waiting.structuredContent.proposal_id;
+    assert.match(operator(paths.store, "list"), new RegExp(id));
+    const self = spawnSync(GATEWAY, ["operator", "--store", paths.store, "approve", id, "--as", "agent"]);
+    assert.notEqual(self.status, 0, "the proposer cannot approve its own call");
+    operator(paths.store, "approve", id, "--as", "operator");
+
+    const ran = await client.callTool(write);
+    assert.equal(ran.structuredContent.status, "executed");
+    assert.equal(readFileSync(target, "utf8"), "once");
+    writeFileSync(target, "sentinel");
+    const again = await client.callTool(write);
+    assert.equal(again.structuredContent.status, "executed");
+    assert.equal(readFileSync(target, "utf8"), "sentinel", "the approved call ran once");
+
+    const moved = join(paths.share, "moved.txt");
+    const refused = await client.callTool({ name: "fs_move_file", arguments: { source: join(paths.share, "hello.txt"), destination: moved } });
+    assert.equal(refused.isError, true);
+    assert.equal(refused.structuredContent.status, "blocked");
+    assert.equal(existsSync(moved), false);
+
+    // The upstream's own schema is checked before anything is forwarded (it allows
+    // other fields; it requires `path`).
+    const invalid = await client.callTool({ name: "fs_read_text_file", arguments: { file: "x", tail: "ten" } });
+    assert.equal(invalid.isError, true);
+    assert.deepEqual(invalid.structuredContent.errors.map((e) => [e.path, e.code]).sort(),
+      [["/path", "required"], ["/tail", "invalid_type"]]);
+  } finally {
+    await client.close();
+  }
+});
