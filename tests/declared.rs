@@ -276,3 +276,66 @@ fn a_destructive_tool_is_never_forwarded_and_policy_denies_by_default() {
         "{outcome:?}"
     );
 }
+
+/// An upstream that goes away mid-call: whether it wrote is unknown.
+struct Vanishing {
+    calls: &'static std::sync::atomic::AtomicUsize,
+}
+
+impl Forward<()> for Vanishing {
+    fn forward<'a>(&'a self, _: &'a Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async {
+            Err(RunError::OutcomeUnknown(
+                "the upstream exited mid-call".into(),
+            ))
+        })
+    }
+}
+
+#[test]
+fn a_run_whose_outcome_is_unknown_is_never_run_again_on_its_own() {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    // Idempotent, so a failure would be retried: an unknown outcome must not be.
+    let spec = ToolSpecOf::try_new("vanish", "Vanish", "Goes away.", RiskTier::LowWrite)
+        .unwrap()
+        .idempotent();
+    let tool = DeclaredTool::new(
+        &spec,
+        &[],
+        json!({"type": "object"}),
+        Vanishing { calls: &CALLS },
+    )
+    .unwrap();
+    let entries: &'static [ToolEntry<()>] = Box::leak(Box::new([ToolEntry::declared(
+        Box::leak(Box::new(tool)),
+        anyone,
+    )
+    .unwrap()]));
+    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    // Three attempts for an idempotent tool that fails: none for one whose outcome is
+    // unknown.
+    let governor = Governor::new(registry)
+        .with_config(cairnloop::approvals::ApprovalConfig::new().with_max_attempts(3));
+    let Outcome::AwaitingApproval(lane) = call(&governor, "vanish", "{}") else {
+        panic!("a low-write tool waits");
+    };
+    pollster::block_on(governor.approve(&lane.key(), "operator")).unwrap();
+    let outcome = call(&governor, "vanish", "{}");
+    let Outcome::AwaitingApproval(lane) = outcome else {
+        panic!("the lane says where it stands: {outcome:?}");
+    };
+    assert_eq!(lane.state(), cairnloop::gate::LaneState::OutcomeUnknown);
+    assert_eq!(
+        lane.reason(),
+        Some("outcome unknown: the upstream exited mid-call")
+    );
+    // Asked again and again: never run again on its own.
+    for _ in 0..3 {
+        assert!(matches!(
+            call(&governor, "vanish", "{}"),
+            Outcome::AwaitingApproval(_)
+        ));
+    }
+    assert_eq!(CALLS.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

@@ -59,6 +59,15 @@ pub struct Gateway {
     pub upstreams: Vec<Arc<Upstream>>,
 }
 
+impl Gateway {
+    /// Stops every upstream (their processes are killed).
+    pub async fn shutdown(&self) {
+        for upstream in &self.upstreams {
+            upstream.shutdown().await;
+        }
+    }
+}
+
 /// Scopes are the gateway's access rule; beyond them, a configured tool is allowed.
 fn configured(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
     Ok(())
@@ -84,13 +93,12 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
         let Transport::Stdio { command, args, env } = &declared.transport else {
             return Err(StartError::NotYet("an upstream reached by `url`"));
         };
-        let upstream =
-            Upstream::start(command, args, env)
-                .await
-                .map_err(|error| StartError::Upstream {
-                    id: declared.id.clone(),
-                    error,
-                })?;
+        let upstream = Upstream::start(command, args, env, declared.call_timeout)
+            .await
+            .map_err(|error| StartError::Upstream {
+                id: declared.id.clone(),
+                error,
+            })?;
         let listing = upstream
             .listing()
             .await

@@ -8,7 +8,7 @@ use cairnloop::Actor;
 use cairnloop::declare::{RunError, RunFuture};
 use cairnloop::json::Forward;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
+use rmcp::service::{Peer, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
@@ -16,8 +16,8 @@ use serde_json::Value;
 /// The longest an upstream may take to start and answer its listing.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The longest one forwarded call may take.
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest [`Upstream::shutdown`] waits for an upstream's process to end.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The largest result taken from an upstream, written as JSON; a larger one is a failed
 /// call (the upstream's work may be done: the lane says so).
@@ -50,18 +50,23 @@ pub enum UpstreamError {
 /// # async fn demo() -> Result<(), cairnloop_gateway::upstream::UpstreamError> {
 /// use cairnloop_gateway::upstream::Upstream;
 ///
-/// let upstream = Upstream::start("npx", &["-y".into(), "@modelcontextprotocol/server-filesystem".into(), "/srv".into()], &[]).await?;
+/// let args = ["-y".into(), "@modelcontextprotocol/server-filesystem".into(), "/srv".into()];
+/// let upstream = Upstream::start("npx", &args, &[], std::time::Duration::from_secs(120)).await?;
 /// let listing = upstream.listing().await?;
 /// assert!(listing["tools"].is_array());
 /// # Ok(()) }
 /// ```
 pub struct Upstream {
-    service: RunningService<RoleClient, ()>,
+    /// What calls go through.
+    peer: Peer<RoleClient>,
+    /// The connection and its process, until [`Upstream::shutdown`].
+    running: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
+    call_timeout: Duration,
 }
 
 impl Upstream {
     /// Starts `command` with `args` and `env` added to its environment, and completes
-    /// MCP's handshake.
+    /// MCP's handshake; each call it forwards may take `call_timeout`.
     ///
     /// # Errors
     ///
@@ -71,26 +76,37 @@ impl Upstream {
     /// ```
     /// # use cairnloop_gateway::upstream::{Upstream, UpstreamError};
     /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    /// let started = runtime.block_on(Upstream::start("/nonexistent/server", &[], &[]));
+    /// let timeout = std::time::Duration::from_secs(1);
+    /// let started = runtime.block_on(Upstream::start("/nonexistent/server", &[], &[], timeout));
     /// assert!(matches!(started, Err(UpstreamError::Start(_))));
     /// ```
     pub async fn start(
         command: &str,
         args: &[String],
         env: &[(String, String)],
+        call_timeout: Duration,
     ) -> Result<Arc<Self>, UpstreamError> {
         let command = tokio::process::Command::new(command).configure(|command| {
             command.args(args);
             command.envs(env.iter().map(|(name, value)| (name, value)));
-            command.stderr(std::process::Stdio::null());
         });
-        let transport = TokioChildProcess::new(command)
+        // Its standard error is discarded: an upstream that hangs must not hold the
+        // gateway's own open (not yet logged).
+        let mut command = process_wrap::tokio::CommandWrap::from(command);
+        command.wrap(process_wrap::tokio::KillOnDrop);
+        let (transport, _) = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::null())
+            .spawn()
             .map_err(|error| UpstreamError::Start(error.to_string()))?;
         let service = tokio::time::timeout(START_TIMEOUT, ().serve(transport))
             .await
             .map_err(|_| UpstreamError::Timeout)?
             .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
-        Ok(Arc::new(Self { service }))
+        Ok(Arc::new(Self {
+            peer: service.peer().clone(),
+            running: tokio::sync::Mutex::new(Some(service)),
+            call_timeout,
+        }))
     }
 
     /// The upstream's `tools/list` answer (every page), as the JSON it sent, for
@@ -100,7 +116,7 @@ impl Upstream {
     ///
     /// The upstream does not answer, or not in time.
     pub async fn listing(&self) -> Result<Value, UpstreamError> {
-        let tools = tokio::time::timeout(START_TIMEOUT, self.service.list_all_tools())
+        let tools = tokio::time::timeout(START_TIMEOUT, self.peer.list_all_tools())
             .await
             .map_err(|_| UpstreamError::Timeout)?
             .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
@@ -109,23 +125,45 @@ impl Upstream {
         Ok(serde_json::json!({ "tools": tools }))
     }
 
+    /// Stops talking to the upstream and ends its process: its input is closed, then it
+    /// is asked to stop (`SIGTERM`) and killed if it does not (a few seconds each).
+    pub async fn shutdown(&self) {
+        if let Some(mut running) = self.running.lock().await.take() {
+            let _ = running.close_with_timeout(SHUTDOWN_TIMEOUT).await;
+            // The transport kills a process still running from a task of its own, as
+            // it is dropped: give that task its turn before the runtime may end.
+            drop(running);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// One call of `tool` with `arguments`: the upstream's `CallToolResult` as JSON, or
-    /// why it failed (an error result's text; a timeout; a result too large).
+    /// why not.
     ///
     /// # Errors
     ///
-    /// [`RunError::Failed`] with the reason.
+    /// [`RunError::Failed`] with the text of an error result or an error answer: the
+    /// upstream says it did not do the work. [`RunError::OutcomeUnknown`] when the upstream went away, stopped
+    /// answering within its call timeout, or answered more than [`MAX_RESULT_BYTES`]: it
+    /// may have done the work, so the call is never run again on its own.
     pub async fn call(&self, tool: &str, arguments: &Value) -> Result<Value, RunError> {
         let arguments = arguments.as_object().cloned().unwrap_or_default();
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let result = tokio::time::timeout(CALL_TIMEOUT, self.service.call_tool(request))
+        let unknown = |why: String| RunError::OutcomeUnknown(why);
+        let result = tokio::time::timeout(self.call_timeout, self.peer.call_tool(request))
             .await
-            .map_err(|_| RunError::Failed("the upstream did not answer in time".into()))?
-            .map_err(|error| RunError::Failed(format!("the upstream failed: {error}")))?;
-        let result =
-            serde_json::to_value(&result).map_err(|error| RunError::Output(error.to_string()))?;
+            .map_err(|_| unknown("the upstream did not answer in time".into()))?
+            .map_err(|error| match error {
+                // An error answer: the upstream refused the call (an unknown tool, bad
+                // arguments), so it did not do the work.
+                rmcp::ServiceError::McpError(error) => {
+                    RunError::Failed(format!("the upstream refused the call: {}", error.message))
+                }
+                other => unknown(format!("the upstream failed: {other}")),
+            })?;
+        let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
         if result.to_string().len() > MAX_RESULT_BYTES {
-            return Err(RunError::Failed(format!(
+            return Err(unknown(format!(
                 "the upstream's result is larger than {MAX_RESULT_BYTES} bytes"
             )));
         }

@@ -83,6 +83,7 @@ async fn the_filesystem_server_is_governed_tool_by_tool() {
         "node",
         &[script.display().to_string(), share.display().to_string()],
         &[],
+        std::time::Duration::from_secs(60),
     )
     .await
     .unwrap();

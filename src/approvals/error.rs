@@ -131,6 +131,11 @@ pub enum ApprovalError {
         /// The last run's error.
         error: RunError,
     },
+    /// Whether the run did its work cannot be known (the server it was forwarded to went
+    /// away or stopped answering mid-call): the lane is now `outcome_unknown`, and it is
+    /// never run again on its own; a person resolves it.
+    #[error("the run's outcome is unknown: {0}")]
+    OutcomeUnknown(RunError),
     /// The tool ran (this holds what it returned), but its outcome could not be recorded:
     /// the lane stays claimed until its lease runs out and a sweep marks its outcome
     /// unknown, for a person to resolve. It is never run again on its own.

@@ -360,6 +360,8 @@ impl<S: ApprovalStore> Approvals<S> {
             };
             match result {
                 Ok(output) => break Ok(output),
+                // Its work may be done: running it again could do it twice.
+                Err(error @ RunError::OutcomeUnknown(_)) => break Err(Ok(error)),
                 Err(error) if attempts >= attempts_allowed => break Err(Ok(error)),
                 Err(_) => {}
             }
@@ -376,9 +378,14 @@ impl<S: ApprovalStore> Approvals<S> {
                 }),
             Err(Ok(error)) => {
                 let reason = error.to_string();
+                // Not known to have failed: a person resolves it, nothing runs it again.
+                let action = match error {
+                    RunError::OutcomeUnknown(_) => LaneAction::LoseLease,
+                    _ => LaneAction::Fail,
+                };
                 claimed
-                    .moved(LaneAction::Fail, now, None, Some(&reason))
-                    .map(|failed| (failed.with_attempts(attempts), LaneAction::Fail))
+                    .moved(action, now, None, Some(&reason))
+                    .map(|failed| (failed.with_attempts(attempts), action))
             }
             Err(Err(invalidation)) => {
                 let reason = invalidation.to_string();
@@ -393,6 +400,9 @@ impl<S: ApprovalStore> Approvals<S> {
         };
         match (outcome, committed) {
             (Ok(output), Ok(_)) => Ok(output),
+            (Err(Ok(error @ RunError::OutcomeUnknown(_))), Ok(_)) => {
+                Err(ApprovalError::OutcomeUnknown(error))
+            }
             (Err(Ok(error)), Ok(_)) => Err(ApprovalError::ExecutionFailed { attempts, error }),
             (Err(Err(invalidation)), Ok(_)) => Err(ApprovalError::Invalidated(invalidation)),
             // The tool was entered: never say that nothing ran.

@@ -86,4 +86,9 @@ pub enum RunError {
     /// The decoded input was not of the tool's input type (a bug in cairnloop).
     #[error("internal error: input of the wrong type")]
     InputType,
+    /// Whether the call did its work cannot be known (the server it was forwarded to
+    /// went away or stopped answering mid-call). Never retried: an approved call's lane
+    /// becomes `outcome_unknown`, for a person to resolve.
+    #[error("outcome unknown: {0}")]
+    OutcomeUnknown(String),
 }

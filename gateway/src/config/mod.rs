@@ -118,6 +118,9 @@ pub struct Upstream {
     /// The tier of its tools that the configuration does not name; `None`: those are
     /// hidden and blocked.
     pub default_tier: Option<RiskTier>,
+    /// The longest one forwarded call may take (`call_timeout_secs`, 1 to 3600; 120 by
+    /// default). Past it the call's outcome is unknown: a person resolves it.
+    pub call_timeout: std::time::Duration,
 }
 
 /// How an upstream is reached.
@@ -331,8 +334,20 @@ fn read_upstream<'s>(
     reader.only(
         table,
         &within,
-        &["command", "args", "env", "url", "token_env", "default_tier"],
+        &[
+            "command",
+            "args",
+            "env",
+            "url",
+            "token_env",
+            "default_tier",
+            "call_timeout_secs",
+        ],
     );
+    let call_timeout = table
+        .get("call_timeout_secs")
+        .and_then(|secs| reader.number(secs, "`call_timeout_secs`", 1..=3600))
+        .map_or(DEFAULT_CALL_TIMEOUT, std::time::Duration::from_secs);
     let default_tier = table
         .get("default_tier")
         .and_then(|tier| read_tier(reader, tier, "`default_tier`"));
@@ -414,6 +429,7 @@ fn read_upstream<'s>(
         id: id.to_owned(),
         transport,
         default_tier,
+        call_timeout,
     })
 }
 
@@ -445,6 +461,9 @@ fn read_tier<'s>(reader: &mut Reader<'s>, value: &Value<'s>, what: &str) -> Opti
         }
     }
 }
+
+/// How long a forwarded call may take when the configuration does not say.
+pub const DEFAULT_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The keys of a tool's declaration.
 const TOOL_KEYS: &[&str] = &[

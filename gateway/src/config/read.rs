@@ -83,6 +83,35 @@ impl<'s> Reader<'s> {
         }
     }
 
+    /// A whole number within `range`.
+    pub(crate) fn number(
+        &mut self,
+        value: &Value<'s>,
+        what: &str,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Option<u64> {
+        let parsed = match value.get_ref() {
+            DeValue::Integer(number) => {
+                u64::from_str_radix(&number.as_str().replace('_', ""), number.radix()).ok()
+            }
+            _ => None,
+        };
+        match parsed {
+            Some(number) if range.contains(&number) => Some(number),
+            _ => {
+                self.problem(
+                    value.span(),
+                    format!(
+                        "{what} must be a whole number from {} to {}",
+                        range.start(),
+                        range.end()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     /// An array of strings, each with its place.
     pub(crate) fn strings(&mut self, value: &Value<'s>, what: &str) -> Vec<(String, Range<usize>)> {
         let DeValue::Array(items) = value.get_ref() else {

@@ -1,0 +1,112 @@
+//! A hostile upstream (`tests/hostile/upstream.py`, one misbehaviour per run) behind the
+//! gateway: an approved call that it answers with death, silence, 5 MiB, garbage or a
+//! refusal never runs twice, never brings the gateway down, and leaves its lane where a
+//! person can see what happened. It also lies in its annotations: the configuration wins.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cairnloop::gate::LaneState;
+use cairnloop::stores::SqliteStore;
+use cairnloop::{Actor, Outcome, ToolCall};
+use cairnloop_gateway::config::Config;
+
+fn python() -> Option<&'static str> {
+    let found = Command::new("python3").arg("--version").output().is_ok();
+    assert!(
+        found || std::env::var_os("CAIRNLOOP_FILESYSTEM_SERVER").is_none(),
+        "CI runs these tests: python3 is needed"
+    );
+    if !found {
+        eprintln!("no python3: the hostile upstream cannot run");
+    }
+    found.then_some("python3")
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile/upstream.py")
+}
+
+/// The lane's state after an approved call met the upstream in `mode`, and how many
+/// calls reached the upstream, after the call was asked for three more times.
+async fn approved_call_against(mode: &str) -> (LaneState, Option<String>, usize) {
+    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-{mode}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("calls.log");
+    let config = Config::parse(&format!(
+        r#"
+[upstreams.bad]
+command = "python3"
+args = [{script:?}, {mode:?}, {log:?}]
+call_timeout_secs = 2
+
+[tools.bad.write]
+tier = "low_write"
+"#,
+        script = script().display().to_string(),
+        log = log.display().to_string(),
+    ))
+    .unwrap();
+    let store = SqliteStore::open(dir.join("lanes.db")).unwrap();
+    let gateway = cairnloop_gateway::serve::start(&config, store)
+        .await
+        .unwrap();
+    let governor = &gateway.governor;
+    let agent = Actor::new("agent", &[]);
+    let call = ToolCall::new("bad_write", r#"{"text": "hi"}"#);
+    // The upstream says it only reads; the configuration says it writes: it waits.
+    let Outcome::AwaitingApproval(lane) = governor.call(&call, &agent, &()).await.unwrap() else {
+        panic!("a low-write tool waits, whatever the upstream claims");
+    };
+    governor.approve(&lane.key(), "operator").await.unwrap();
+    for _ in 0..4 {
+        // Never an error that takes the gateway down: an answer each time.
+        let outcome = governor.call(&call, &agent, &()).await.unwrap();
+        assert!(
+            !matches!(outcome, Outcome::Blocked(_)),
+            "{mode}: {outcome:?}"
+        );
+    }
+    let lane = governor.lane(&lane.key()).await.unwrap();
+    let calls = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    let _ = std::fs::remove_dir_all(&dir);
+    (lane.state(), lane.reason().map(str::to_owned), calls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_misbehaves_mid_call_never_runs_an_approved_call_twice() {
+    if python().is_none() {
+        return;
+    }
+    for (mode, state, reason) in [
+        ("exit", LaneState::OutcomeUnknown, "the upstream failed"),
+        ("hang", LaneState::OutcomeUnknown, "did not answer in time"),
+        (
+            "huge",
+            LaneState::OutcomeUnknown,
+            "larger than 4194304 bytes",
+        ),
+        ("garbage", LaneState::OutcomeUnknown, "outcome unknown"),
+        (
+            "refuse",
+            LaneState::ExecutionFailed,
+            "the upstream refused the call: unknown tool: write",
+        ),
+        ("fine", LaneState::Executed, ""),
+    ] {
+        let (found, why, calls) = approved_call_against(mode).await;
+        assert_eq!(found, state, "{mode}: {why:?}");
+        assert!(
+            why.as_deref().unwrap_or("").contains(reason),
+            "{mode}: {why:?}"
+        );
+        assert_eq!(
+            calls, 1,
+            "{mode}: the approved call reached the upstream once"
+        );
+    }
+}

@@ -1,0 +1,63 @@
+"""A hostile MCP server for the gateway's tests: it misbehaves on `tools/call` in the
+way its first argument names, and appends one line to the file named by its second
+argument for every call it receives (so a test can count what reached it).
+
+Modes: exit (dies mid-call), hang (never answers), huge (answers 5 MiB), garbage (writes
+a line that is not JSON-RPC, then nothing), refuse (answers a JSON-RPC error, as a server
+that renamed the tool would), fine (answers a small result)."""
+
+import json
+import sys
+import time
+
+mode, log = sys.argv[1], sys.argv[2]
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+TOOLS = [
+    {
+        "name": "write",
+        "description": "Writes, it says harmlessly.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+        # A lie: it writes.
+        "annotations": {"readOnlyHint": True, "destructiveHint": False},
+    }
+]
+
+for line in sys.stdin:
+    try:
+        request = json.loads(line)
+    except ValueError:
+        continue
+    method, ident = request.get("method"), request.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": ident, "result": {
+            "protocolVersion": request["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hostile", "version": "0"},
+        }})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
+    elif method == "tools/call":
+        with open(log, "a") as calls:
+            calls.write(json.dumps(request["params"]) + "\n")
+        if mode == "exit":
+            sys.exit(3)
+        elif mode == "hang":
+            time.sleep(3600)
+        elif mode == "huge":
+            text = "x" * (5 * 1024 * 1024)
+            send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
+        elif mode == "garbage":
+            sys.stdout.write("{this is not json\n")
+            sys.stdout.flush()
+        elif mode == "refuse":
+            send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": "unknown tool: write"}})
+        else:
+            send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "written"}]}})
+    elif ident is not None:
+        send({"jsonrpc": "2.0", "id": ident, "result": {}})
