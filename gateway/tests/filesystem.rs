@@ -7,8 +7,12 @@
 //! Without that variable, the server is looked for where `npm ci` puts it; without
 //! `node` or the server these tests say so and pass.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+#[path = "support/filesystem.rs"]
+mod support;
 use std::sync::Arc;
+use support::filesystem_server;
 
 use cairnloop::gate::Blocked;
 use cairnloop::{Actor, Governor, Outcome, PolicyDenial, Registry, ToolCall, ToolEntry};
@@ -16,31 +20,6 @@ use cairnloop_gateway::catalogue::{build, read_listing};
 use cairnloop_gateway::config::Config;
 use cairnloop_gateway::upstream::{ToUpstream, Upstream};
 use serde_json::json;
-
-/// The installed server's entry point, or `None` when it is not installed and nobody
-/// asked for it.
-fn filesystem_server() -> Option<PathBuf> {
-    let node = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if let Some(named) = std::env::var_os("CAIRNLOOP_FILESYSTEM_SERVER") {
-        let script = PathBuf::from(named);
-        assert!(
-            node && script.is_file(),
-            "CAIRNLOOP_FILESYSTEM_SERVER names {}, which node cannot run",
-            script.display()
-        );
-        return Some(script);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/mcp-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    if script.is_file() && node {
-        return Some(script);
-    }
-    eprintln!("no node or filesystem server: run `npm ci` in tests/mcp-ts to run these tests");
-    None
-}
 
 const CONFIG: &str = r#"
 [upstreams.fs]

@@ -7,33 +7,17 @@
 //! without it the server is looked for where `npm ci` puts it, else they say so and pass.
 
 use std::path::{Path, PathBuf};
+
+#[path = "support/filesystem.rs"]
+mod support;
 use std::process::Command;
+use support::filesystem_server;
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-
-fn filesystem_server() -> Option<PathBuf> {
-    let node = Command::new("node").arg("--version").output().is_ok();
-    if let Some(named) = std::env::var_os("CAIRNLOOP_FILESYSTEM_SERVER") {
-        let script = PathBuf::from(named);
-        assert!(
-            node && script.is_file(),
-            "CAIRNLOOP_FILESYSTEM_SERVER names {}",
-            script.display()
-        );
-        return Some(script);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/mcp-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    if script.is_file() && node {
-        return Some(script);
-    }
-    eprintln!("no node or filesystem server: run `npm ci` in tests/mcp-ts to run these tests");
-    None
-}
 
 struct Setup {
     dir: PathBuf,
