@@ -109,17 +109,18 @@ fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
     Ok(parsed)
 }
 
-fn read_config(path: &str) -> Result<(String, Result<Config, String>), Failure> {
+/// The configuration at `path`, or every problem of it, each line naming the file.
+fn read_config(path: &str) -> Result<Result<Config, (usize, String)>, Failure> {
     let source = std::fs::read_to_string(path)
         .map_err(|error| Failure::Usage(format!("cannot read {path}: {error}")))?;
-    let config = Config::parse(&source).map_err(|problems| {
-        problems
+    Ok(Config::parse(&source).map_err(|problems| {
+        let listed = problems
             .iter()
             .map(|problem| format!("{path}:{problem}"))
             .collect::<Vec<_>>()
-            .join("\n")
-    });
-    Ok((source, config))
+            .join("\n");
+        (problems.len(), listed)
+    }))
 }
 
 fn check(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
@@ -129,7 +130,7 @@ fn check(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
             "`check` needs the configuration's path".into(),
         ));
     };
-    let (_, config) = read_config(path)?;
+    let config = read_config(path)?;
     match config {
         Ok(config) => {
             println!("{path}: ok");
@@ -152,12 +153,9 @@ fn check(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(problems) => {
+        Err((count, problems)) => {
             eprintln!("{problems}");
-            eprintln!(
-                "{} problem(s); nothing is served from this file",
-                problems.lines().count()
-            );
+            eprintln!("{count} problem(s); nothing is served from this file");
             Ok(ExitCode::FAILURE)
         }
     }
@@ -179,7 +177,7 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
             "`serve` needs the configuration's path".into(),
         ));
     };
-    let config = read_config(path)?.1.map_err(Failure::Run)?;
+    let config = read_config(path)?.map_err(|(_, problems)| Failure::Run(problems))?;
     let actor = config.gateway.local_actor.clone().ok_or_else(|| {
         Failure::Run(format!(
             "{path}: [gateway] local_actor is needed to serve over stdio (who calls)"

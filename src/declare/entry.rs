@@ -97,8 +97,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
 
     /// An entry made of checked parts, for a tool declared at run time (the JSON layer's
     /// `ToolEntry::declared`): no custom UI.
-    #[cfg(feature = "std")]
-    #[cfg_attr(not(feature = "declared"), allow(dead_code))]
+    #[cfg(feature = "declared")]
     pub(crate) const fn from_parts(
         spec: ToolSpec,
         scopes: &'static [Scope],

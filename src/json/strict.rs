@@ -361,7 +361,7 @@ fn decode_text_into(
     decode_passes(Value::Object(arguments), decode)
 }
 
-/// Bounds the passes of [`decode`] on a hostile input with very many bad fields.
+/// Bounds the passes of [`decode_passes`] on a hostile input with very many bad fields.
 const MAX_PASSES: usize = 64;
 
 /// Removes the value at `pointer`, if there is one (a missing field has none), and
