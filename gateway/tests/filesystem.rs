@@ -21,22 +21,8 @@ use cairnloop_gateway::config::Config;
 use cairnloop_gateway::upstream::{ToUpstream, Upstream};
 use serde_json::json;
 
-const CONFIG: &str = r#"
-[upstreams.fs]
-command = "node"
-
-[tools.fs.read_text_file]
-tier = "read_only"
-scopes = ["fs:read"]
-
-[tools.fs.write_file]
-tier = "low_write"
-scopes = ["fs:write"]
-preview = "Write {path}"
-
-[tools.fs.move_file]
-tier = "destructive"
-"#;
+/// The upstream, started by the test itself, and the shared tool declarations.
+const TOOLS: &str = include_str!("configs/filesystem-tools.toml");
 
 fn anyone(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
     Ok(())
@@ -67,7 +53,7 @@ async fn the_filesystem_server_is_governed_tool_by_tool() {
     .await
     .unwrap();
 
-    let config = Config::parse(CONFIG).unwrap();
+    let config = Config::parse(&format!("[upstreams.fs]\ncommand = \"node\"\n{TOOLS}")).unwrap();
     let listing = upstream.listing().await.unwrap();
     let (tools, set_aside) = read_listing(&listing).unwrap();
     assert!(set_aside.is_empty(), "{set_aside:?}");

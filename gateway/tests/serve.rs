@@ -44,21 +44,10 @@ local_scopes = ["fs:read", "fs:write"]
 [upstreams.fs]
 command = "node"
 args = [{script:?}, {share:?}]
-
-[tools.fs.read_text_file]
-tier = "read_only"
-scopes = ["fs:read"]
-
-[tools.fs.write_file]
-tier = "low_write"
-scopes = ["fs:write"]
-preview = "Write {{path}}"
-
-[tools.fs.move_file]
-tier = "destructive"
-"#,
+{tools}"#,
             script = script.display().to_string(),
             share = share.display().to_string(),
+            tools = include_str!("configs/filesystem-tools.toml"),
         ),
     )
     .unwrap();

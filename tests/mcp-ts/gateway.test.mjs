@@ -19,6 +19,8 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
 const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
 const FILESYSTEM = join(HERE, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+// The tool declarations the gateway's Rust tests use too.
+const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
 
 /** A share, a configuration in front of the filesystem server, and a lane store. */
 function setup() {
@@ -36,18 +38,7 @@ local_scopes = ["fs:read", "fs:write"]
 command = "node"
 args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
 
-[tools.fs.read_text_file]
-tier = "read_only"
-scopes = ["fs:read"]
-
-[tools.fs.write_file]
-tier = "low_write"
-scopes = ["fs:write"]
-preview = "Write {path}"
-
-[tools.fs.move_file]
-tier = "destructive"
-`);
+${readFileSync(TOOLS, "utf8")}`);
   return { share: realpathSync(share), config, store: join(dir, "lanes.db") };
 }
 
