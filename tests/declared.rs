@@ -339,3 +339,74 @@ fn a_run_whose_outcome_is_unknown_is_never_run_again_on_its_own() {
     }
     assert_eq!(CALLS.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// An upstream MCP server's answer: text and an image, as a `CallToolResult`.
+struct Pictures;
+
+impl Forward<()> for Pictures {
+    fn forward<'a>(&'a self, _: &'a Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+        Box::pin(async {
+            Ok(json!({
+                "content": [
+                    {"type": "text", "text": "a picture:"},
+                    {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+                ],
+                "isError": false
+            }))
+        })
+    }
+}
+
+/// What an MCP client receives from a tool whose output is another server's
+/// `CallToolResult`: its content blocks as they are; from any other tool, the JSON text.
+#[cfg(feature = "rmcp")]
+#[test]
+fn an_mcp_client_is_handed_an_upstream_result_as_the_upstream_wrote_it() {
+    use cairnloop::mcp::McpServer;
+    use std::sync::Arc;
+
+    let declare = |name: &'static str, call_result: bool| {
+        let spec = ToolSpecOf::try_new(name, name, "Pictures.", RiskTier::ReadOnly).unwrap();
+        let tool = DeclaredTool::new(&spec, &[], json!({"type": "object"}), Pictures).unwrap();
+        let tool = if call_result {
+            tool.with_call_result_output()
+        } else {
+            tool
+        };
+        let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool));
+        ToolEntry::declared(tool, anyone).unwrap()
+    };
+    let entries: &'static [ToolEntry<()>] = Box::leak(Box::new([
+        declare("forwarded", true),
+        declare("plain", false),
+    ]));
+    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    let server = McpServer::new(Arc::new(Governor::new(registry)), (), "agent-7");
+
+    let forwarded = pollster::block_on(server.call_tool_text("forwarded", "{}")).unwrap();
+    let forwarded = serde_json::to_value(&forwarded).unwrap();
+    assert_eq!(
+        forwarded["content"],
+        json!([
+            {"type": "text", "text": "a picture:"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+        ])
+    );
+    assert_eq!(forwarded["structuredContent"]["status"], "executed");
+    assert_eq!(
+        forwarded["structuredContent"]["output"]["content"][1]["type"],
+        "image"
+    );
+    assert_eq!(forwarded["isError"], false);
+
+    let plain = pollster::block_on(server.call_tool_text("plain", "{}")).unwrap();
+    let plain = serde_json::to_value(&plain).unwrap();
+    assert_eq!(plain["content"].as_array().unwrap().len(), 1);
+    assert_eq!(plain["content"][0]["type"], "text");
+    assert!(
+        plain["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("{\"content\"")
+    );
+}

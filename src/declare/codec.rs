@@ -56,6 +56,11 @@ pub(crate) trait Codec<C: ?Sized>: Sync {
         context: &'a C,
         key: RunKey<'a>,
     ) -> RunFuture<'a>;
+    /// Whether the run's output is an MCP `CallToolResult` (a tool forwarded to an MCP
+    /// server): its content blocks reach an MCP client as they are, not as JSON text.
+    fn output_is_call_result(&self) -> bool {
+        false
+    }
     /// The input's JSON Schema, if the tool has one to list.
     #[cfg(feature = "schemars")]
     fn schema(&self) -> Option<Value> {

@@ -186,6 +186,12 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
 
     /// The entry with the functions that call the tool by name (set by the JSON layer).
     #[cfg(feature = "serde")]
+    /// Whether the entry's output is an MCP `CallToolResult` to hand on as it is.
+    pub(crate) fn output_is_call_result(&self) -> bool {
+        self.codec
+            .is_some_and(|codec| codec.output_is_call_result())
+    }
+
     pub(crate) const fn with_codec(mut self, codec: &'static dyn Codec<C>) -> Self {
         self.codec = Some(codec);
         self

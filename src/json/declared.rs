@@ -185,6 +185,7 @@ pub struct DeclaredTool<C: ?Sized + 'static> {
     schema: Value,
     validator: jsonschema::Validator,
     preview: Option<Template>,
+    call_result: bool,
     forward: Box<dyn Forward<C>>,
 }
 
@@ -237,6 +238,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
             schema: input_schema,
             validator,
             preview: None,
+            call_result: false,
             forward: Box::new(forward),
         })
     }
@@ -264,6 +266,54 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     pub fn with_preview(mut self, template: Template) -> Self {
         self.preview = Some(template);
         self
+    }
+
+    /// The tool whose forward answers with an MCP `CallToolResult` (a tool of another
+    /// MCP server): an MCP client is handed its content blocks (text, images,
+    /// resources) as they are, and the whole result as `output`, instead of the output
+    /// written as JSON text. Every other surface sees the output as it is.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?
+    ///     .with_call_result_output();
+    /// assert!(tool.answers_call_results());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_call_result_output(mut self) -> Self {
+        self.call_result = true;
+        self
+    }
+
+    /// Whether the tool's output is an MCP `CallToolResult`
+    /// ([`with_call_result_output`](Self::with_call_result_output)).
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// assert!(!tool.answers_call_results());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn answers_call_results(&self) -> bool {
+        self.call_result
     }
 
     /// The tool's name.
@@ -464,6 +514,10 @@ impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
             return Box::pin(core::future::ready(Err(RunError::InputType)));
         };
         Box::pin(async move { self.forward.forward(&input, actor, context).await })
+    }
+
+    fn output_is_call_result(&self) -> bool {
+        self.call_result
     }
 
     #[cfg(feature = "schemars")]

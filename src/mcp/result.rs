@@ -5,6 +5,7 @@
 use alloc::vec;
 
 use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Value, json};
 
 use crate::approvals::{ApprovalError, ModelReply, Outcome};
 
@@ -17,6 +18,21 @@ pub(crate) fn outcome_result(outcome: Outcome, note: Option<&str>) -> CallToolRe
 /// A call whose decision could not be recorded: nothing ran.
 pub(crate) fn not_recorded(error: &ApprovalError) -> CallToolResult {
     call_result(ModelReply::not_recorded(error))
+}
+
+/// The executed result of a tool whose output is an MCP `CallToolResult` (forwarded to
+/// an MCP server): its content blocks (text, images, resources) as the server sent them,
+/// and the whole result as `output` beside the status. An output that is not a
+/// `CallToolResult` is answered as any other.
+pub(crate) fn handed_on(output: Value) -> CallToolResult {
+    match serde_json::from_value::<CallToolResult>(output.clone()) {
+        Ok(upstream) if upstream.is_error != Some(true) && !upstream.content.is_empty() => {
+            let mut result = CallToolResult::success(upstream.content);
+            result.structured_content = Some(json!({ "status": "executed", "output": output }));
+            result
+        }
+        _ => outcome_result(Outcome::Executed(output), None),
+    }
 }
 
 fn call_result(reply: ModelReply) -> CallToolResult {

@@ -21,12 +21,12 @@ use super::approver::{
 };
 use super::frame::RawArguments;
 use super::projection::META_APPROVAL_MODE;
-use super::result::{not_recorded, outcome_result};
+use super::result::{handed_on, not_recorded, outcome_result};
 use crate::approvals::{
     ApprovalError, ApprovalLane, ApprovalStore, Caller, Governor, MemoryStore, Outcome,
 };
 use crate::approvals::{check_id, same_person};
-use crate::declare::{ApprovalMode, IdempotencyKey};
+use crate::declare::{ApprovalMode, IdempotencyKey, ToolEntry};
 use crate::gate::{Blocked, LaneState, ModeResolution};
 use crate::json::ToolCall;
 
@@ -282,7 +282,34 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         arguments: &str,
     ) -> Result<CallToolResult, ErrorData> {
         let outcome = self.govern(&self.caller, name, arguments).await;
-        respond(name, outcome, None)
+        self.respond(name, outcome, None)
+    }
+
+    /// The answer to a call: an unknown tool is the protocol error the specification
+    /// names (`-32602`); everything else is a result.
+    fn respond(
+        &self,
+        name: &str,
+        outcome: Result<Outcome, ApprovalError>,
+        note: Option<&str>,
+    ) -> Result<CallToolResult, ErrorData> {
+        match outcome {
+            Ok(Outcome::Blocked(Blocked::UnknownTool)) => Err(ErrorData::invalid_params(
+                format!("Unknown tool: {}", name.escape_debug()),
+                None,
+            )),
+            Ok(Outcome::Executed(output))
+                if self
+                    .governor
+                    .registry()
+                    .get(name)
+                    .is_some_and(ToolEntry::output_is_call_result) =>
+            {
+                Ok(handed_on(output))
+            }
+            Ok(outcome) => Ok(outcome_result(outcome, note)),
+            Err(error) => Ok(not_recorded(&error)),
+        }
     }
 
     async fn govern(
@@ -341,13 +368,19 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         let key = lane.key();
         let refused = match answer {
             Answer::Approve => match self.governor.approve(&key, approver.id()).await {
-                Ok(_) => return respond(name, self.govern(caller, name, arguments).await, None),
+                Ok(_) => {
+                    return self.respond(name, self.govern(caller, name, arguments).await, None);
+                }
                 Err(error) => format!("the approval was not applied: {error}"),
             },
             Answer::Reject(reason) => {
                 match self.governor.reject(&key, approver.id(), &reason).await {
                     Ok(lane) => {
-                        return respond(name, Ok(Outcome::AwaitingApproval(Box::new(lane))), None);
+                        return self.respond(
+                            name,
+                            Ok(Outcome::AwaitingApproval(Box::new(lane))),
+                            None,
+                        );
                     }
                     Err(error) => format!("the rejection was not applied: {error}"),
                 }
@@ -359,7 +392,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             .lane(&key)
             .await
             .map(|lane| Outcome::AwaitingApproval(Box::new(lane)));
-        respond(name, now, Some(&refused))
+        self.respond(name, now, Some(&refused))
     }
 }
 
@@ -421,23 +454,6 @@ fn with_mode(projected: &Tool, mode: ApprovalMode, declared: ApprovalMode) -> To
     tool
 }
 
-/// The answer to a call: an unknown tool is the protocol error the specification names
-/// (`-32602`); everything else is a result.
-fn respond(
-    name: &str,
-    outcome: Result<Outcome, ApprovalError>,
-    note: Option<&str>,
-) -> Result<CallToolResult, ErrorData> {
-    match outcome {
-        Ok(Outcome::Blocked(Blocked::UnknownTool)) => Err(ErrorData::invalid_params(
-            format!("Unknown tool: {}", name.escape_debug()),
-            None,
-        )),
-        Ok(outcome) => Ok(outcome_result(outcome, note)),
-        Err(error) => Ok(not_recorded(&error)),
-    }
-}
-
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerHandler
     for McpServer<C, S>
 {
@@ -495,11 +511,15 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         }
         let lane = match self.govern(caller, name, &arguments).await {
             Ok(Outcome::AwaitingApproval(lane)) => lane,
-            other => return respond(name, other, None).map(Into::into),
+            other => return self.respond(name, other, None).map(Into::into),
         };
         let approver = match self.approver_for(caller, &lane) {
             Some(approver) if can_elicit(&context) => approver,
-            _ => return respond(name, Ok(Outcome::AwaitingApproval(lane)), None).map(Into::into),
+            _ => {
+                return self
+                    .respond(name, Ok(Outcome::AwaitingApproval(lane)), None)
+                    .map(Into::into);
+            }
         };
         if request.request_state.is_some() {
             let echoed = request

@@ -147,7 +147,9 @@ impl Hidden {
 }
 
 impl Offered {
-    /// The tool, declared to the crate with `forward` running its calls.
+    /// The tool, declared to the crate with `forward` running its calls; `forward` answers
+    /// with the upstream's `CallToolResult`, whose content blocks a client receives as they
+    /// are.
     ///
     /// # Errors
     ///
@@ -181,7 +183,10 @@ impl Offered {
             .iter()
             .map(|scope| ScopeOf::try_new(scope))
             .collect::<Result<Vec<_>, _>>()?;
-        let tool = DeclaredTool::new(&spec, &scopes, self.input_schema.clone(), forward)?;
+        // What `forward` answers is the upstream's `CallToolResult`: a client is handed
+        // its content blocks as they are.
+        let tool = DeclaredTool::new(&spec, &scopes, self.input_schema.clone(), forward)?
+            .with_call_result_output();
         Ok(match &self.preview {
             Some(template) => tool.with_preview(template.clone()),
             None => tool,
