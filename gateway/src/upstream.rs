@@ -2,7 +2,7 @@
 //! and output: its listing for the catalogue, and the calls the gates let through.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cairnloop::Actor;
 use cairnloop::declare::{RunError, RunFuture};
@@ -44,7 +44,56 @@ pub enum UpstreamError {
     Timeout,
 }
 
-/// A running upstream server, started by a command.
+/// The first wait before an upstream that would not start is started again; each failure
+/// in a row doubles it, up to [`MAX_RESTART_DELAY`].
+pub const FIRST_RESTART_DELAY: Duration = Duration::from_millis(250);
+
+/// The longest wait between two attempts to start an upstream again.
+pub const MAX_RESTART_DELAY: Duration = Duration::from_secs(30);
+
+/// How long to wait before the next start after `failures` failed starts in a row.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use cairnloop_gateway::upstream::restart_delay;
+///
+/// assert_eq!(restart_delay(0), Duration::ZERO);
+/// assert_eq!(restart_delay(1), Duration::from_millis(250));
+/// assert_eq!(restart_delay(3), Duration::from_secs(1));
+/// assert_eq!(restart_delay(40), Duration::from_secs(30));
+/// ```
+#[must_use]
+pub fn restart_delay(failures: u32) -> Duration {
+    match failures {
+        0 => Duration::ZERO,
+        n => FIRST_RESTART_DELAY
+            .saturating_mul(1_u32.checked_shl(n - 1).unwrap_or(u32::MAX))
+            .min(MAX_RESTART_DELAY),
+    }
+}
+
+/// How an upstream is started, kept to start it again.
+struct Launch {
+    command: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+/// The connection, and what restarting it has met.
+struct Connection {
+    /// The connection and its process, until it ends or [`Upstream::shutdown`].
+    running: Option<RunningService<RoleClient, ()>>,
+    /// Set by [`Upstream::shutdown`]: nothing is started again.
+    stopped: bool,
+    /// Failed starts in a row, and when the next may be tried.
+    failures: u32,
+    retry_at: Option<Instant>,
+    /// Times the upstream was started again after it went away.
+    restarts: u64,
+}
+
+/// A running upstream server, started by a command; started again, on the next call,
+/// when its process has gone away (with a growing wait between failed starts).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), cairnloop_gateway::upstream::UpstreamError> {
@@ -57,10 +106,8 @@ pub enum UpstreamError {
 /// # Ok(()) }
 /// ```
 pub struct Upstream {
-    /// What calls go through.
-    peer: Peer<RoleClient>,
-    /// The connection and its process, until [`Upstream::shutdown`].
-    running: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
+    launch: Launch,
+    connection: tokio::sync::Mutex<Connection>,
     call_timeout: Duration,
 }
 
@@ -86,27 +133,80 @@ impl Upstream {
         env: &[(String, String)],
         call_timeout: Duration,
     ) -> Result<Arc<Self>, UpstreamError> {
-        let command = tokio::process::Command::new(command).configure(|command| {
-            command.args(args);
-            command.envs(env.iter().map(|(name, value)| (name, value)));
-        });
-        // Its standard error is discarded: an upstream that hangs must not hold the
-        // gateway's own open (not yet logged).
-        let mut command = process_wrap::tokio::CommandWrap::from(command);
-        command.wrap(process_wrap::tokio::KillOnDrop);
-        let (transport, _) = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .map_err(|error| UpstreamError::Start(error.to_string()))?;
-        let service = tokio::time::timeout(START_TIMEOUT, ().serve(transport))
-            .await
-            .map_err(|_| UpstreamError::Timeout)?
-            .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
+        let launch = Launch {
+            command: command.to_owned(),
+            args: args.to_vec(),
+            env: env.to_vec(),
+        };
+        let running = launch.connect().await?;
         Ok(Arc::new(Self {
-            peer: service.peer().clone(),
-            running: tokio::sync::Mutex::new(Some(service)),
+            launch,
+            connection: tokio::sync::Mutex::new(Connection {
+                running: Some(running),
+                stopped: false,
+                failures: 0,
+                retry_at: None,
+                restarts: 0,
+            }),
             call_timeout,
         }))
+    }
+
+    /// How many times the upstream was started again after its process went away.
+    ///
+    /// ```no_run
+    /// # async fn demo(upstream: &cairnloop_gateway::upstream::Upstream) {
+    /// println!("restarted {} times", upstream.restarts().await);
+    /// # }
+    /// ```
+    pub async fn restarts(&self) -> u64 {
+        self.connection.lock().await.restarts
+    }
+
+    /// The connection to send on: the running one, or a new one when the old one has
+    /// gone away (nothing was sent on it, so nothing is lost by starting again).
+    async fn peer(&self) -> Result<Peer<RoleClient>, RunError> {
+        let not_running = |why: String| {
+            RunError::Failed(format!(
+                "not forwarded: the upstream is not running ({why})"
+            ))
+        };
+        let mut connection = self.connection.lock().await;
+        if connection.stopped {
+            return Err(not_running("the gateway is stopping".into()));
+        }
+        if let Some(running) = &connection.running
+            && !running.is_transport_closed()
+        {
+            return Ok(running.peer().clone());
+        }
+        let now = Instant::now();
+        if let Some(at) = connection.retry_at
+            && now < at
+        {
+            return Err(not_running(format!(
+                "it failed to start {} time(s) in a row; next attempt in {} ms",
+                connection.failures,
+                at.duration_since(now).as_millis()
+            )));
+        }
+        // The old connection ended: its process is killed as it is dropped.
+        connection.running = None;
+        match self.launch.connect().await {
+            Ok(running) => {
+                let peer = running.peer().clone();
+                connection.running = Some(running);
+                connection.failures = 0;
+                connection.retry_at = None;
+                connection.restarts += 1;
+                Ok(peer)
+            }
+            Err(error) => {
+                connection.failures = connection.failures.saturating_add(1);
+                connection.retry_at = Some(now + restart_delay(connection.failures));
+                Err(not_running(error.to_string()))
+            }
+        }
     }
 
     /// The upstream's `tools/list` answer (every page), as the JSON it sent, for
@@ -116,7 +216,11 @@ impl Upstream {
     ///
     /// The upstream does not answer, or not in time.
     pub async fn listing(&self) -> Result<Value, UpstreamError> {
-        let tools = tokio::time::timeout(START_TIMEOUT, self.peer.list_all_tools())
+        let peer = self
+            .peer()
+            .await
+            .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
+        let tools = tokio::time::timeout(START_TIMEOUT, peer.list_all_tools())
             .await
             .map_err(|_| UpstreamError::Timeout)?
             .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
@@ -128,7 +232,9 @@ impl Upstream {
     /// Stops talking to the upstream and ends its process: its input is closed, then it
     /// is asked to stop (`SIGTERM`) and killed if it does not (a few seconds each).
     pub async fn shutdown(&self) {
-        if let Some(mut running) = self.running.lock().await.take() {
+        let mut connection = self.connection.lock().await;
+        connection.stopped = true;
+        if let Some(mut running) = connection.running.take() {
             let _ = running.close_with_timeout(SHUTDOWN_TIMEOUT).await;
             // The transport kills a process still running from a task of its own, as
             // it is dropped: give that task its turn before the runtime may end.
@@ -150,7 +256,8 @@ impl Upstream {
         let arguments = arguments.as_object().cloned().unwrap_or_default();
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let unknown = |why: String| RunError::OutcomeUnknown(why);
-        let result = tokio::time::timeout(self.call_timeout, self.peer.call_tool(request))
+        let peer = self.peer().await?;
+        let result = tokio::time::timeout(self.call_timeout, peer.call_tool(request))
             .await
             .map_err(|_| unknown("the upstream did not answer in time".into()))?
             .map_err(|error| match error {
@@ -171,6 +278,28 @@ impl Upstream {
             return Err(RunError::Failed(error_text(&result)));
         }
         Ok(result)
+    }
+}
+
+impl Launch {
+    /// Starts the process and completes MCP's handshake.
+    async fn connect(&self) -> Result<RunningService<RoleClient, ()>, UpstreamError> {
+        let command = tokio::process::Command::new(&self.command).configure(|command| {
+            command.args(&self.args);
+            command.envs(self.env.iter().map(|(name, value)| (name, value)));
+        });
+        // Its standard error is discarded: an upstream that hangs must not hold the
+        // gateway's own open (not yet logged).
+        let mut command = process_wrap::tokio::CommandWrap::from(command);
+        command.wrap(process_wrap::tokio::KillOnDrop);
+        let (transport, _) = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|error| UpstreamError::Start(error.to_string()))?;
+        tokio::time::timeout(START_TIMEOUT, ().serve(transport))
+            .await
+            .map_err(|_| UpstreamError::Timeout)?
+            .map_err(|error| UpstreamError::Protocol(error.to_string()))
     }
 }
 

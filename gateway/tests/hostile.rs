@@ -110,3 +110,61 @@ async fn an_upstream_that_misbehaves_mid_call_never_runs_an_approved_call_twice(
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_died_is_started_again_for_the_next_call_and_nothing_is_repeated() {
+    if python().is_none() {
+        return;
+    }
+    let dir =
+        std::env::temp_dir().join(format!("cairnloop-hostile-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("calls.log");
+    let config = Config::parse(&format!(
+        r#"
+[upstreams.bad]
+command = "python3"
+args = [{script:?}, "exit-once", {log:?}]
+
+[tools.bad.write]
+tier = "read_only"
+"#,
+        script = script().display().to_string(),
+        log = log.display().to_string(),
+    ))
+    .unwrap();
+    let store = SqliteStore::open(dir.join("lanes.db")).unwrap();
+    let gateway = cairnloop_gateway::serve::start(&config, store)
+        .await
+        .unwrap();
+    let agent = Actor::new("agent", &[]);
+    let first = ToolCall::new("bad_write", r#"{"text": "first"}"#);
+    let died = gateway.governor.call(&first, &agent, &()).await;
+    assert!(
+        !matches!(died, Ok(Outcome::Executed(_))),
+        "the upstream died mid-call: {died:?}"
+    );
+    let second = ToolCall::new("bad_write", r#"{"text": "second"}"#);
+    let outcome = gateway.governor.call(&second, &agent, &()).await.unwrap();
+    assert!(
+        matches!(&outcome, Outcome::Executed(result) if result["content"][0]["text"] == "written"),
+        "{outcome:?}"
+    );
+    assert_eq!(gateway.upstreams[0].restarts().await, 1);
+    let calls: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["arguments"]["text"]
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        ["\"first\"", "\"second\""],
+        "each call reached it once"
+    );
+    gateway.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

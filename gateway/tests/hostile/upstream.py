@@ -4,7 +4,8 @@ argument for every call it receives (so a test can count what reached it).
 
 Modes: exit (dies mid-call), hang (never answers), huge (answers 5 MiB), garbage (writes
 a line that is not JSON-RPC, then nothing), refuse (answers a JSON-RPC error, as a server
-that renamed the tool would), fine (answers a small result)."""
+that renamed the tool would), exit-once (dies on the first call the log ever records, in
+whichever process; answers every later one), fine (answers a small result)."""
 
 import json
 import sys
@@ -45,7 +46,9 @@ for line in sys.stdin:
     elif method == "tools/call":
         with open(log, "a") as calls:
             calls.write(json.dumps(request["params"]) + "\n")
-        if mode == "exit":
+        with open(log) as calls:
+            first = sum(1 for _ in calls) == 1
+        if mode == "exit" or (mode == "exit-once" and first):
             sys.exit(3)
         elif mode == "hang":
             time.sleep(3600)
