@@ -662,3 +662,36 @@ fn a_decision_made_through_another_connection_ends_a_wait_on_this_one() {
         pollster::block_on(agent.await_decision(&other, std::time::Duration::from_millis(50)));
     assert_eq!(waited.unwrap().state(), LaneState::Pending);
 }
+
+/// The store's commits never copy the write-ahead log back into the file (a thread does,
+/// off the commit path), and the log does not grow without bound: once copied back it
+/// is written again from its start.
+#[test]
+fn the_write_ahead_log_is_copied_back_and_stays_small() {
+    let scratch = Scratch::new("checkpoint");
+    let path = scratch.file("approvals.db");
+    let log = scratch.file("approvals.db-wal");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    let governor = governor(&path, &clock);
+    let call = ToolCall::new("lookup_order", r#"{"order": 7}"#);
+    let round = || {
+        // Each call, allowed or not, appends its decision record.
+        for _ in 0..500 {
+            pollster::block_on(governor.call(&call, &admin(), &Desk::default())).unwrap();
+        }
+        std::fs::metadata(&log).unwrap().len()
+    };
+    let first = round();
+    let mut last = first;
+    for _ in 0..3 {
+        // Several checkpoint periods: the log is copied back while nothing writes.
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        last = round();
+    }
+    assert!(
+        last < 2 * first,
+        "the log grew from {first} to {last} bytes: nothing copied it back"
+    );
+    let events = pollster::block_on(governor.events()).unwrap();
+    assert_eq!(events.len(), 2_000, "every decision record is kept");
+}

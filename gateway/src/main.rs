@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use cairnloop::Governor;
 use cairnloop::gate::LaneState;
@@ -33,7 +34,12 @@ fn main() -> ExitCode {
     let done = match command {
         "check" => check(parser),
         "serve" | "operator" => {
-            let runtime = match tokio::runtime::Runtime::new() {
+            // One thread: a call crosses from the client's pipe to the upstream's and
+            // back, and a hop between worker threads would add a wake-up to each way.
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(runtime) => runtime,
                 Err(error) => return fail(&format!("cannot start a runtime: {error}")),
             };
@@ -202,7 +208,7 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
     let server = McpServer::new(std::sync::Arc::clone(&gateway.governor), (), actor)
         .with_scopes(config.gateway.local_scopes.clone());
     let running = server
-        .serve(LineTransport::stdio())
+        .serve(stdio())
         .await
         .map_err(|error| Failure::Run(format!("could not start: {error}")))?;
     running
@@ -210,6 +216,32 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
         .await
         .map_err(|error| Failure::Run(error.to_string()))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Standard input and output as MCP's stdio transport. Pipes (what a desktop client
+/// starts the gateway with) are polled by the runtime like any socket; tokio's own stdio
+/// hands each read and write to a blocking thread, a wake-up more per frame each way.
+/// Anything that is not a pipe (a file, a terminal) is read that way.
+fn stdio() -> LineTransport<Box<dyn AsyncRead + Send + Unpin>, Box<dyn AsyncWrite + Send + Unpin>> {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let reader: Box<dyn AsyncRead + Send + Unpin> = match std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Receiver::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let writer: Box<dyn AsyncWrite + Send + Unpin> = match std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Sender::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    LineTransport::new(reader, writer)
 }
 
 async fn operator(parser: lexopt::Parser) -> Result<ExitCode, Failure> {

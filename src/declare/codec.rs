@@ -58,6 +58,7 @@ pub(crate) trait Codec<C: ?Sized>: Sync {
     ) -> RunFuture<'a>;
     /// Whether the run's output is an MCP `CallToolResult` (a tool forwarded to an MCP
     /// server): its content blocks reach an MCP client as they are, not as JSON text.
+    #[cfg(feature = "rmcp")]
     fn output_is_call_result(&self) -> bool {
         false
     }

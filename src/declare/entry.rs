@@ -187,6 +187,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     /// The entry with the functions that call the tool by name (set by the JSON layer).
     #[cfg(feature = "serde")]
     /// Whether the entry's output is an MCP `CallToolResult` to hand on as it is.
+    #[cfg(feature = "rmcp")]
     pub(crate) fn output_is_call_result(&self) -> bool {
         self.codec
             .is_some_and(|codec| codec.output_is_call_result())

@@ -516,6 +516,7 @@ impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
         Box::pin(async move { self.forward.forward(&input, actor, context).await })
     }
 
+    #[cfg(feature = "rmcp")]
     fn output_is_call_result(&self) -> bool {
         self.call_result
     }

@@ -3,6 +3,8 @@
 //! (feature `postgres`). It builds on [`approvals`](crate::approvals), whose store
 //! contract each keeps.
 
+#[cfg(feature = "sqlite")]
+mod checkpointer;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod lane_filter;
 #[cfg(feature = "postgres")]

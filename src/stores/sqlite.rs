@@ -15,6 +15,7 @@ use crate::approvals::{
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
+use crate::stores::checkpointer::Checkpointer;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::record::{decode, encode};
 use crate::stores::worker::{Access, Batch, Worker};
@@ -170,7 +171,9 @@ impl Default for SqliteOptions {
 /// opened. A file whose schema is newer than this library's, a SQLite file that is not a
 /// cairnloop store, and a file that is not a SQLite database are refused, and nothing is
 /// written to them. The connection lives on a thread of its own, so an async caller never
-/// blocks its runtime.
+/// blocks its runtime; a second thread copies the write-ahead log back into the file a
+/// few times a second (SQLite would otherwise do it inside one commit in a thousand,
+/// the slowest one).
 ///
 /// ```
 /// use cairnloop::approvals::ApprovalStore;
@@ -186,6 +189,9 @@ impl Default for SqliteOptions {
 /// ```
 pub struct SqliteStore {
     worker: Worker<Watched>,
+    /// Copies the write-ahead log back into the file off the commit path (none for a
+    /// read-only store).
+    _checkpointer: Option<Checkpointer>,
     watch: StoreWatch,
     path: PathBuf,
     options: SqliteOptions,
@@ -256,12 +262,25 @@ impl SqliteStore {
                 .pragma_update(None, "synchronous", synchronous)
                 .map_err(classify)?;
             migrate(&mut connection)?;
+            // The checkpointer below copies the log back; no commit of this connection
+            // does.
+            connection
+                .pragma_update(None, "wal_autocheckpoint", 0)
+                .map_err(classify)?;
         }
         let name = format!("cairnloop-sqlite-{}", path.display());
+        let checkpointer = if options.read_only {
+            None
+        } else {
+            let own = Connection::open_with_flags(&path, flags).map_err(classify)?;
+            own.busy_timeout(options.busy_timeout).map_err(classify)?;
+            Some(Checkpointer::spawn(own, &name)?)
+        };
         let watch = StoreWatch::new();
         let connection = Watched::new(connection)?;
         Ok(Self {
             worker: Worker::spawn(&name, connection, watch.clone())?,
+            _checkpointer: checkpointer,
             watch,
             path,
             options,
