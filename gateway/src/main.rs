@@ -10,18 +10,21 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use cairnloop::Governor;
 use cairnloop::gate::LaneState;
 use cairnloop::mcp::{LineTransport, McpServer};
+use cairnloop::remote::{RemoteMcp, TokenVerifier};
 use cairnloop::stores::SqliteStore;
-use cairnloop_gateway::config::Config;
+use cairnloop_gateway::config::{Config, Http};
 use rmcp::ServiceExt;
 
 const USAGE: &str = "usage: cairnloop-gateway check CONFIG
-       cairnloop-gateway serve CONFIG --store PATH
+       cairnloop-gateway serve CONFIG --store PATH [--http]
        cairnloop-gateway operator --store PATH (list | approve ID --as WHO | reject ID --as WHO --reason WHY)
 
   check CONFIG      read CONFIG (TOML), print every problem with its line and column, and
                     exit 1 if there is one; otherwise list what it declares
   serve CONFIG      start every upstream, and serve the tools CONFIG declares over stdio
-                    (MCP), for [gateway] local_actor with its local_scopes; lanes in PATH
+                    (MCP), for [gateway] local_actor with its local_scopes; lanes in PATH.
+                    With --http: over Streamable HTTP as [gateway.http] says, each
+                    request with an OAuth access token, for the token's subject
   operator          list what waits in PATH, or approve or reject it";
 
 fn main() -> ExitCode {
@@ -34,12 +37,18 @@ fn main() -> ExitCode {
     let done = match command {
         "check" => check(parser),
         "serve" | "operator" => {
-            // One thread: a call crosses from the client's pipe to the upstream's and
-            // back, and a hop between worker threads would add a wake-up to each way.
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
+            // Over stdio one thread: a call crosses from the client's pipe to the
+            // upstream's and back, and a hop between worker threads would add a wake-up
+            // each way. Over HTTP many clients call at once.
+            let http = arguments.iter().any(|word| word == "--http");
+            let runtime = if http {
+                tokio::runtime::Builder::new_multi_thread()
+            } else {
+                tokio::runtime::Builder::new_current_thread()
+            }
+            .enable_all()
+            .build();
+            let runtime = match runtime {
                 Ok(runtime) => runtime,
                 Err(error) => return fail(&format!("cannot start a runtime: {error}")),
             };
@@ -88,6 +97,7 @@ struct Words {
     store: Option<PathBuf>,
     by: Option<String>,
     reason: Option<String>,
+    http: bool,
 }
 
 fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
@@ -97,6 +107,7 @@ fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
         store: None,
         by: None,
         reason: None,
+        http: false,
     };
     let text = |value: std::ffi::OsString| {
         value
@@ -108,6 +119,7 @@ fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
             Long("store") => parsed.store = Some(parser.value()?.into()),
             Long("as") => parsed.by = Some(text(parser.value()?)?),
             Long("reason") => parsed.reason = Some(text(parser.value()?)?),
+            Long("http") => parsed.http = true,
             Value(value) => parsed.words.push(text(value)?),
             other => return Err(other.unexpected().into()),
         }
@@ -184,11 +196,21 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
         ));
     };
     let config = read_config(path)?.map_err(|(_, problems)| Failure::Run(problems))?;
-    let actor = config.gateway.local_actor.clone().ok_or_else(|| {
-        Failure::Run(format!(
-            "{path}: [gateway] local_actor is needed to serve over stdio (who calls)"
-        ))
-    })?;
+    // What serving needs is checked before any upstream is started.
+    let downstream = if parsed.http {
+        let http =
+            config.gateway.http.clone().ok_or_else(|| {
+                Failure::Run(format!("{path}: --http needs a [gateway.http] table"))
+            })?;
+        Downstream::Http(remote(&http)?, http.address)
+    } else {
+        let actor = config.gateway.local_actor.clone().ok_or_else(|| {
+            Failure::Run(format!(
+                "{path}: [gateway] local_actor is needed to serve over stdio (who calls)"
+            ))
+        })?;
+        Downstream::Stdio(actor)
+    };
     let store = open_store(&parsed)?;
     let gateway = cairnloop_gateway::serve::start(&config, store)
         .await
@@ -205,17 +227,67 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
         .sweep()
         .await
         .map_err(|error| Failure::Run(format!("cannot sweep the store: {error}")))?;
-    let server = McpServer::new(std::sync::Arc::clone(&gateway.governor), (), actor)
-        .with_scopes(config.gateway.local_scopes.clone());
-    let running = server
-        .serve(stdio())
-        .await
-        .map_err(|error| Failure::Run(format!("could not start: {error}")))?;
-    running
-        .waiting()
-        .await
-        .map_err(|error| Failure::Run(error.to_string()))?;
+    let governor = std::sync::Arc::clone(&gateway.governor);
+    match downstream {
+        Downstream::Stdio(actor) => {
+            let server = McpServer::new(governor, (), actor)
+                .with_scopes(config.gateway.local_scopes.clone());
+            let running = server
+                .serve(stdio())
+                .await
+                .map_err(|error| Failure::Run(format!("could not start: {error}")))?;
+            running
+                .waiting()
+                .await
+                .map_err(|error| Failure::Run(error.to_string()))?;
+        }
+        Downstream::Http(verifier, address) => {
+            let http = config.gateway.http.as_ref().expect("checked above");
+            let hosts = ["localhost", "127.0.0.1", "::1"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain(http.allowed_hosts.iter().cloned());
+            let remote = RemoteMcp::new(governor, (), verifier)
+                .with_authorization_server(http.issuer.clone())
+                .with_allowed_origins(http.allowed_origins.clone())
+                .with_allowed_hosts(hosts);
+            use axum::serve::ListenerExt as _;
+            // Answers are small and streamed: Nagle's algorithm would hold each back.
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|error| Failure::Run(format!("cannot listen on {address}: {error}")))?
+                .tap_io(|stream| {
+                    let _ = stream.set_nodelay(true);
+                });
+            eprintln!("cairnloop-gateway: serving {}", http.audience);
+            axum::serve(listener, remote.router())
+                .await
+                .map_err(|error| Failure::Run(error.to_string()))?;
+        }
+    }
+    gateway.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the gateway's own clients reach it.
+enum Downstream {
+    /// Over stdio, for this actor.
+    Stdio(String),
+    /// Over Streamable HTTP at this address, for the tokens this verifier accepts.
+    Http(TokenVerifier, std::net::SocketAddr),
+}
+
+/// The token checks `[gateway.http]` asks for, with its key set read from its file.
+fn remote(http: &Http) -> Result<TokenVerifier, Failure> {
+    let jwks = std::fs::read_to_string(&http.jwks_file).map_err(|error| {
+        Failure::Run(format!("cannot read {}: {error}", http.jwks_file.display()))
+    })?;
+    let verifier = TokenVerifier::new(&http.issuer, &http.audience, &jwks)
+        .map_err(|error| Failure::Run(format!("{}: {error}", http.jwks_file.display())))?;
+    Ok(match &http.account_claim {
+        Some(claim) => verifier.with_account_claim(claim),
+        None => verifier,
+    })
 }
 
 /// Standard input and output as MCP's stdio transport. Pipes (what a desktop client

@@ -314,3 +314,56 @@ fn a_pinned_schema_is_compiled_offline_with_a_linear_time_pattern_engine() {
     );
     assert!(Config::parse(&fine).is_ok());
 }
+
+#[test]
+fn serving_over_http_is_declared_with_its_token_checks_and_every_problem_has_its_place() {
+    let good = Config::parse(
+        r#"
+[gateway.http]
+address = "0.0.0.0:8379"
+issuer = "https://auth.example.com"
+audience = "https://tools.example.com/mcp"
+jwks_file = "/etc/cairnloop/jwks.json"
+account_claim = "org"
+allowed_hosts = ["tools.example.com"]
+"#,
+    )
+    .unwrap();
+    let http = good.gateway.http.unwrap();
+    assert_eq!(http.address.port(), 8379);
+    assert_eq!(http.audience, "https://tools.example.com/mcp");
+    assert_eq!(http.account_claim.as_deref(), Some("org"));
+    assert_eq!(http.allowed_hosts, ["tools.example.com"]);
+
+    let problems = Config::parse(
+        r#"
+[gateway.http]
+address = "localhost"
+jwks_file = 7
+token = "a secret"
+"#,
+    )
+    .unwrap_err();
+    let found: Vec<(usize, String)> = problems
+        .iter()
+        .map(|problem| (problem.line(), problem.message().to_owned()))
+        .collect();
+    let has = |line: usize, piece: &str| {
+        assert!(
+            found
+                .iter()
+                .any(|(at, message)| *at == line && message.contains(piece)),
+            "no problem at line {line} with {piece:?}: {found:#?}"
+        );
+    };
+    has(3, "not an IP address and port");
+    has(4, "`jwks_file`");
+    has(5, "token");
+    assert!(
+        found
+            .iter()
+            .any(|(_, message)| message.contains("needs `issuer`")),
+        "{found:#?}"
+    );
+    assert_eq!(found.len(), 4, "{found:#?}");
+}

@@ -8,6 +8,11 @@
 //! local_actor = "alice"              # who calls, when served over stdio
 //! local_scopes = ["fs:read", "fs:write"]
 //!
+//! [gateway.http]                     # for `serve --http`: Streamable HTTP, OAuth tokens
+//! address = "127.0.0.1:8379"
+//! issuer = "https://auth.example.com"
+//! jwks_file = "/etc/cairnloop/jwks.json"
+//!
 //! [upstreams.fs]                     # an id: 1-16 of a-z 0-9, starting with a letter
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/share"]
@@ -97,6 +102,46 @@ pub struct Gateway {
     pub local_actor: Option<String>,
     /// The scopes that actor holds.
     pub local_scopes: Vec<String>,
+    /// Serving over Streamable HTTP (`[gateway.http]`), for `serve --http`.
+    pub http: Option<Http>,
+}
+
+/// Serving MCP over Streamable HTTP (`[gateway.http]`): each request carries an OAuth
+/// access token (a JWT) that the gateway checks against the authorization server's
+/// public keys, read from a file (the gateway fetches nothing). The caller is the
+/// token's subject (through its client, when it names one); its scopes are the token's.
+///
+/// ```
+/// # use cairnloop_gateway::config::Config;
+/// let config = Config::parse(r#"
+/// [gateway.http]
+/// address = "127.0.0.1:8379"
+/// issuer = "https://auth.example.com"
+/// jwks_file = "/etc/cairnloop/jwks.json"
+/// "#)?;
+/// let http = config.gateway.http.unwrap();
+/// assert_eq!(http.audience, "http://127.0.0.1:8379/mcp");
+/// # Ok::<(), cairnloop_gateway::config::Problems>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Http {
+    /// Where to listen.
+    pub address: std::net::SocketAddr,
+    /// The authorization server whose tokens are accepted (`iss`), named in the
+    /// protected-resource metadata.
+    pub issuer: String,
+    /// This server's resource identifier, which a token's `aud` must name; by default
+    /// `http://ADDRESS/mcp`.
+    pub audience: String,
+    /// The issuer's public keys, a JSON Web Key Set.
+    pub jwks_file: std::path::PathBuf,
+    /// The claim that names the caller's account, if tokens carry one.
+    pub account_claim: Option<String>,
+    /// Browser origins allowed to call (none by default).
+    pub allowed_origins: Vec<String>,
+    /// `Host` headers accepted besides `localhost`, `127.0.0.1` and `::1`.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// One upstream MCP server (`[upstreams.ID]`).
@@ -298,7 +343,7 @@ fn read_gateway<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Gateway {
     let Some(table) = reader.table(value, "[gateway]") else {
         return gateway;
     };
-    reader.only(table, "[gateway]", &["local_actor", "local_scopes"]);
+    reader.only(table, "[gateway]", &["local_actor", "local_scopes", "http"]);
     if let Some(actor) = table.get("local_actor")
         && let Some(id) = reader.string(actor, "`local_actor`")
     {
@@ -314,7 +359,80 @@ fn read_gateway<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Gateway {
             .map(|(scope, _)| scope)
             .collect();
     }
+    if let Some(http) = table.get("http") {
+        gateway.http = read_http(reader, http);
+    }
     gateway
+}
+
+fn read_http<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Option<Http> {
+    const WITHIN: &str = "[gateway.http]";
+    let table = reader.table(value, WITHIN)?;
+    reader.only(
+        table,
+        WITHIN,
+        &[
+            "address",
+            "issuer",
+            "audience",
+            "jwks_file",
+            "account_claim",
+            "allowed_origins",
+            "allowed_hosts",
+        ],
+    );
+    let required = |reader: &mut Reader<'s>, key: &str| {
+        let found = table
+            .get(key)
+            .and_then(|value| reader.string(value, &format!("`{key}`")));
+        if found.is_none() && table.get(key).is_none() {
+            reader.problem(value.span(), format!("{WITHIN} needs `{key}`"));
+        }
+        found
+    };
+    let address = required(reader, "address");
+    let issuer = required(reader, "issuer");
+    let jwks_file = required(reader, "jwks_file");
+    let address = address.and_then(|text| match text.parse::<std::net::SocketAddr>() {
+        Ok(address) => Some(address),
+        Err(_) => {
+            let span = table.get("address").map_or(value.span(), |at| at.span());
+            reader.problem(
+                span,
+                format!(
+                    "`address`: `{text}` is not an IP address and port, such as 127.0.0.1:8379"
+                ),
+            );
+            None
+        }
+    });
+    let audience = match table.get("audience") {
+        Some(given) => reader.string(given, "`audience`"),
+        None => address.map(|address| format!("http://{address}/mcp")),
+    };
+    let account_claim = table
+        .get("account_claim")
+        .and_then(|claim| reader.string(claim, "`account_claim`"));
+    let list = |reader: &mut Reader<'s>, key: &str| {
+        table.get(key).map_or_else(Vec::new, |given| {
+            reader
+                .strings(given, &format!("`{key}`"))
+                .into_iter()
+                .map(|(text, _)| text)
+                .collect()
+        })
+    };
+    let allowed_origins = list(reader, "allowed_origins");
+    let allowed_hosts = list(reader, "allowed_hosts");
+    Some(Http {
+        address: address?,
+        issuer: issuer?,
+        audience: audience?,
+        jwks_file: jwks_file?.into(),
+        account_claim,
+        allowed_origins,
+        allowed_hosts,
+    })
 }
 
 fn read_upstream<'s>(

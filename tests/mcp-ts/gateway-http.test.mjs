@@ -1,0 +1,136 @@
+// End to end: the official TypeScript MCP SDK's Streamable HTTP client drives
+// `cairnloop-gateway serve --http` in front of the official filesystem MCP server, each
+// request with a bearer token (an EdDSA JWT signed here, its public key in the file the
+// gateway's configuration names). The caller is the token's subject, through its client.
+//
+// Run by .ci/run with $CAIRNLOOP_GATEWAY pointing at the built binary.
+
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync, execFileSync } from "node:child_process";
+import { generateKeyPairSync, sign } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, "../..");
+const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
+const FILESYSTEM = join(HERE, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
+const ISSUER = "https://auth.example.test";
+
+const dir = mkdtempSync(join(tmpdir(), "cairnloop-gateway-http-"));
+const share = join(dir, "share");
+mkdirSync(share);
+writeFileSync(join(share, "hello.txt"), "hello");
+const store = join(dir, "lanes.db");
+
+const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+const jwks = join(dir, "jwks.json");
+writeFileSync(jwks, JSON.stringify({ keys: [{ ...publicKey.export({ format: "jwk" }), kid: "test-1", alg: "EdDSA" }] }));
+
+const port = await new Promise((done) => {
+  const probe = createServer().listen(0, "127.0.0.1", () => {
+    const { port } = probe.address();
+    probe.close(() => done(port));
+  });
+});
+const url = new URL(`http://127.0.0.1:${port}/mcp`);
+
+const config = join(dir, "gateway.toml");
+writeFileSync(config, `
+[gateway.http]
+address = "127.0.0.1:${port}"
+issuer = "${ISSUER}"
+jwks_file = ${JSON.stringify(jwks)}
+
+[upstreams.fs]
+command = "node"
+args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
+
+${readFileSync(TOOLS, "utf8")}`);
+
+const gateway = spawn(GATEWAY, ["serve", config, "--store", store, "--http"], { stdio: ["ignore", "ignore", "pipe"] });
+await new Promise((ready, failed) => {
+  let said = "";
+  gateway.stderr.on("data", (chunk) => {
+    said += chunk;
+    if (said.includes("serving")) ready();
+  });
+  gateway.on("exit", (code) => failed(new Error(`the gateway exited ${code}: ${said}`)));
+});
+after(() => gateway.kill());
+
+const base64url = (value) => Buffer.from(value).toString("base64url");
+function token(claims) {
+  const now = Math.floor(Date.now() / 1000);
+  const header = base64url(JSON.stringify({ alg: "EdDSA", typ: "JWT", kid: "test-1" }));
+  const body = base64url(JSON.stringify({ iss: ISSUER, aud: url.href, iat: now, exp: now + 300, ...claims }));
+  const signature = sign(null, Buffer.from(`${header}.${body}`), privateKey).toString("base64url");
+  return `${header}.${body}.${signature}`;
+}
+
+async function withClient(bearer, steps) {
+  const client = new Client({ name: "cairnloop-gateway-http", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(url, {
+    requestInit: { headers: { Authorization: `Bearer ${bearer}` } },
+  }));
+  try {
+    return await steps(client);
+  } finally {
+    await client.close();
+  }
+}
+
+const operator = (...words) =>
+  spawnSync(GATEWAY, ["operator", "--store", store, ...words], { encoding: "utf8" });
+
+test("without a valid token nothing is served: 401 with the resource metadata", async () => {
+  const bare = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  assert.equal(bare.status, 401);
+  assert.match(bare.headers.get("www-authenticate") ?? "", /resource_metadata=/);
+  const forged = token({ sub: "alice", scope: "fs:read" }).slice(0, -4) + "AAAA";
+  const refused = await fetch(url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${forged}` }, body: "{}" });
+  assert.equal(refused.status, 401);
+});
+
+test("the token's scopes decide what is listed; a read runs for its subject", async () => {
+  await withClient(token({ sub: "alice", azp: "desktop", scope: "fs:read" }), async (client) => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((tool) => tool.name), ["fs_read_text_file"]);
+    const read = await client.callTool({ name: "fs_read_text_file", arguments: { path: join(realpathSync(share), "hello.txt") } });
+    assert.equal(read.isError, false);
+    assert.deepEqual(read.content, [{ type: "text", text: "hello" }]);
+  });
+});
+
+test("a write over HTTP waits, is approved by another person, and writes once", async () => {
+  const target = join(realpathSync(share), "over-http.txt");
+  const write = { name: "fs_write_file", arguments: { path: target, content: "once" } };
+  const alice = token({ sub: "alice", azp: "desktop", scope: "fs:read fs:write" });
+  const id = await withClient(alice, async (client) => {
+    const waiting = await client.callTool(write);
+    assert.equal(waiting.structuredContent.status, "awaiting_approval");
+    return waiting.structuredContent.proposal_id;
+  });
+  assert.equal(existsSync(target), false);
+  const listed = operator("list");
+  assert.match(listed.stdout, new RegExp(`${id} fs_write_file alice via desktop`));
+  assert.notEqual(operator("approve", id, "--as", "alice via desktop").status, 0, "the proposer cannot approve");
+  assert.equal(operator("approve", id, "--as", "ops-lead").status, 0);
+  await withClient(alice, async (client) => {
+    const ran = await client.callTool(write);
+    assert.equal(ran.structuredContent.status, "executed");
+    assert.equal(readFileSync(target, "utf8"), "once");
+    writeFileSync(target, "sentinel");
+    const again = await client.callTool(write);
+    assert.equal(again.structuredContent.status, "executed");
+    assert.equal(readFileSync(target, "utf8"), "sentinel", "the approved call ran once");
+  });
+});
