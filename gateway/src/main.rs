@@ -8,11 +8,14 @@ use std::process::ExitCode;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use cairnloop::Governor;
+use cairnloop::console::{
+    Accounts, Console, ConsoleConfig, Credential as ConsoleCredential, Operator,
+};
 use cairnloop::gate::LaneState;
 use cairnloop::mcp::{LineTransport, McpServer};
 use cairnloop::remote::{RemoteMcp, TokenVerifier};
 use cairnloop::stores::SqliteStore;
-use cairnloop_gateway::config::{Config, Http};
+use cairnloop_gateway::config::{Config, ConsoleSettings, Credential, Http};
 use rmcp::ServiceExt;
 
 const USAGE: &str = "usage: cairnloop-gateway check CONFIG
@@ -24,7 +27,8 @@ const USAGE: &str = "usage: cairnloop-gateway check CONFIG
   serve CONFIG      start every upstream, and serve the tools CONFIG declares over stdio
                     (MCP), for [gateway] local_actor with its local_scopes; lanes in PATH.
                     With --http: over Streamable HTTP as [gateway.http] says, each
-                    request with an OAuth access token, for the token's subject
+                    request with an OAuth access token, for the token's subject.
+                    With [console]: the approval console too, at its address
   operator          list what waits in PATH, or approve or reject it";
 
 fn main() -> ExitCode {
@@ -211,6 +215,10 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
         })?;
         Downstream::Stdio(actor)
     };
+    let console = match &config.console {
+        Some(settings) => Some(console(settings).await?),
+        None => None,
+    };
     let store = open_store(&parsed)?;
     let gateway = cairnloop_gateway::serve::start(&config, store)
         .await
@@ -228,6 +236,20 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
         .await
         .map_err(|error| Failure::Run(format!("cannot sweep the store: {error}")))?;
     let governor = std::sync::Arc::clone(&gateway.governor);
+    if let Some((listener, settings)) = console {
+        let address = listener
+            .local_addr()
+            .map_err(|error| Failure::Run(error.to_string()))?;
+        let router = Console::new(std::sync::Arc::clone(&governor), settings)
+            .router()
+            .into_make_service_with_connect_info::<std::net::SocketAddr>();
+        eprintln!("cairnloop-gateway: console at http://{address}/");
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, router).await {
+                eprintln!("cairnloop-gateway: the console stopped: {error}");
+            }
+        });
+    }
     match downstream {
         Downstream::Stdio(actor) => {
             let server = McpServer::new(governor, (), actor)
@@ -275,6 +297,51 @@ enum Downstream {
     Stdio(String),
     /// Over Streamable HTTP at this address, for the tokens this verifier accepts.
     Http(TokenVerifier, std::net::SocketAddr),
+}
+
+/// The console `[console]` asks for: its operators (a token read from the environment
+/// now, so that a missing one stops the gateway before anything starts) and its
+/// address, bound.
+async fn console(
+    settings: &ConsoleSettings,
+) -> Result<(tokio::net::TcpListener, ConsoleConfig), Failure> {
+    let mut config = ConsoleConfig::new()
+        .with_address(settings.address)
+        .with_secure_cookie(settings.secure_cookie);
+    for operator in &settings.operators {
+        let credential = match &operator.credential {
+            Credential::TokenEnv(name) => match std::env::var(name) {
+                Ok(token) if !token.is_empty() => ConsoleCredential::token(&token),
+                _ => {
+                    return Err(Failure::Run(format!(
+                        "console operator `{}`: the environment variable {name} holds no token",
+                        operator.id
+                    )));
+                }
+            },
+            Credential::PasswordHash(hash) => ConsoleCredential::PasswordHash(hash.clone()),
+            _ => {
+                return Err(Failure::Run(format!(
+                    "console operator `{}`: a credential this binary does not know",
+                    operator.id
+                )));
+            }
+        };
+        let mut added = Operator::new(operator.id.clone(), credential, Accounts::All);
+        if !operator.tiers.is_empty() {
+            added = added.deciding_only(operator.tiers.iter().copied());
+        }
+        config = config.with_operator(added);
+    }
+    let listener = tokio::net::TcpListener::bind(settings.address)
+        .await
+        .map_err(|error| {
+            Failure::Run(format!(
+                "the console cannot listen on {}: {error}",
+                settings.address
+            ))
+        })?;
+    Ok((listener, config))
 }
 
 /// The token checks `[gateway.http]` asks for, with its key set read from its file.

@@ -367,3 +367,49 @@ token = "a secret"
     );
     assert_eq!(found.len(), 4, "{found:#?}");
 }
+
+#[test]
+fn the_console_takes_no_secret_from_the_file_and_every_problem_has_its_place() {
+    let problems = Config::parse(
+        r#"
+[console]
+address = "127.0.0.1"
+
+[console.operators.lead]
+password_hash = "hunter2"
+
+[console.operators." lead"]
+token_env = "LEAD_TOKEN"
+
+[console.operators.junior]
+token_env = "JUNIOR_TOKEN"
+password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA"
+tiers = ["low_write", "everything"]
+"#,
+    )
+    .unwrap_err();
+    let found: Vec<(usize, String)> = problems
+        .iter()
+        .map(|problem| (problem.line(), problem.message().to_owned()))
+        .collect();
+    let has = |line: usize, piece: &str| {
+        assert!(
+            found
+                .iter()
+                .any(|(at, message)| *at == line && message.contains(piece)),
+            "no problem at line {line} with {piece:?}: {found:#?}"
+        );
+    };
+    has(3, "not an IP address and port");
+    has(6, "never the password");
+    has(8, "operator id");
+    has(11, "exactly one of `token_env` and `password_hash`");
+    has(14, "`everything` in `tiers`");
+    assert_eq!(found.len(), 5, "{found:#?}");
+
+    let none = Config::parse("[console]\naddress = \"127.0.0.1:8377\"\n").unwrap_err();
+    assert!(
+        none.to_string().contains("needs at least one operator"),
+        "{none}"
+    );
+}

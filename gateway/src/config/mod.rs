@@ -35,6 +35,7 @@
 //! tier = "destructive"               # always blocked
 //! ```
 
+mod console;
 mod names;
 mod problem;
 mod read;
@@ -48,6 +49,7 @@ use cairnloop::{ApprovalMode, RiskTier, SpecError};
 use toml::de::{DeTable, DeValue};
 
 pub use cairnloop::json::{Template, TemplateError};
+pub use console::{ConsoleOperator, ConsoleSettings, Credential};
 pub use names::{
     MAX_UPSTREAM_ID, MAX_UPSTREAM_TOOL_NAME, is_upstream_id, listed_name, upstream_tool,
 };
@@ -84,6 +86,8 @@ pub struct Config {
     pub upstreams: Vec<Upstream>,
     /// The declared tools, in the order of the file.
     pub tools: Vec<ToolRule>,
+    /// The approval console, when `[console]` asks for it.
+    pub console: Option<ConsoleSettings>,
 }
 
 /// The gateway's own settings (`[gateway]`).
@@ -281,12 +285,20 @@ impl Config {
 }
 
 fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config {
-    reader.only(document, "the file", &["gateway", "upstreams", "tools"]);
+    reader.only(
+        document,
+        "the file",
+        &["gateway", "upstreams", "tools", "console"],
+    );
     let mut config = Config {
         gateway: Gateway::default(),
         upstreams: Vec::new(),
         tools: Vec::new(),
+        console: None,
     };
+    if let Some(console) = document.get("console") {
+        config.console = console::read_console(reader, console);
+    }
     if let Some(gateway) = document.get("gateway") {
         config.gateway = read_gateway(reader, gateway);
     }

@@ -1,0 +1,158 @@
+"""The approval console served by cairnloop-gateway itself, in a real browser.
+
+The gateway runs over stdio in front of the official filesystem MCP server (from npm),
+as a desktop client starts it, with `[console]` in its configuration; this test speaks
+MCP to it frame by frame while an operator decides in Chromium: the write waits, the
+proposer is not offered an approval, another operator approves it, the re-issued call
+writes the file once.
+
+Run by .ci/run with $CAIRNLOOP_GATEWAY (the built binary), $CAIRNLOOP_FILESYSTEM_SERVER
+(the server `npm ci` put in tests/mcp-ts) and $CAIRNLOOP_CHROMIUM.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+GATEWAY = os.environ.get("CAIRNLOOP_GATEWAY", str(ROOT / "target/debug/cairnloop-gateway"))
+FILESYSTEM = os.environ.get(
+    "CAIRNLOOP_FILESYSTEM_SERVER",
+    str(ROOT / "tests/mcp-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
+)
+CHROMIUM = os.environ.get("CAIRNLOOP_CHROMIUM", "/usr/bin/chromium")
+TOOLS = ROOT / "gateway/tests/configs/filesystem-tools.toml"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gateway:
+    """The gateway over stdio, spoken to one JSON-RPC frame at a time."""
+
+    def __init__(self, config, store, env):
+        self.process = subprocess.Popen(
+            [GATEWAY, "serve", config, "--store", store],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, env=env,
+        )
+        self.next_id = 0
+        self.request("initialize", {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "console-test", "version": "1"},
+        })
+        self.process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        self.process.stdin.flush()
+
+    def request(self, method, params):
+        self.next_id += 1
+        frame = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.process.stdin.write(json.dumps(frame) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        assert answer["id"] == self.next_id, answer
+        return answer["result"]
+
+    def call(self, name, arguments):
+        return self.request("tools/call", {"name": name, "arguments": arguments})["structuredContent"]
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def served():
+    if not Path(FILESYSTEM).is_file():
+        pytest.fail(f"no filesystem server at {FILESYSTEM}: run `npm ci` in tests/mcp-ts")
+    work = Path(tempfile.mkdtemp(prefix="cairnloop-gateway-console-"))
+    share = (work / "share").resolve()
+    share.mkdir()
+    port = free_port()
+    config = work / "gateway.toml"
+    config.write_text(
+        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:read", "fs:write"]\n\n'
+        f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
+        f'[console]\naddress = "127.0.0.1:{port}"\n\n'
+        '[console.operators.ops-lead]\ntoken_env = "CONSOLE_LEAD_TOKEN"\n\n'
+        '[console.operators.alice]\ntoken_env = "CONSOLE_ALICE_TOKEN"\n\n'
+        + TOOLS.read_text()
+    )
+    env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789", CONSOLE_ALICE_TOKEN="alice-token-0123456789")
+    gateway = Gateway(str(config), str(work / "lanes.db"), env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/login", timeout=1)
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "the gateway's console did not start"
+            time.sleep(0.1)
+    yield {"gateway": gateway, "base": base, "share": share}
+    gateway.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        yield chromium
+        chromium.close()
+
+
+def signed_in(browser, base, operator, secret):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/login")
+    page.fill("input[name=operator]", operator)
+    page.fill("input[name=password]", secret)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(f"{base}/queue")
+    return context, page
+
+
+def test_a_write_through_the_gateway_is_approved_in_its_console_and_runs_once(served, browser):
+    gateway, base, share = served["gateway"], served["base"], served["share"]
+    target = share / "from-console.txt"
+    write = ("fs_write_file", {"path": str(target), "content": "approved in the console"})
+    waiting = gateway.call(*write)
+    assert waiting["status"] == "awaiting_approval"
+    proposal = waiting["proposal_id"]
+    assert not target.exists()
+
+    # The proposer signs in too: the proposal is shown, its approval is not offered.
+    context, page = signed_in(browser, base, "alice", "alice-token-0123456789")
+    page.goto(f"{base}/proposals/{proposal}")
+    expect(page.locator("p.why-not")).to_contain_text("someone else must approve it")
+    assert page.locator("button.approve").count() == 0
+    context.close()
+
+    context, page = signed_in(browser, base, "ops-lead", "lead-token-0123456789")
+    expect(page.locator("#queue-rows tr")).to_have_count(1)
+    page.click(f"a[href='/proposals/{proposal}']")
+    expect(page.locator("main")).to_contain_text(str(target))
+    page.click("button.approve")
+    expect(page.locator("p.state")).to_have_text("approved")
+    context.close()
+
+    ran = gateway.call(*write)
+    assert ran["status"] == "executed", ran
+    assert target.read_text() == "approved in the console"
+    target.write_text("sentinel")
+    again = gateway.call(*write)
+    assert again["status"] == "executed", again
+    assert target.read_text() == "sentinel", "the approved call ran once"
