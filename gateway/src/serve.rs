@@ -15,8 +15,8 @@ use crate::upstream::{ToUpstream, Upstream, UpstreamError};
 /// ```
 /// use cairnloop_gateway::serve::StartError;
 ///
-/// let err = StartError::NotYet("an upstream reached by `url`");
-/// assert_eq!(err.to_string(), "not served yet: an upstream reached by `url`");
+/// let err = StartError::NotYet("a tool's `accounts` rule");
+/// assert_eq!(err.to_string(), "not served yet: a tool's `accounts` rule");
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -80,8 +80,9 @@ fn configured(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
 ///
 /// # Errors
 ///
-/// [`StartError`]: an upstream that does not start, list or declare; or what is not
-/// enforced yet (an `accounts` rule, an upstream reached by `url`).
+/// [`StartError`]: an upstream that does not start, list or declare (one reached by
+/// `url` whose `token_env` holds no token); or what is not enforced yet (an `accounts`
+/// rule).
 pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, StartError> {
     if config.tools.iter().any(|tool| !tool.accounts.is_empty()) {
         return Err(StartError::NotYet("a tool's `accounts` rule"));
@@ -90,15 +91,32 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
     let mut hidden = Vec::new();
     let mut upstreams = Vec::new();
     for declared in &config.upstreams {
-        let Transport::Stdio { command, args, env } = &declared.transport else {
-            return Err(StartError::NotYet("an upstream reached by `url`"));
-        };
-        let upstream = Upstream::start(command, args, env, declared.call_timeout)
-            .await
-            .map_err(|error| StartError::Upstream {
-                id: declared.id.clone(),
-                error,
-            })?;
+        let upstream = match &declared.transport {
+            Transport::Stdio { command, args, env } => {
+                Upstream::start(command, args, env, declared.call_timeout).await
+            }
+            Transport::Http { url, token_env } => {
+                let token = match token_env {
+                    Some(name) => match std::env::var(name) {
+                        Ok(token) if !token.is_empty() => Some(token),
+                        _ => {
+                            return Err(StartError::Upstream {
+                                id: declared.id.clone(),
+                                error: UpstreamError::Start(format!(
+                                    "the environment variable {name} holds no token"
+                                )),
+                            });
+                        }
+                    },
+                    None => None,
+                };
+                Upstream::connect(url, token, declared.call_timeout).await
+            }
+        }
+        .map_err(|error| StartError::Upstream {
+            id: declared.id.clone(),
+            error,
+        })?;
         let listing = upstream
             .listing()
             .await

@@ -72,11 +72,16 @@ pub fn restart_delay(failures: u32) -> Duration {
     }
 }
 
-/// How an upstream is started, kept to start it again.
-struct Launch {
-    command: String,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
+/// How an upstream is reached, kept to reach it again.
+enum Launch {
+    /// A child process, spoken to over its standard input and output.
+    Command {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    /// A Streamable HTTP endpoint, with the gateway's own credential for it.
+    Http { url: String, token: Option<String> },
 }
 
 /// The connection, and what restarting it has met.
@@ -133,11 +138,50 @@ impl Upstream {
         env: &[(String, String)],
         call_timeout: Duration,
     ) -> Result<Arc<Self>, UpstreamError> {
-        let launch = Launch {
-            command: command.to_owned(),
-            args: args.to_vec(),
-            env: env.to_vec(),
-        };
+        Self::reach(
+            Launch::Command {
+                command: command.to_owned(),
+                args: args.to_vec(),
+                env: env.to_vec(),
+            },
+            call_timeout,
+        )
+        .await
+    }
+
+    /// Connects to the Streamable HTTP endpoint at `url`, sending `token` (the
+    /// gateway's own credential for it, never a client's) as a bearer token, and
+    /// completes MCP's handshake; each call it forwards may take `call_timeout`.
+    ///
+    /// # Errors
+    ///
+    /// The endpoint cannot be reached, does not speak MCP, or takes longer than
+    /// [`START_TIMEOUT`].
+    ///
+    /// ```
+    /// # use cairnloop_gateway::upstream::{Upstream, UpstreamError};
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    /// let timeout = std::time::Duration::from_secs(1);
+    /// // Nothing listens on port 9 (discard) here.
+    /// let reached = runtime.block_on(Upstream::connect("http://127.0.0.1:9/mcp", None, timeout));
+    /// assert!(reached.is_err());
+    /// ```
+    pub async fn connect(
+        url: &str,
+        token: Option<String>,
+        call_timeout: Duration,
+    ) -> Result<Arc<Self>, UpstreamError> {
+        Self::reach(
+            Launch::Http {
+                url: url.to_owned(),
+                token,
+            },
+            call_timeout,
+        )
+        .await
+    }
+
+    async fn reach(launch: Launch, call_timeout: Duration) -> Result<Arc<Self>, UpstreamError> {
         let running = launch.connect().await?;
         Ok(Arc::new(Self {
             launch,
@@ -282,11 +326,15 @@ impl Upstream {
 }
 
 impl Launch {
-    /// Starts the process and completes MCP's handshake.
+    /// Starts the process or reaches the endpoint, and completes MCP's handshake.
     async fn connect(&self) -> Result<RunningService<RoleClient, ()>, UpstreamError> {
-        let command = tokio::process::Command::new(&self.command).configure(|command| {
-            command.args(&self.args);
-            command.envs(self.env.iter().map(|(name, value)| (name, value)));
+        let (command, args, env) = match self {
+            Self::Command { command, args, env } => (command, args, env),
+            Self::Http { url, token } => return connect_http(url, token.as_deref()).await,
+        };
+        let command = tokio::process::Command::new(command).configure(|command| {
+            command.args(args);
+            command.envs(env.iter().map(|(name, value)| (name, value)));
         });
         // Its standard error is discarded: an upstream that hangs must not hold the
         // gateway's own open (not yet logged).
@@ -301,6 +349,27 @@ impl Launch {
             .map_err(|_| UpstreamError::Timeout)?
             .map_err(|error| UpstreamError::Protocol(error.to_string()))
     }
+}
+
+/// An MCP session over Streamable HTTP with `url`.
+async fn connect_http(
+    url: &str,
+    token: Option<&str>,
+) -> Result<RunningService<RoleClient, ()>, UpstreamError> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    // rustls is built without a default cryptography provider: name one (the same
+    // pure-Rust `ring` the rest of the graph uses), once per process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(token) = token {
+        config = config.auth_header(token.to_owned());
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    tokio::time::timeout(START_TIMEOUT, ().serve(transport))
+        .await
+        .map_err(|_| UpstreamError::Timeout)?
+        .map_err(|error| UpstreamError::Protocol(error.to_string()))
 }
 
 /// The text of an error result, as the upstream wrote it.

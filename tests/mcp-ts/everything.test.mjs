@@ -5,9 +5,12 @@
 // Run by .ci/run (`npm ci && npm test` here) after the gateway is built; the binary is
 // taken from $CAIRNLOOP_GATEWAY (default: target/debug/cairnloop-gateway).
 
-import { test } from "node:test";
+import { test, after } from "node:test";
 import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -46,17 +49,60 @@ tier = "high_write"
 preview = "Weather for {location}"
 `;
 
-async function connect() {
+async function connect(config = CONFIG, env = process.env) {
   const dir = mkdtempSync(join(tmpdir(), "cairnloop-gateway-everything-"));
-  const config = join(dir, "gateway.toml");
-  writeFileSync(config, CONFIG);
+  const path = join(dir, "gateway.toml");
+  writeFileSync(path, config);
   const client = new Client({ name: "cairnloop-gateway-everything", version: "1.0.0" });
   await client.connect(new StdioClientTransport({
     command: GATEWAY,
-    args: ["serve", config, "--store", join(dir, "lanes.db")],
+    args: ["serve", path, "--store", join(dir, "lanes.db")],
+    env,
     stderr: "ignore",
   }));
   return client;
+}
+
+/** The same server over Streamable HTTP on a free port, until the tests end. */
+async function everythingOverHttp() {
+  const port = await new Promise((done) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => done(port));
+    });
+  });
+  const server = spawn("node", [EVERYTHING, "streamableHttp"], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  after(() => server.kill());
+  await new Promise((ready, failed) => {
+    let said = "";
+    server.stderr.on("data", (chunk) => {
+      said += chunk;
+      if (said.includes("listening")) ready();
+    });
+    server.on("exit", (code) => failed(new Error(`the everything server exited ${code}: ${said}`)));
+  });
+  return `http://127.0.0.1:${port}/mcp`;
+}
+
+/** A relay in front of `target` that notes each request's Authorization header. */
+async function relay(target, seen) {
+  const upstream = new URL(target);
+  const server = createHttpServer((req, res) => {
+    seen.push(req.headers.authorization ?? null);
+    const forwarded = httpRequest({
+      host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers,
+    }, (answer) => {
+      res.writeHead(answer.statusCode, answer.headers);
+      answer.pipe(res);
+    });
+    req.pipe(forwarded);
+  });
+  await new Promise((done) => server.listen(0, "127.0.0.1", done));
+  after(() => server.close());
+  return `http://127.0.0.1:${server.address().port}/mcp`;
 }
 
 test("only the configured tools are offered, under names mapped to the crate's rule", async () => {
@@ -123,4 +169,39 @@ test("a high-write tool waits for a person, with its preview (arguments written 
   } finally {
     await client.close();
   }
+});
+
+test("an upstream reached by url: its tools governed the same way, the credential from the environment", async () => {
+  const seen = [];
+  const url = await relay(await everythingOverHttp(), seen);
+  const config = CONFIG.replace(
+    /\[upstreams\.ev\][\s\S]*?(?=\[tools\.ev\.echo\])/,
+    `[upstreams.ev]\nurl = "${url}"\ntoken_env = "EVERYTHING_TOKEN"\n\n`,
+  );
+  assert.match(config, /url = /);
+  // Without the variable the gateway refuses to start, naming it.
+  const dir = mkdtempSync(join(tmpdir(), "cairnloop-gateway-everything-url-"));
+  writeFileSync(join(dir, "gateway.toml"), config);
+  const { EVERYTHING_TOKEN: _, ...without } = process.env;
+  const missing = spawnSync(GATEWAY, ["serve", join(dir, "gateway.toml"), "--store", join(dir, "lanes.db")], {
+    encoding: "utf8", env: without, input: "",
+  });
+  assert.notEqual(missing.status, 0);
+  assert.match(missing.stderr, /EVERYTHING_TOKEN holds no token/);
+
+  const client = await connect(config, { ...process.env, EVERYTHING_TOKEN: "upstream-secret" });
+  try {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((tool) => tool.name).sort(),
+      ["ev_echo", "ev_get-2dstructured-2dcontent", "ev_get-2dsum", "ev_get-2dtiny-2dimage"]);
+    const echoed = await client.callTool({ name: "ev_echo", arguments: { message: "over http" } });
+    assert.deepEqual(echoed.content, [{ type: "text", text: "Echo: over http" }]);
+    const waiting = await client.callTool({ name: "ev_get-2dstructured-2dcontent", arguments: { location: "Chicago" } });
+    assert.equal(waiting.structuredContent.status, "awaiting_approval");
+  } finally {
+    await client.close();
+  }
+  // Every request the gateway made carried its own credential for the upstream.
+  assert.ok(seen.length >= 3, `requests: ${seen.length}`);
+  assert.ok(seen.every((header) => header === "Bearer upstream-secret"), JSON.stringify(seen));
 });
