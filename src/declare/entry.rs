@@ -184,8 +184,6 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
         self.codec
     }
 
-    /// The entry with the functions that call the tool by name (set by the JSON layer).
-    #[cfg(feature = "serde")]
     /// Whether the entry's output is an MCP `CallToolResult` to hand on as it is.
     #[cfg(feature = "rmcp")]
     pub(crate) fn output_is_call_result(&self) -> bool {
@@ -193,6 +191,8 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             .is_some_and(|codec| codec.output_is_call_result())
     }
 
+    /// The entry with the functions that call the tool by name (set by the JSON layer).
+    #[cfg(feature = "serde")]
     pub(crate) const fn with_codec(mut self, codec: &'static dyn Codec<C>) -> Self {
         self.codec = Some(codec);
         self
