@@ -172,8 +172,8 @@ impl Default for SqliteOptions {
 /// cairnloop store, and a file that is not a SQLite database are refused, and nothing is
 /// written to them. The connection lives on a thread of its own, so an async caller never
 /// blocks its runtime; a second thread copies the write-ahead log back into the file a
-/// few times a second (SQLite would otherwise do it inside one commit in a thousand,
-/// the slowest one).
+/// few times a second (SQLite would otherwise do it inside whichever commit fills the log
+/// past 1,000 pages, which then is the slowest one).
 ///
 /// ```
 /// use cairnloop::approvals::ApprovalStore;
