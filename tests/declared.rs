@@ -410,3 +410,63 @@ fn an_mcp_client_is_handed_an_upstream_result_as_the_upstream_wrote_it() {
             .starts_with("{\"content\"")
     );
 }
+
+/// A declared tool offered only to some accounts: a caller in another account, or in
+/// none, is refused by its policy and does not see it listed; nothing is forwarded.
+#[test]
+fn an_account_rule_is_part_of_the_policy() {
+    use cairnloop::gate::{ModePolicy, visible};
+
+    static OWN: Mutex<Vec<(String, Value)>> = Mutex::new(Vec::new());
+    let spec = ToolSpecOf::try_new(
+        "acme_report",
+        "Report",
+        "Acme's report.",
+        RiskTier::ReadOnly,
+    )
+    .unwrap();
+    let tool = DeclaredTool::new(
+        &spec,
+        &[],
+        json!({"type": "object"}),
+        Upstream {
+            calls: &OWN,
+            tool: "acme_report",
+        },
+    )
+    .unwrap()
+    .with_accounts(["acme"]);
+    let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool));
+    let entries: &'static [ToolEntry<()>] =
+        Box::leak(Box::new([ToolEntry::declared(tool, anyone).unwrap()]));
+    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    let governor = Governor::new(registry);
+
+    let acme = Actor::new("agent-7", &[]).with_account("acme");
+    let globex = Actor::new("agent-7", &[]).with_account("globex");
+    let nobody = Actor::new("agent-7", &[]);
+    let call = ToolCall::new("acme_report", "{}");
+    let outcome = |actor: &Actor<'_>| pollster::block_on(governor.call(&call, actor, &())).unwrap();
+
+    assert!(matches!(outcome(&acme), Outcome::Executed(_)));
+    for stranger in [&globex, &nobody] {
+        let Outcome::Blocked(Blocked::PolicyDenied { reason }) = outcome(stranger) else {
+            panic!("a caller outside the tool's accounts is refused");
+        };
+        assert_eq!(
+            reason.reason(),
+            "the tool is offered only to callers acting in other accounts"
+        );
+    }
+    assert_eq!(
+        OWN.lock().unwrap().len(),
+        1,
+        "only acme's call was forwarded"
+    );
+
+    let policy = ModePolicy::new();
+    let listed = |actor: &Actor<'_>| visible(registry, actor, &(), &policy).count();
+    assert_eq!(listed(&acme), 1);
+    assert_eq!(listed(&globex), 0);
+    assert_eq!(listed(&nobody), 0);
+}

@@ -15,8 +15,8 @@ use crate::upstream::{ToUpstream, Upstream, UpstreamError};
 /// ```
 /// use cairnloop_gateway::serve::StartError;
 ///
-/// let err = StartError::NotYet("a tool's `accounts` rule");
-/// assert_eq!(err.to_string(), "not served yet: a tool's `accounts` rule");
+/// let err = StartError::Listing("fs".into());
+/// assert_eq!(err.to_string(), "upstream `fs`: its tools/list answer has no `tools` array");
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -43,10 +43,6 @@ pub enum StartError {
     /// The registry refused the tools (two names equal ignoring ASCII case).
     #[error("{0}")]
     Registry(cairnloop::SpecError),
-    /// The configuration asks for something this gateway does not enforce yet: it
-    /// refuses to start rather than serve without it.
-    #[error("not served yet: {0}")]
-    NotYet(&'static str),
 }
 
 /// A gateway ready to serve: its governor, and what each upstream hides.
@@ -81,12 +77,8 @@ fn configured(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
 /// # Errors
 ///
 /// [`StartError`]: an upstream that does not start, list or declare (one reached by
-/// `url` whose `token_env` holds no token); or what is not enforced yet (an `accounts`
-/// rule).
+/// `url` whose `token_env` holds no token).
 pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, StartError> {
-    if config.tools.iter().any(|tool| !tool.accounts.is_empty()) {
-        return Err(StartError::NotYet("a tool's `accounts` rule"));
-    }
     let mut entries: Vec<ToolEntry<()>> = Vec::new();
     let mut hidden = Vec::new();
     let mut upstreams = Vec::new();

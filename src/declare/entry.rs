@@ -1,5 +1,8 @@
 use core::fmt;
 
+#[cfg(feature = "declared")]
+use alloc::string::String;
+
 #[cfg(feature = "serde")]
 use super::codec::Codec;
 use super::rules::{Violation, expect_valid, to_spec_error};
@@ -36,6 +39,9 @@ pub struct ToolEntry<C: ?Sized + 'static> {
     custom_ui: fn() -> Option<&'static str>,
     #[cfg(feature = "serde")]
     codec: Option<&'static dyn Codec<C>>,
+    /// The accounts a caller must act in, for a tool declared with such a rule.
+    #[cfg(feature = "declared")]
+    accounts: Option<&'static [String]>,
 }
 
 impl<C: ?Sized + 'static> ToolEntry<C> {
@@ -92,6 +98,8 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             custom_ui: T::custom_ui,
             #[cfg(feature = "serde")]
             codec: None,
+            #[cfg(feature = "declared")]
+            accounts: None,
         })
     }
 
@@ -113,7 +121,21 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             custom_ui: none,
             #[cfg(feature = "serde")]
             codec: None,
+            accounts: None,
         }
+    }
+
+    /// The entry, offered only to callers acting in one of `accounts`.
+    #[cfg(feature = "declared")]
+    pub(crate) const fn with_accounts(mut self, accounts: &'static [String]) -> Self {
+        self.accounts = Some(accounts);
+        self
+    }
+
+    /// The accounts a caller must act in, if the entry has such a rule.
+    #[cfg(feature = "declared")]
+    pub(crate) const fn accounts(&self) -> Option<&'static [String]> {
+        self.accounts
     }
 
     /// The tool's spec.

@@ -333,6 +333,9 @@ pub(crate) struct Subject<'e, C: ?Sized> {
     spec: &'e ToolSpec,
     scopes: &'static [Scope],
     authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
+    /// The accounts a caller must act in (a declared tool's rule), part of its policy.
+    #[cfg(feature = "declared")]
+    accounts: Option<&'static [alloc::string::String]>,
 }
 
 impl<'e, C: ?Sized> Subject<'e, C> {
@@ -345,14 +348,38 @@ impl<'e, C: ?Sized> Subject<'e, C> {
             spec,
             scopes,
             authorize,
+            #[cfg(feature = "declared")]
+            accounts: None,
         }
+    }
+
+    /// Whether `actor` may call the tool as its policy says: its account rule, if it
+    /// has one, then its `authorize`.
+    fn authorize(&self, actor: &Actor<'_>, context: &C) -> Result<(), PolicyDenial> {
+        #[cfg(feature = "declared")]
+        if let Some(accounts) = self.accounts
+            && !accounts
+                .iter()
+                .any(|account| actor.account() == Some(account.as_str()))
+        {
+            return Err(PolicyDenial::Denied(
+                "the tool is offered only to callers acting in other accounts",
+            ));
+        }
+        (self.authorize)(actor, context)
     }
 }
 
 impl<C: ?Sized + 'static> Subject<'static, C> {
     /// The registered tool of `entry`.
     pub(crate) fn of(entry: &'static ToolEntry<C>) -> Self {
-        Self::new(entry.spec(), entry.scopes(), entry.authorize_fn())
+        #[cfg_attr(not(feature = "declared"), allow(unused_mut))]
+        let mut subject = Self::new(entry.spec(), entry.scopes(), entry.authorize_fn());
+        #[cfg(feature = "declared")]
+        {
+            subject.accounts = entry.accounts();
+        }
+        subject
     }
 }
 
@@ -491,7 +518,7 @@ pub(crate) fn run_gates<G: InputGate, C: ?Sized>(
         let blocked = input.check().err();
         return Verdict::Blocked(blocked.unwrap_or(Blocked::ScopeMissing { missing }));
     }
-    if let Err(reason) = (subject.authorize)(actor, context) {
+    if let Err(reason) = subject.authorize(actor, context) {
         let blocked = input.check().err();
         return Verdict::Blocked(blocked.unwrap_or(Blocked::PolicyDenied { reason }));
     }

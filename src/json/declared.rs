@@ -186,6 +186,7 @@ pub struct DeclaredTool<C: ?Sized + 'static> {
     validator: jsonschema::Validator,
     preview: Option<Template>,
     call_result: bool,
+    accounts: Option<Vec<String>>,
     forward: Box<dyn Forward<C>>,
 }
 
@@ -239,6 +240,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
             validator,
             preview: None,
             call_result: false,
+            accounts: None,
             forward: Box::new(forward),
         })
     }
@@ -292,6 +294,57 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     pub fn with_call_result_output(mut self) -> Self {
         self.call_result = true;
         self
+    }
+
+    /// The tool, offered only to callers acting in one of `accounts` (the actor's
+    /// [`account`](crate::Actor::account), compared exactly): part of its policy, so a
+    /// caller in another account, or in none, is refused at gate 3 and does not see it
+    /// listed. Give ids that pass the crate's identity rule.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?
+    ///     .with_accounts(["acme"]);
+    /// assert_eq!(tool.accounts(), Some(&["acme".to_string()][..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_accounts<I: IntoIterator<Item = T>, T: Into<String>>(
+        mut self,
+        accounts: I,
+    ) -> Self {
+        self.accounts = Some(accounts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The accounts a caller must act in, if the tool has such a rule
+    /// ([`with_accounts`](Self::with_accounts)).
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// assert_eq!(tool.accounts(), None); // any caller
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn accounts(&self) -> Option<&[String]> {
+        self.accounts.as_deref()
     }
 
     /// Whether the tool's output is an MCP `CallToolResult`
@@ -462,7 +515,11 @@ impl<C: ?Sized + Sync + 'static> ToolEntry<C> {
         tool: &'static DeclaredTool<C>,
         authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
     ) -> Result<Self, SpecError> {
-        Ok(Self::from_parts(tool.spec()?, tool.scopes()?, authorize).with_codec(tool))
+        let entry = Self::from_parts(tool.spec()?, tool.scopes()?, authorize).with_codec(tool);
+        Ok(match tool.accounts() {
+            Some(accounts) => entry.with_accounts(accounts),
+            None => entry,
+        })
     }
 }
 

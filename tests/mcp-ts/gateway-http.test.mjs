@@ -49,12 +49,19 @@ writeFileSync(config, `
 address = "127.0.0.1:${port}"
 issuer = "${ISSUER}"
 jwks_file = ${JSON.stringify(jwks)}
+account_claim = "org"
 
 [upstreams.fs]
 command = "node"
 args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
 
-${readFileSync(TOOLS, "utf8")}`);
+${readFileSync(TOOLS, "utf8")}
+
+[tools.fs.list_directory]   # acme's only
+tier = "read_only"
+scopes = ["fs:read"]
+accounts = ["acme"]
+`);
 
 const gateway = spawn(GATEWAY, ["serve", config, "--store", store, "--http"], { stdio: ["ignore", "ignore", "pipe"] });
 await new Promise((ready, failed) => {
@@ -104,6 +111,10 @@ test("the token's scopes decide what is listed; a read runs for its subject", as
   await withClient(token({ sub: "alice", azp: "desktop", scope: "fs:read" }), async (client) => {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((tool) => tool.name), ["fs_read_text_file"]);
+    // A tool offered to one account only: refused to a token that names none.
+    const refused = await client.callTool({ name: "fs_list_directory", arguments: { path: realpathSync(share) } });
+    assert.equal(refused.structuredContent.status, "blocked");
+    assert.equal(refused.structuredContent.code, "policy_denied");
     const read = await client.callTool({ name: "fs_read_text_file", arguments: { path: join(realpathSync(share), "hello.txt") } });
     assert.equal(read.isError, false);
     assert.deepEqual(read.content, [{ type: "text", text: "hello" }]);
@@ -133,4 +144,20 @@ test("a write over HTTP waits, is approved by another person, and writes once", 
     assert.equal(again.structuredContent.status, "executed");
     assert.equal(readFileSync(target, "utf8"), "sentinel", "the approved call ran once");
   });
+});
+
+test("a tool with an account rule is listed and runs only for tokens of that account", async () => {
+  const listing = async (claims) => withClient(token({ sub: "bob", scope: "fs:read", ...claims }), async (client) => {
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name).sort();
+    const listed = await client.callTool({ name: "fs_list_directory", arguments: { path: realpathSync(share) } });
+    return { names, status: listed.structuredContent.status, text: JSON.stringify(listed.content) };
+  });
+  const acme = await listing({ org: "acme" });
+  assert.deepEqual(acme.names, ["fs_list_directory", "fs_read_text_file"]);
+  assert.equal(acme.status, "executed");
+  assert.match(acme.text, /hello\.txt/);
+  const globex = await listing({ org: "globex" });
+  assert.deepEqual(globex.names, ["fs_read_text_file"]);
+  assert.equal(globex.status, "blocked");
 });

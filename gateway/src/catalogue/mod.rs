@@ -66,6 +66,8 @@ pub struct Offered {
     pub justification: Option<String>,
     /// The scopes a caller needs.
     pub scopes: Vec<String>,
+    /// The accounts a caller must act in; empty: any.
+    pub accounts: Vec<String>,
     /// Whether a repeat does no more than the first call.
     pub idempotent: bool,
     /// What an operator reads about a call.
@@ -187,6 +189,11 @@ impl Offered {
         // its content blocks as they are.
         let tool = DeclaredTool::new(&spec, &scopes, self.input_schema.clone(), forward)?
             .with_call_result_output();
+        let tool = if self.accounts.is_empty() {
+            tool
+        } else {
+            tool.with_accounts(self.accounts.iter().cloned())
+        };
         Ok(match &self.preview {
             Some(template) => tool.with_preview(template.clone()),
             None => tool,
@@ -291,6 +298,7 @@ fn offered_by_rule(
         mode: rule.mode,
         justification: rule.justification.clone(),
         scopes: rule.scopes.clone(),
+        accounts: rule.accounts.clone(),
         idempotent: rule.idempotent,
         preview: rule.preview.clone(),
         input_schema: rule
@@ -322,6 +330,7 @@ fn offered_by_default(
         mode: cairnloop::derive_approval_mode(Some(tier)),
         justification: None,
         scopes: Vec::new(),
+        accounts: Vec::new(),
         idempotent: false,
         preview: None,
         input_schema: tool.input_schema.clone(),
