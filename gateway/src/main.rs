@@ -12,7 +12,7 @@ use cairnloop::console::{
     Accounts, Console, ConsoleConfig, Credential as ConsoleCredential, Operator,
 };
 use cairnloop::gate::LaneState;
-use cairnloop::mcp::{LineTransport, McpServer};
+use cairnloop::mcp::{ClientApprover, LineTransport, McpServer};
 use cairnloop::remote::{RemoteMcp, TokenVerifier};
 use cairnloop::stores::SqliteStore;
 use cairnloop_gateway::config::{Config, ConsoleSettings, Credential, Http};
@@ -20,7 +20,7 @@ use rmcp::ServiceExt;
 
 const USAGE: &str = "usage: cairnloop-gateway check CONFIG
        cairnloop-gateway serve CONFIG --store PATH [--http]
-       cairnloop-gateway operator --store PATH (list | approve ID --as WHO | reject ID --as WHO --reason WHY)
+       cairnloop-gateway operator --store PATH (list | show ID | approve ID --as WHO | reject ID --as WHO --reason WHY)
 
   check CONFIG      read CONFIG (TOML), print every problem with its line and column, and
                     exit 1 if there is one; otherwise list what it declares
@@ -29,7 +29,8 @@ const USAGE: &str = "usage: cairnloop-gateway check CONFIG
                     With --http: over Streamable HTTP as [gateway.http] says, each
                     request with an OAuth access token, for the token's subject.
                     With [console]: the approval console too, at its address
-  operator          list what waits in PATH, or approve or reject it";
+  operator          list what waits in PATH, show one lane (JSON: its state, attempts,
+                    who decided, why), or approve or reject it";
 
 fn main() -> ExitCode {
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
@@ -252,8 +253,11 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
     }
     match downstream {
         Downstream::Stdio(actor) => {
-            let server = McpServer::new(governor, (), actor)
+            let mut server = McpServer::new(governor, (), actor)
                 .with_scopes(config.gateway.local_scopes.clone());
+            if let Some(person) = &config.gateway.client_approver {
+                server = server.with_client_approver(client_approver(person, &config));
+            }
             let running = server
                 .serve(stdio())
                 .await
@@ -269,10 +273,14 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
                 .into_iter()
                 .map(str::to_owned)
                 .chain(http.allowed_hosts.iter().cloned());
-            let remote = RemoteMcp::new(governor, (), verifier)
+            let mut remote = RemoteMcp::new(governor, (), verifier)
                 .with_authorization_server(http.issuer.clone())
                 .with_allowed_origins(http.allowed_origins.clone())
                 .with_allowed_hosts(hosts);
+            if !config.gateway.client_approves.is_empty() {
+                remote =
+                    remote.with_client_approver(client_approver("(the token's subject)", &config));
+            }
             use axum::serve::ListenerExt as _;
             // Answers are small and streamed: Nagle's algorithm would hold each back.
             let listener = tokio::net::TcpListener::bind(address)
@@ -289,6 +297,17 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
     }
     gateway.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The person at the client, trusted in its prompt for the tiers `client_approves` names.
+fn client_approver(person: &str, config: &Config) -> ClientApprover {
+    config
+        .gateway
+        .client_approves
+        .iter()
+        .fold(ClientApprover::new(person), |approver, tier| {
+            approver.may_approve(*tier)
+        })
 }
 
 /// Where the gateway's own clients reach it.
@@ -416,6 +435,23 @@ async fn operator(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
                 );
             }
         }
+        Some("show") => {
+            let lane = governor
+                .lane(&key(parsed.words.get(1))?)
+                .await
+                .map_err(run)?;
+            let shown = serde_json::json!({
+                "id": lane.key().to_string(),
+                "tool": lane.proposal().tool(),
+                "actor": lane.proposal().actor_id(),
+                "preview": lane.proposal().preview().text(),
+                "state": lane.state().as_str(),
+                "attempts": lane.attempts(),
+                "decided_by": lane.decided_by(),
+                "reason": lane.reason(),
+            });
+            println!("{shown}");
+        }
         Some(verb @ ("approve" | "reject")) => {
             let key = key(parsed.words.get(1))?;
             let by = parsed
@@ -434,7 +470,11 @@ async fn operator(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
             .map_err(run)?;
             println!("{} {}", lane.key(), lane.state());
         }
-        _ => return Err(Failure::Usage("operator: list, approve or reject".into())),
+        _ => {
+            return Err(Failure::Usage(
+                "operator: list, show, approve or reject".into(),
+            ));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

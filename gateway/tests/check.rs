@@ -413,3 +413,39 @@ tiers = ["low_write", "everything"]
         "{none}"
     );
 }
+
+#[test]
+fn a_client_approver_is_another_person_trusted_only_for_the_write_tiers() {
+    let good = Config::parse(
+        "[gateway]\nlocal_actor = \"agent\"\nclient_approver = \"user:alice\"\nclient_approves = [\"low_write\", \"high_write\"]\n",
+    )
+    .unwrap();
+    assert_eq!(good.gateway.client_approver.as_deref(), Some("user:alice"));
+    assert_eq!(
+        good.gateway.client_approves,
+        [RiskTier::LowWrite, RiskTier::HighWrite]
+    );
+
+    let problems = Config::parse(
+        "[gateway]\nlocal_actor = \"alice\"\nclient_approver = \"ALICE\"\nclient_approves = [\"destructive\", \"sometimes\"]\n",
+    )
+    .unwrap_err();
+    let found: Vec<(usize, &str)> = problems
+        .iter()
+        .map(|problem| (problem.line(), problem.message()))
+        .collect();
+    assert_eq!(found.len(), 4, "{found:#?}");
+    for (line, piece) in [
+        (3, "same person"),
+        (4, "never run"),
+        (4, "`sometimes`"),
+        (4, "needs `client_approver`"),
+    ] {
+        assert!(
+            found
+                .iter()
+                .any(|(at, message)| *at == line && message.contains(piece)),
+            "no problem at line {line} with {piece:?}: {found:#?}"
+        );
+    }
+}

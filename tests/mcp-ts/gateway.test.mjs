@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
@@ -23,7 +24,7 @@ const FILESYSTEM = join(HERE, "node_modules/@modelcontextprotocol/server-filesys
 const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
 
 /** A share, a configuration in front of the filesystem server, and a lane store. */
-function setup() {
+function setup(extra = "") {
   const dir = mkdtempSync(join(tmpdir(), "cairnloop-gateway-ts-"));
   const share = join(dir, "share");
   mkdirSync(share);
@@ -33,7 +34,7 @@ function setup() {
 [gateway]
 local_actor = "agent"
 local_scopes = ["fs:read", "fs:write"]
-
+${extra}
 [upstreams.fs]
 command = "node"
 args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
@@ -42,8 +43,12 @@ ${readFileSync(TOOLS, "utf8")}`);
   return { share: realpathSync(share), config, store: join(dir, "lanes.db") };
 }
 
-async function connect({ config, store }) {
-  const client = new Client({ name: "cairnloop-gateway-ts-e2e", version: "1.0.0" });
+async function connect({ config, store }, answer) {
+  const capabilities = answer ? { elicitation: {} } : {};
+  const client = new Client({ name: "cairnloop-gateway-ts-e2e", version: "1.0.0" }, { capabilities });
+  if (answer) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => answer(request.params));
+  }
   await client.connect(new StdioClientTransport({
     command: GATEWAY,
     args: ["serve", config, "--store", store],
@@ -100,6 +105,31 @@ test("through the gateway, a read runs, a write waits for the operator and write
     assert.equal(invalid.isError, true);
     assert.deepEqual(invalid.structuredContent.errors.map((e) => [e.path, e.code]).sort(),
       [["/path", "required"], ["/tail", "invalid_type"]]);
+  } finally {
+    await client.close();
+  }
+});
+
+test("with a client approver, the person at the client approves in its prompt and the write runs once", async () => {
+  const paths = setup('client_approver = "user:alice"\nclient_approves = ["low_write"]\n');
+  const prompts = [];
+  const client = await connect(paths, (params) => {
+    prompts.push(params.message);
+    return { action: "accept", content: { decision: "approve" } };
+  });
+  try {
+    await client.listTools();
+    const target = join(paths.share, "prompted.txt");
+    const write = { name: "fs_write_file", arguments: { path: target, content: "asked once" } };
+    const ran = await client.callTool(write);
+    assert.equal(ran.structuredContent.status, "executed");
+    assert.equal(readFileSync(target, "utf8"), "asked once");
+    assert.equal(prompts.length, 1);
+    assert.ok(prompts[0].includes(`Write ${JSON.stringify(target)}`), prompts[0]);
+    const key = prompts[0].match(/Proposal: ([0-9a-f]{64})/)[1];
+    const shown = JSON.parse(operator(paths.store, "show", key));
+    assert.deepEqual([shown.state, shown.attempts, shown.decided_by, shown.actor],
+      ["executed", 1, "user:alice", "agent"]);
   } finally {
     await client.close();
   }

@@ -106,6 +106,13 @@ pub struct Gateway {
     pub local_actor: Option<String>,
     /// The scopes that actor holds.
     pub local_scopes: Vec<String>,
+    /// The person at the client over stdio, who may approve calls in the client's own
+    /// prompt (MCP elicitation) for the tiers of `client_approves`; a different id from
+    /// `local_actor` (four eyes).
+    pub client_approver: Option<String>,
+    /// The tiers the person at the client may approve in its prompt (`low_write`,
+    /// `high_write`): over stdio `client_approver`, over HTTP the token's subject.
+    pub client_approves: Vec<RiskTier>,
     /// Serving over Streamable HTTP (`[gateway.http]`), for `serve --http`.
     pub http: Option<Http>,
 }
@@ -355,7 +362,17 @@ fn read_gateway<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Gateway {
     let Some(table) = reader.table(value, "[gateway]") else {
         return gateway;
     };
-    reader.only(table, "[gateway]", &["local_actor", "local_scopes", "http"]);
+    reader.only(
+        table,
+        "[gateway]",
+        &[
+            "local_actor",
+            "local_scopes",
+            "client_approver",
+            "client_approves",
+            "http",
+        ],
+    );
     if let Some(actor) = table.get("local_actor")
         && let Some(id) = reader.string(actor, "`local_actor`")
     {
@@ -370,6 +387,48 @@ fn read_gateway<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Gateway {
             .into_iter()
             .map(|(scope, _)| scope)
             .collect();
+    }
+    if let Some(approver) = table.get("client_approver")
+        && let Some(id) = reader.string(approver, "`client_approver`")
+    {
+        match check_id(&id) {
+            Err(error) => reader.problem(approver.span(), format!("`client_approver`: {error}")),
+            Ok(())
+                if gateway
+                    .local_actor
+                    .as_deref()
+                    .is_some_and(|actor| cairnloop::approvals::same_person(actor, &id)) =>
+            {
+                reader.problem(
+                    approver.span(),
+                    "`client_approver` is the same person as `local_actor`: four eyes would refuse every approval they give",
+                );
+            }
+            Ok(()) => gateway.client_approver = Some(id),
+        }
+    }
+    if let Some(tiers) = table.get("client_approves") {
+        for (tier, span) in reader.strings(tiers, "`client_approves`") {
+            match tier.parse::<RiskTier>() {
+                Ok(tier @ (RiskTier::LowWrite | RiskTier::HighWrite)) => {
+                    gateway.client_approves.push(tier);
+                }
+                Ok(_) => reader.problem(
+                    span,
+                    format!("`{tier}` in `client_approves`: only `low_write` and `high_write` calls are approved (read-only ones need no approval, destructive ones are never run)"),
+                ),
+                Err(_) => reader.problem(
+                    span,
+                    format!("`{tier}` in `client_approves` is not one of `low_write`, `high_write`"),
+                ),
+            }
+        }
+        if gateway.client_approver.is_none() && table.get("http").is_none() {
+            reader.problem(
+                tiers.span(),
+                "`client_approves` needs `client_approver` (who the person at the client is) or [gateway.http] (the token's subject)",
+            );
+        }
     }
     if let Some(http) = table.get("http") {
         gateway.http = read_http(reader, http);
