@@ -335,30 +335,17 @@ allowed_hosts = ["tools.example.com"]
     assert_eq!(http.account_claim.as_deref(), Some("org"));
     assert_eq!(http.allowed_hosts, ["tools.example.com"]);
 
-    let problems = Config::parse(
+    let found = problems_of(
         r#"
 [gateway.http]
 address = "localhost"
 jwks_file = 7
 token = "a secret"
 "#,
-    )
-    .unwrap_err();
-    let found: Vec<(usize, String)> = problems
-        .iter()
-        .map(|problem| (problem.line(), problem.message().to_owned()))
-        .collect();
-    let has = |line: usize, piece: &str| {
-        assert!(
-            found
-                .iter()
-                .any(|(at, message)| *at == line && message.contains(piece)),
-            "no problem at line {line} with {piece:?}: {found:#?}"
-        );
-    };
-    has(3, "not an IP address and port");
-    has(4, "`jwks_file`");
-    has(5, "token");
+    );
+    assert_has(&found, 3, "not an IP address and port");
+    assert_has(&found, 4, "`jwks_file`");
+    assert_has(&found, 5, "token");
     assert!(
         found
             .iter()
@@ -370,7 +357,7 @@ token = "a secret"
 
 #[test]
 fn the_console_takes_no_secret_from_the_file_and_every_problem_has_its_place() {
-    let problems = Config::parse(
+    let found = problems_of(
         r#"
 [console]
 address = "127.0.0.1"
@@ -386,25 +373,12 @@ token_env = "JUNIOR_TOKEN"
 password_hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA"
 tiers = ["low_write", "everything"]
 "#,
-    )
-    .unwrap_err();
-    let found: Vec<(usize, String)> = problems
-        .iter()
-        .map(|problem| (problem.line(), problem.message().to_owned()))
-        .collect();
-    let has = |line: usize, piece: &str| {
-        assert!(
-            found
-                .iter()
-                .any(|(at, message)| *at == line && message.contains(piece)),
-            "no problem at line {line} with {piece:?}: {found:#?}"
-        );
-    };
-    has(3, "not an IP address and port");
-    has(6, "never the password");
-    has(8, "operator id");
-    has(11, "exactly one of `token_env` and `password_hash`");
-    has(14, "`everything` in `tiers`");
+    );
+    assert_has(&found, 3, "not an IP address and port");
+    assert_has(&found, 6, "never the password");
+    assert_has(&found, 8, "operator id");
+    assert_has(&found, 11, "exactly one of `token_env` and `password_hash`");
+    assert_has(&found, 14, "`everything` in `tiers`");
     assert_eq!(found.len(), 5, "{found:#?}");
 
     let none = Config::parse("[console]\naddress = \"127.0.0.1:8377\"\n").unwrap_err();
@@ -426,26 +400,31 @@ fn a_client_approver_is_another_person_trusted_only_for_the_write_tiers() {
         [RiskTier::LowWrite, RiskTier::HighWrite]
     );
 
-    let problems = Config::parse(
+    let found = problems_of(
         "[gateway]\nlocal_actor = \"alice\"\nclient_approver = \"ALICE\"\nclient_approves = [\"destructive\", \"sometimes\"]\n",
-    )
-    .unwrap_err();
-    let found: Vec<(usize, &str)> = problems
-        .iter()
-        .map(|problem| (problem.line(), problem.message()))
-        .collect();
+    );
     assert_eq!(found.len(), 4, "{found:#?}");
-    for (line, piece) in [
-        (3, "same person"),
-        (4, "never run"),
-        (4, "`sometimes`"),
-        (4, "needs `client_approver`"),
-    ] {
-        assert!(
-            found
-                .iter()
-                .any(|(at, message)| *at == line && message.contains(piece)),
-            "no problem at line {line} with {piece:?}: {found:#?}"
-        );
-    }
+    assert_has(&found, 3, "same person");
+    assert_has(&found, 4, "never run");
+    assert_has(&found, 4, "`sometimes`");
+    assert_has(&found, 4, "needs `client_approver`");
+}
+
+/// The problems `source` has, each as its line and message.
+fn problems_of(source: &str) -> Vec<(usize, String)> {
+    Config::parse(source)
+        .unwrap_err()
+        .iter()
+        .map(|problem| (problem.line(), problem.message().to_owned()))
+        .collect()
+}
+
+/// Asserts that one of `found` is at `line` and says `piece`.
+fn assert_has(found: &[(usize, String)], line: usize, piece: &str) {
+    assert!(
+        found
+            .iter()
+            .any(|(at, message)| *at == line && message.contains(piece)),
+        "no problem at line {line} with {piece:?}: {found:#?}"
+    );
 }

@@ -10,6 +10,7 @@ use cairnloop::gate::LaneState;
 use cairnloop::stores::SqliteStore;
 use cairnloop::{Actor, Outcome, ToolCall};
 use cairnloop_gateway::config::Config;
+use cairnloop_gateway::serve::Gateway;
 
 fn python() -> Option<&'static str> {
     let found = Command::new("python3").arg("--version").output().is_ok();
@@ -29,7 +30,9 @@ fn script() -> PathBuf {
 
 /// The lane's state after an approved call met the upstream in `mode`, and how many
 /// calls reached the upstream, after the call was asked for three more times.
-async fn approved_call_against(mode: &str) -> (LaneState, Option<String>, usize) {
+/// A gateway in front of the hostile upstream in `mode`, its one tool (`bad_write`)
+/// declared with `tier`; the folder holding its store and the upstream's call log.
+async fn gateway_against(mode: &str, tier: &str) -> (Gateway, PathBuf, PathBuf) {
     let dir = std::env::temp_dir().join(format!("cairnloop-hostile-{mode}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -42,7 +45,7 @@ args = [{script:?}, {mode:?}, {log:?}]
 call_timeout_secs = 2
 
 [tools.bad.write]
-tier = "low_write"
+tier = {tier:?}
 "#,
         script = script().display().to_string(),
         log = log.display().to_string(),
@@ -52,6 +55,11 @@ tier = "low_write"
     let gateway = cairnloop_gateway::serve::start(&config, store)
         .await
         .unwrap();
+    (gateway, dir, log)
+}
+
+async fn approved_call_against(mode: &str) -> (LaneState, Option<String>, usize) {
+    let (gateway, dir, log) = gateway_against(mode, "low_write").await;
     let governor = &gateway.governor;
     let agent = Actor::new("agent", &[]);
     let call = ToolCall::new("bad_write", r#"{"text": "hi"}"#);
@@ -116,28 +124,7 @@ async fn an_upstream_that_died_is_started_again_for_the_next_call_and_nothing_is
     if python().is_none() {
         return;
     }
-    let dir =
-        std::env::temp_dir().join(format!("cairnloop-hostile-restart-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join("calls.log");
-    let config = Config::parse(&format!(
-        r#"
-[upstreams.bad]
-command = "python3"
-args = [{script:?}, "exit-once", {log:?}]
-
-[tools.bad.write]
-tier = "read_only"
-"#,
-        script = script().display().to_string(),
-        log = log.display().to_string(),
-    ))
-    .unwrap();
-    let store = SqliteStore::open(dir.join("lanes.db")).unwrap();
-    let gateway = cairnloop_gateway::serve::start(&config, store)
-        .await
-        .unwrap();
+    let (gateway, dir, log) = gateway_against("exit-once", "read_only").await;
     let agent = Actor::new("agent", &[]);
     let first = ToolCall::new("bad_write", r#"{"text": "first"}"#);
     let died = gateway.governor.call(&first, &agent, &()).await;

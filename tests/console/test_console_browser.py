@@ -24,12 +24,11 @@ from pathlib import Path
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSOLE = os.environ.get("CAIRNLOOP_CONSOLE", str(ROOT / "target/debug/examples/console"))
 SERVER = os.environ.get("CAIRNLOOP_MCP_SERVER", str(ROOT / "target/debug/examples/mcp_server"))
-CHROMIUM = os.environ.get("CAIRNLOOP_CHROMIUM", "/usr/bin/chromium")
 SHOTS = os.environ.get("CAIRNLOOP_SCREENSHOTS")
 
 AGENT = [
@@ -108,16 +107,6 @@ def desk():
     yield {"store": store, "base": base, "note": keys[0], "refund": keys[1], "big": keys[2]}
     console.terminate()
     console.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
-        )
-        yield chromium
-        chromium.close()
 
 
 def signed_in(browser, base, operator, secret, width=1280):

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 GATEWAY = os.environ.get("CAIRNLOOP_GATEWAY", str(ROOT / "target/debug/cairnloop-gateway"))
@@ -28,7 +28,6 @@ FILESYSTEM = os.environ.get(
     "CAIRNLOOP_FILESYSTEM_SERVER",
     str(ROOT / "tests/mcp-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
 )
-CHROMIUM = os.environ.get("CAIRNLOOP_CHROMIUM", "/usr/bin/chromium")
 TOOLS = ROOT / "gateway/tests/configs/filesystem-tools.toml"
 
 
@@ -102,16 +101,6 @@ def served():
             time.sleep(0.1)
     yield {"gateway": gateway, "base": base, "share": share}
     gateway.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
-        )
-        yield chromium
-        chromium.close()
 
 
 def signed_in(browser, base, operator, secret):
