@@ -293,16 +293,28 @@ impl Upstream {
     /// # Errors
     ///
     /// [`RunError::Failed`] with the text of an error result or an error answer: the
-    /// upstream says it did not do the work. [`RunError::OutcomeUnknown`] when the upstream went away, stopped
-    /// answering within its call timeout, or answered more than [`MAX_RESULT_BYTES`]: it
-    /// may have done the work, so the call is never run again on its own.
+    /// upstream says it did not do the work. [`RunError::OutcomeUnknown`] when the
+    /// upstream went away, stopped answering within its call timeout, or answered more
+    /// than [`MAX_RESULT_BYTES`], or when the MCP client cancelled the request this call
+    /// runs for (the upstream is told to stop): it may have done the work, so the call
+    /// is never run again on its own.
     pub async fn call(&self, tool: &str, arguments: &Value) -> Result<Value, RunError> {
         let arguments = arguments.as_object().cloned().unwrap_or_default();
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let unknown = |why: String| RunError::OutcomeUnknown(why);
         let peer = self.peer().await?;
-        let result = tokio::time::timeout(self.call_timeout, peer.call_tool(request))
-            .await
+        // A call given up on (its timeout, or the client cancelling its own request) is
+        // dropped, and rmcp's client then tells the upstream (`notifications/cancelled`).
+        // Whether the upstream stopped in time is not known.
+        let answered = tokio::select! {
+            answered = tokio::time::timeout(self.call_timeout, peer.call_tool(request)) => answered,
+            () = cairnloop::mcp::request_cancelled() => {
+                return Err(unknown(
+                    "the client cancelled the call; the upstream was told to stop".into(),
+                ));
+            }
+        };
+        let result = answered
             .map_err(|_| unknown("the upstream did not answer in time".into()))?
             .map_err(|error| match error {
                 // An error answer: the upstream refused the call (an unknown tool, bad

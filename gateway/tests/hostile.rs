@@ -155,3 +155,92 @@ async fn an_upstream_that_died_is_started_again_for_the_next_call_and_nothing_is
     gateway.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A client that cancels its `tools/call` (MCP `notifications/cancelled`) has the
+/// cancellation passed on to the upstream doing the work, through the gateway's binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_is_cancelled_upstream_too() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+
+    if python().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("calls.log");
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[gateway]
+local_actor = "agent"
+
+[upstreams.bad]
+command = "python3"
+args = [{script:?}, "hang", {log:?}]
+
+[tools.bad.write]
+tier = "read_only"
+"#,
+            script = script().display().to_string(),
+            log = log.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway")).configure(
+        |command| {
+            command
+                .arg("serve")
+                .arg(&config)
+                .arg("--store")
+                .arg(dir.join("lanes.db"));
+        },
+    );
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let params = CallToolRequestParams::new("bad_write").with_arguments(
+        serde_json::json!({"text": "slow"})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let reached = |path: &Path| {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let cancelled = dir.join("calls.log.cancelled");
+    let waited = |done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !done() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        done()
+    };
+    assert!(
+        waited(&|| reached(&log) == 1),
+        "the call reached the upstream"
+    );
+    assert_eq!(reached(&cancelled), 0, "nothing is cancelled yet");
+    handle
+        .cancel(Some("the user stopped it".into()))
+        .await
+        .unwrap();
+    assert!(
+        waited(&|| reached(&cancelled) == 1),
+        "the upstream was told the call is cancelled"
+    );
+    assert_eq!(reached(&log), 1, "and the call was not sent again");
+    let _ = client.cancel().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

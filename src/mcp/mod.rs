@@ -5,6 +5,8 @@
 #[cfg(feature = "rmcp")]
 mod approver;
 #[cfg(feature = "rmcp")]
+mod cancel;
+#[cfg(feature = "rmcp")]
 mod frame;
 mod listed;
 mod projection;
@@ -20,6 +22,8 @@ mod transport;
 pub use crate::approvals::Caller;
 #[cfg(feature = "rmcp")]
 pub use approver::ClientApprover;
+#[cfg(feature = "rmcp")]
+pub use cancel::request_cancelled;
 #[cfg(feature = "rmcp")]
 pub use frame::FrameLimits;
 #[cfg(feature = "remote")]

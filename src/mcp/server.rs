@@ -476,6 +476,19 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // The tool's own code can see the client cancel the request (and a tool that
+        // forwards the call passes it on).
+        super::cancel::within(&context.clone(), self.answer_call(request, context)).await
+    }
+}
+
+impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServer<C, S> {
+    /// A `tools/call`: governed, and the approval loop's rounds.
+    async fn answer_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         // The text as the client sent it when served on `LineTransport`; over another
         // transport, the parsed map (duplicate keys are already lost there).
         let caller = self.caller_of(&context)?;

@@ -2,14 +2,14 @@
 way its first argument names, and appends one line to the file named by its second
 argument for every call it receives (so a test can count what reached it).
 
-Modes: exit (dies mid-call), hang (never answers), huge (answers 5 MiB), garbage (writes
+Modes: exit (dies mid-call), hang (never answers, but keeps reading: a cancellation it
+receives is appended to the file named by the log's name + ".cancelled"), huge (answers 5 MiB), garbage (writes
 a line that is not JSON-RPC, then nothing), refuse (answers a JSON-RPC error, as a server
 that renamed the tool would), exit-once (dies on the first call the log ever records, in
 whichever process; answers every later one), fine (answers a small result)."""
 
 import json
 import sys
-import time
 
 mode, log = sys.argv[1], sys.argv[2]
 
@@ -51,7 +51,7 @@ for line in sys.stdin:
         if mode == "exit" or (mode == "exit-once" and first):
             sys.exit(3)
         elif mode == "hang":
-            time.sleep(3600)
+            continue
         elif mode == "huge":
             text = "x" * (5 * 1024 * 1024)
             send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
@@ -62,5 +62,8 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": "unknown tool: write"}})
         else:
             send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "written"}]}})
+    elif method == "notifications/cancelled":
+        with open(log + ".cancelled", "a") as cancelled:
+            cancelled.write(json.dumps(request.get("params")) + "\n")
     elif ident is not None:
         send({"jsonrpc": "2.0", "id": ident, "result": {}})
