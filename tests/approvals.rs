@@ -1709,3 +1709,140 @@ fn the_same_text_is_the_same_call_only_for_the_same_actor_account_and_dedupe_tok
     );
     assert_eq!(first, expected);
 }
+
+/// A store shared with other governors, standing for a store that keeps copies of its
+/// lanes in this process: it offers the copy of each lane as it was first inserted, so
+/// every copy it offers after a move is stale.
+struct StaleCopies {
+    shared: Arc<MemoryStore>,
+    first: Mutex<std::collections::HashMap<IdempotencyKey, cairnloop::approvals::ApprovalLane>>,
+}
+
+impl StaleCopies {
+    fn over(shared: &Arc<MemoryStore>) -> Self {
+        Self {
+            shared: Arc::clone(shared),
+            first: Mutex::default(),
+        }
+    }
+}
+
+impl ApprovalStore for StaleCopies {
+    async fn insert(
+        &self,
+        lane: cairnloop::approvals::ApprovalLane,
+        event: TransitionEvent,
+    ) -> Result<(cairnloop::approvals::ApprovalLane, bool), StoreError> {
+        let (lane, inserted) = self.shared.insert(lane, event).await?;
+        self.first
+            .lock()
+            .unwrap()
+            .entry(lane.key())
+            .or_insert_with(|| lane.clone());
+        Ok((lane, inserted))
+    }
+
+    async fn get(
+        &self,
+        key: &IdempotencyKey,
+    ) -> Result<Option<cairnloop::approvals::ApprovalLane>, StoreError> {
+        self.shared.get(key).await
+    }
+
+    async fn transition(
+        &self,
+        expected_version: u64,
+        lane: cairnloop::approvals::ApprovalLane,
+        event: TransitionEvent,
+    ) -> Result<(), StoreError> {
+        self.shared.transition(expected_version, lane, event).await
+    }
+
+    fn transition_detached(
+        &self,
+        expected_version: u64,
+        lane: cairnloop::approvals::ApprovalLane,
+        event: TransitionEvent,
+    ) {
+        self.shared
+            .transition_detached(expected_version, lane, event);
+    }
+
+    async fn append(&self, record: AuditRecord) -> Result<(), StoreError> {
+        self.shared.append(record).await
+    }
+
+    async fn events_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, AuditRecord)>, StoreError> {
+        self.shared.events_since(after, limit).await
+    }
+
+    async fn list(
+        &self,
+        state: LaneState,
+        after: Option<&IdempotencyKey>,
+        limit: usize,
+    ) -> Result<Vec<cairnloop::approvals::ApprovalLane>, StoreError> {
+        self.shared.list(state, after, limit).await
+    }
+
+    fn last_known(&self, key: &IdempotencyKey) -> Option<cairnloop::approvals::ApprovalLane> {
+        self.first.lock().unwrap().get(key).cloned()
+    }
+}
+
+#[test]
+fn a_stale_copy_of_a_lane_never_refuses_what_the_stored_lane_allows_nor_runs_twice() {
+    let shared = Arc::new(MemoryStore::new());
+    let clock = ManualClock::new(T0);
+    let here = Governor::new(&LAB)
+        .with_store(StaleCopies::over(&shared))
+        .with_clock(clock.clone());
+    let elsewhere = Governor::new(&LAB)
+        .with_store(Arc::clone(&shared))
+        .with_clock(clock.clone());
+    let lab = Lab::default();
+    let propose = |args: &str| match pollster::block_on(here.call(
+        &ToolCall::new("send_money", args),
+        &agent(),
+        &lab,
+    )) {
+        Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+        other => panic!("expected a proposal, got {other:?}"),
+    };
+    let state = |key| pollster::block_on(elsewhere.lane(key)).unwrap().state();
+
+    // Approved elsewhere: the copy here says pending, the stored lane allows the run.
+    let approved = propose(ARGS);
+    pollster::block_on(elsewhere.approve(&approved, "supervisor")).unwrap();
+    assert_eq!(
+        pollster::block_on(here.execute(&approved, &agent(), &lab)),
+        Ok(serde_json::json!("sent 5000 to DE02 1203"))
+    );
+    assert_eq!(lab.runs.load(Ordering::SeqCst), 1);
+    // Run elsewhere too late: the stored lane refuses, nothing runs again.
+    assert!(matches!(
+        pollster::block_on(elsewhere.execute(&approved, &agent(), &lab)),
+        Err(ApprovalError::Transition(_))
+    ));
+    assert!(matches!(
+        pollster::block_on(here.execute(&approved, &agent(), &lab)),
+        Err(ApprovalError::Transition(_))
+    ));
+    assert_eq!(lab.runs.load(Ordering::SeqCst), 1);
+
+    // Rejected elsewhere: approving here from the pending copy is refused for what the
+    // stored lane is (not for the lost compare-and-set), and the lane stays rejected.
+    let rejected = propose(r#"{"to": "DE02 1203", "cents": 7}"#);
+    pollster::block_on(elsewhere.reject(&rejected, "supervisor", "not today")).unwrap();
+    match pollster::block_on(here.approve(&rejected, "supervisor")) {
+        Err(ApprovalError::Transition(refused)) => {
+            assert_eq!(refused.from(), LaneState::Rejected);
+        }
+        other => panic!("expected a refusal from the stored state, got {other:?}"),
+    }
+    assert_eq!(state(&rejected), LaneState::Rejected);
+}

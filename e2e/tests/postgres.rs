@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use cairnloop::approvals::{ApprovalConfig, LaneQuery, StoreError, conformance};
+use cairnloop::approvals::{ApprovalConfig, ApprovalStore, LaneQuery, StoreError, conformance};
 use cairnloop::gate::LaneState;
 use cairnloop::stores::{POSTGRES_SCHEMA_VERSION, PostgresStore};
 use cairnloop::{
@@ -340,4 +340,88 @@ fn a_process_reads_its_own_writes_while_an_older_writer_is_open() {
     let events = pollster::block_on(governor.audit_log(0, 100)).unwrap();
     ending.join().unwrap();
     assert_eq!(events.len(), 2, "{events:?}");
+}
+
+/// Gives back its input's id; counts nothing (the race above counts `count`'s runs).
+struct Echo;
+
+impl Tool for Echo {
+    const SPEC: ToolSpec = ToolSpec::new("echo", "Echo", "Gives back its id.", RiskTier::HighWrite);
+    const SCOPES: &'static [Scope] = &[];
+    type Input = Job;
+    type Output = u32;
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Job) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
+        Ok(call.input().id)
+    }
+}
+
+static ECHO: Registry<()> = Registry::new(&[ToolEntry::json::<Echo>()]);
+
+/// The stored state a move was refused from.
+fn refused_from<T: std::fmt::Debug>(result: Result<T, cairnloop::ApprovalError>) -> LaneState {
+    match result {
+        Err(cairnloop::ApprovalError::Transition(refused)) => refused.from(),
+        other => panic!("a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_store_moves_from_its_own_copies_and_never_trusts_a_stale_one() {
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    // Two processes as far as the server can tell: a store each.
+    let here = Governor::new(&ECHO).with_store(PostgresStore::connect(&database).unwrap());
+    let elsewhere = Governor::new(&ECHO).with_store(PostgresStore::connect(&database).unwrap());
+    let agent = Actor::new("agent-7", &[]);
+    let propose = |id: u32| {
+        let arguments = format!(r#"{{"id": {id}}}"#);
+        match pollster::block_on(here.call(&ToolCall::new("echo", &arguments), &agent, &())) {
+            Ok(Outcome::AwaitingApproval(lane)) => lane.key(),
+            other => panic!("a proposal, got {other:?}"),
+        }
+    };
+
+    // Approved elsewhere while this store keeps the pending lane it wrote: it runs here.
+    let first = propose(1);
+    assert_eq!(
+        here.store().last_known(&first).map(|lane| lane.state()),
+        Some(LaneState::Pending)
+    );
+    pollster::block_on(elsewhere.approve(&first, "ops-lead")).unwrap();
+    assert_eq!(
+        pollster::block_on(here.execute(&first, &agent, &())),
+        Ok(serde_json::json!(1))
+    );
+
+    // Approved and kept here, run elsewhere: here the copy says approved, the stored lane
+    // executed, and it does not run again.
+    let second = propose(2);
+    pollster::block_on(here.approve(&second, "ops-lead")).unwrap();
+    pollster::block_on(elsewhere.execute(&second, &agent, &())).unwrap();
+    assert_eq!(
+        refused_from(pollster::block_on(here.execute(&second, &agent, &()))),
+        LaneState::Executed
+    );
+    let lane = pollster::block_on(elsewhere.lane(&second)).unwrap();
+    assert_eq!((lane.state(), lane.attempts()), (LaneState::Executed, 1));
+
+    // Rejected elsewhere: approving from the pending copy is refused for what is stored.
+    let third = propose(3);
+    pollster::block_on(elsewhere.reject(&third, "ops-lead", "not today")).unwrap();
+    assert_eq!(
+        refused_from(pollster::block_on(here.approve(&third, "ops-lead"))),
+        LaneState::Rejected
+    );
+    assert_eq!(
+        pollster::block_on(elsewhere.lane(&third)).unwrap().state(),
+        LaneState::Rejected
+    );
 }

@@ -147,7 +147,21 @@ impl<S: ApprovalStore> Approvals<S> {
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let lane = self.live_lane(key, now).await?;
+        let (lane, kept) = self.lane_to_move(key).await?;
+        let first = self.approve_lane(lane, approver, now).await;
+        self.again_if_stale(key, kept, first, |lane| {
+            self.approve_lane(lane, approver, now)
+        })
+        .await
+    }
+
+    async fn approve_lane(
+        &self,
+        lane: ApprovalLane,
+        approver: &str,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self.live(lane, now).await?;
         check_decider(approver)?;
         let proposer = lane.proposal().actor_id();
         if check_id(proposer).is_err() {
@@ -170,7 +184,23 @@ impl<S: ApprovalStore> Approvals<S> {
         reason: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let lane = self.live_lane(key, now).await?;
+        let (lane, kept) = self.lane_to_move(key).await?;
+        let first = self.decide_lane(lane, action, by, reason, now).await;
+        self.again_if_stale(key, kept, first, |lane| {
+            self.decide_lane(lane, action, by, reason, now)
+        })
+        .await
+    }
+
+    async fn decide_lane(
+        &self,
+        lane: ApprovalLane,
+        action: LaneAction,
+        by: &str,
+        reason: &str,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self.live(lane, now).await?;
         check_decider(by)?;
         if text::is_blank(reason) || text::has_control(reason, false) {
             return Err(ApprovalError::ReasonRequired(action));
@@ -191,13 +221,45 @@ impl<S: ApprovalStore> Approvals<S> {
         Ok(lane)
     }
 
-    /// The lane, checked against the clock and expired (with an error) when its time is up.
-    async fn live_lane(
+    /// The lane a move starts from: the copy the store kept of it in this process when it
+    /// keeps one (a read saved), else the lane as read; and whether it was a kept copy.
+    async fn lane_to_move(
         &self,
         key: &IdempotencyKey,
+    ) -> Result<(ApprovalLane, bool), ApprovalError> {
+        if let Some(lane) = self.store.last_known(key) {
+            return Ok((lane, true));
+        }
+        Ok((self.lane(key).await?, false))
+    }
+
+    /// A kept copy may be stale (another process moved the lane since): a move it refused,
+    /// or that lost its compare-and-set, is decided again on the lane as read now, so a
+    /// stale copy never refuses what the stored lane allows. A move that wrote something
+    /// is not made again.
+    async fn again_if_stale<T, F, Fut>(
+        &self,
+        key: &IdempotencyKey,
+        kept: bool,
+        first: Result<T, ApprovalError>,
+        again: F,
+    ) -> Result<T, ApprovalError>
+    where
+        F: FnOnce(ApprovalLane) -> Fut,
+        Fut: core::future::Future<Output = Result<T, ApprovalError>>,
+    {
+        match first {
+            Err(error) if kept && decided_on_the_copy(&error) => again(self.lane(key).await?).await,
+            first => first,
+        }
+    }
+
+    /// `lane`, checked against the clock and expired (with an error) when its time is up.
+    async fn live(
+        &self,
+        lane: ApprovalLane,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let lane = self.lane(key).await?;
         if self.due(&lane, now)? {
             self.apply(&lane, LaneAction::Expire, now, None, None)
                 .await?;
@@ -287,43 +349,21 @@ impl<S: ApprovalStore> Approvals<S> {
         holder: &str,
         now: Timestamp,
     ) -> Result<Value, ApprovalError> {
-        let lane = self.live_lane(key, now).await?;
-        if lane.state() != LaneState::Approved {
-            return Err(lane
-                .state()
-                .apply(LaneAction::StartExecution)
-                .unwrap_err()
-                .into());
-        }
-        let proposal = lane.proposal();
-        if actor.id() != proposal.actor_id() {
-            return Err(ApprovalError::Mismatch(BoundField::Actor));
-        }
-        if actor.account() != proposal.account_id() {
-            return Err(ApprovalError::Mismatch(BoundField::Account));
-        }
-        let (codec, input, idempotent) =
-            match revalidate(registry, &lane, actor, context, governance) {
-                Ok(checked) => checked,
-                Err(invalidation) => {
-                    let reason = invalidation.to_string();
-                    self.apply(&lane, LaneAction::Invalidate, now, None, Some(&reason))
-                        .await?;
-                    return Err(ApprovalError::Invalidated(invalidation));
-                }
-            };
-
-        // The claim: exactly one execution wins this compare-and-set, and it holds the
-        // lane for a lease. A holder that dies leaves the lease to run out.
-        let until = now
-            .checked_add(self.config.lease())
-            .ok_or(ApprovalError::TimeOverflow)?;
-        let claimed = lane
-            .moved(LaneAction::StartExecution, now, None, None)?
-            .claimed_by(holder, until);
-        let claimed = self
-            .commit(&lane, claimed, LaneAction::StartExecution, None)
+        let (lane, kept) = self.lane_to_move(key).await?;
+        let first = self
+            .claim(registry, lane, actor, context, governance, holder, now)
+            .await;
+        let Claim {
+            claimed,
+            codec,
+            input,
+            idempotent,
+        } = self
+            .again_if_stale(key, kept, first, |lane| {
+                self.claim(registry, lane, actor, context, governance, holder, now)
+            })
             .await?;
+        let proposal = claimed.proposal();
         // From here the tool may run: if this future is dropped before the outcome is
         // recorded, the guard records the lane as interrupted, synchronously.
         let mut guard = RunGuard {
@@ -351,7 +391,7 @@ impl<S: ApprovalStore> Approvals<S> {
                 Ok(attempt) => attempt,
                 Err(blocked) => break Err(Err(Invalidation::Blocked(blocked))),
             };
-            let run = run_ready(codec, attempt, actor, context, RunKey::Known(lane.key()));
+            let run = run_ready(codec, attempt, actor, context, RunKey::Known(claimed.key()));
             let result = match CatchPanic::new(run).await {
                 Ok(result) => result,
                 Err(panic) => Err(RunError::Failed(alloc::format!(
@@ -416,6 +456,68 @@ impl<S: ApprovalStore> Approvals<S> {
             }),
             (Err(Err(_)), Err(store)) => Err(store),
         }
+    }
+
+    /// Everything before an approved call runs: the lane checked (live, approved, the
+    /// same actor and account), the call re-validated (else the lane is invalidated), and
+    /// the claim made by a compare-and-set, so of two racing executions one runs.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each argument has its own type, so none can be swapped unnoticed"
+    )]
+    async fn claim<C: ?Sized + Sync + 'static>(
+        &self,
+        registry: &Registry<C>,
+        lane: ApprovalLane,
+        actor: &Actor<'_>,
+        context: &C,
+        governance: &Governance<C>,
+        holder: &str,
+        now: Timestamp,
+    ) -> Result<Claim<C>, ApprovalError> {
+        let lane = self.live(lane, now).await?;
+        if lane.state() != LaneState::Approved {
+            return Err(lane
+                .state()
+                .apply(LaneAction::StartExecution)
+                .unwrap_err()
+                .into());
+        }
+        let proposal = lane.proposal();
+        if actor.id() != proposal.actor_id() {
+            return Err(ApprovalError::Mismatch(BoundField::Actor));
+        }
+        if actor.account() != proposal.account_id() {
+            return Err(ApprovalError::Mismatch(BoundField::Account));
+        }
+        let (codec, input, idempotent) =
+            match revalidate(registry, &lane, actor, context, governance) {
+                Ok(checked) => checked,
+                Err(invalidation) => {
+                    let reason = invalidation.to_string();
+                    self.apply(&lane, LaneAction::Invalidate, now, None, Some(&reason))
+                        .await?;
+                    return Err(ApprovalError::Invalidated(invalidation));
+                }
+            };
+
+        // The claim: exactly one execution wins this compare-and-set, and it holds the
+        // lane for a lease. A holder that dies leaves the lease to run out.
+        let until = now
+            .checked_add(self.config.lease())
+            .ok_or(ApprovalError::TimeOverflow)?;
+        let claimed = lane
+            .moved(LaneAction::StartExecution, now, None, None)?
+            .claimed_by(holder, until);
+        let claimed = self
+            .commit(&lane, claimed, LaneAction::StartExecution, None)
+            .await?;
+        Ok(Claim {
+            claimed,
+            codec,
+            input,
+            idempotent,
+        })
     }
 
     /// Marks every claim whose lease ran out by `now` as an unknown outcome, and expires
@@ -487,6 +589,29 @@ impl<S: ApprovalStore> Approvals<S> {
 
 /// Records a claimed lane as interrupted if the run's future is dropped before its
 /// outcome is recorded. It writes synchronously in `drop`: it never waits on a runtime.
+/// An approved call, claimed: the lane as claimed and the call ready to run.
+struct Claim<C: ?Sized + 'static> {
+    claimed: ApprovalLane,
+    codec: &'static dyn Codec<C>,
+    input: ErasedInput,
+    idempotent: bool,
+}
+
+/// Whether `error` is a refusal decided on a copy of the lane (its state, its proposal,
+/// its version, its times), which a stale copy could have caused; not one that follows
+/// a write (an expiry, an invalidation) or that the store itself gave.
+fn decided_on_the_copy(error: &ApprovalError) -> bool {
+    matches!(
+        error,
+        ApprovalError::Transition(_)
+            | ApprovalError::InvalidProposer
+            | ApprovalError::SelfApproval
+            | ApprovalError::ClockWentBackwards
+            | ApprovalError::Mismatch(_)
+            | ApprovalError::Store(StoreError::Conflict | StoreError::Missing)
+    )
+}
+
 struct RunGuard<'s, S: ApprovalStore> {
     approvals: &'s Approvals<S>,
     lane: Option<ApprovalLane>,

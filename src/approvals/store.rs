@@ -187,6 +187,24 @@ pub trait ApprovalStore: Send + Sync {
     fn watch(&self) -> Option<StoreWatch> {
         None
     }
+
+    /// The lane as this store last wrote or read it in this process, if it keeps such
+    /// copies: a move can start from it instead of a read. It may be stale (another
+    /// process may have moved the lane since), which the move's compare-and-set finds; a
+    /// move refused on a kept copy is decided again on the lane as read. The default keeps
+    /// none: every move reads its lane first, which costs a store in memory nothing.
+    ///
+    /// ```
+    /// use cairnloop::IdempotencyKey;
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    ///
+    /// let key = IdempotencyKey::from_bytes([7; 32]);
+    /// assert!(MemoryStore::new().last_known(&key).is_none());
+    /// ```
+    fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {
+        let _ = key;
+        None
+    }
 }
 
 /// Pages read at a time by the default query and count.
@@ -318,6 +336,10 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
 
     fn watch(&self) -> Option<StoreWatch> {
         (**self).watch()
+    }
+
+    fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {
+        (**self).last_known(key)
     }
 }
 

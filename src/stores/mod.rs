@@ -5,6 +5,8 @@
 
 #[cfg(feature = "sqlite")]
 mod checkpointer;
+#[cfg(feature = "postgres")]
+mod kept_lanes;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod lane_filter;
 #[cfg(feature = "postgres")]

@@ -18,6 +18,7 @@ use crate::approvals::{
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::LaneState;
+use crate::stores::kept_lanes::KeptLanes;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::pg_relay::{Changes, NOTIFY, relay};
 use crate::stores::record::{decode, encode};
@@ -90,7 +91,9 @@ const MIGRATIONS: [&str; 3] = [
 const MIGRATION_LOCK: i64 = 0x6361_6972_6e6c_6f6f;
 
 // Every move is one statement: the lane's compare-and-set and its event in one implicit
-// transaction, one round trip. `$base + pg_current_xact_id()` is the event's position:
+// transaction, one round trip. What only a refused move needs (the lane that is there,
+// whether the key is known) is looked up only then: a sub-query the server runs when
+// its value is first asked for. `$base + pg_current_xact_id()` is the event's position:
 // one event per transaction, so positions are unique, and a reader only returns positions
 // below the oldest transaction still running (see `EVENTS_SINCE`).
 const INSERT: &str = "
@@ -103,7 +106,9 @@ const INSERT: &str = "
         INSERT INTO cairnloop_events (position, record)
         SELECT $6 + pg_current_xact_id()::text::bigint, $5 FROM added RETURNING position
     )
-    SELECT EXISTS (SELECT 1 FROM added), (SELECT lane FROM cairnloop_lanes WHERE key = $1),
+    SELECT EXISTS (SELECT 1 FROM added),
+           CASE WHEN EXISTS (SELECT 1 FROM added) THEN NULL
+                ELSE (SELECT lane FROM cairnloop_lanes WHERE key = $1) END,
            (SELECT position FROM logged)";
 
 const TRANSITION: &str = "
@@ -114,7 +119,8 @@ const TRANSITION: &str = "
         INSERT INTO cairnloop_events (position, record)
         SELECT $7 + pg_current_xact_id()::text::bigint, $6 FROM moved RETURNING position
     )
-    SELECT EXISTS (SELECT 1 FROM moved), EXISTS (SELECT 1 FROM cairnloop_lanes WHERE key = $4),
+    SELECT EXISTS (SELECT 1 FROM moved),
+           EXISTS (SELECT 1 FROM moved) OR EXISTS (SELECT 1 FROM cairnloop_lanes WHERE key = $4),
            (SELECT position FROM logged)";
 
 const APPEND: &str = "
@@ -287,14 +293,31 @@ pub struct PostgresStore {
     pool: Pool,
     /// Added to transaction ids to make event positions (above every version-1 number).
     base: i64,
+    /// How long a read waits for its own writes (the statement timeout).
+    read_wait: Duration,
+    /// What this store's writes leave behind in the process.
+    committed: Arc<Committed>,
+    runtime: Arc<StoreRuntime>,
+}
+
+/// What a store's committed writes leave behind in its process.
+struct Committed {
     /// The position of the latest event this store committed: a read waits until it is
     /// below the horizon, so a process reads its own writes.
-    written: Arc<AtomicI64>,
-    /// How long a read waits for that (the statement timeout).
-    read_wait: Duration,
+    written: AtomicI64,
     /// Wakes watchers here and, through the relay, in other processes.
     changes: Arc<Changes>,
-    runtime: Arc<StoreRuntime>,
+    /// The lanes this store wrote or read lately: a move starts from them.
+    kept: KeptLanes,
+}
+
+impl Committed {
+    /// A write committed, with its event at `position` (if it wrote one).
+    fn note(&self, position: Option<i64>) {
+        if let Some(position) = position {
+            self.written.fetch_max(position, Ordering::AcqRel);
+        }
+    }
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -312,7 +335,7 @@ impl Drop for PostgresStore {
         // The moves still running first, then what they changed is told: a process that
         // ends right after a decision still wakes the others.
         self.runtime.settle();
-        if self.changes.take_unsent() {
+        if self.committed.changes.take_unsent() {
             let pool = self.pool.clone();
             let _ = self.runtime.block_on(async move {
                 let notify = async {
@@ -391,9 +414,13 @@ impl PostgresStore {
         Ok(Self {
             pool,
             base,
-            written: Arc::new(AtomicI64::new(0)),
+
             read_wait: options.statement_timeout,
-            changes,
+            committed: Arc::new(Committed {
+                written: AtomicI64::new(0),
+                changes,
+                kept: KeptLanes::default(),
+            }),
             runtime,
         })
     }
@@ -572,18 +599,10 @@ fn version_of(version: u64) -> Result<i64, StoreError> {
     i64::try_from(version).map_err(|_| StoreError::Conflict)
 }
 
-/// Remembers that an event at `position` committed (when the statement wrote one).
-fn note_written(written: &AtomicI64, position: Option<i64>) {
-    if let Some(position) = position {
-        written.fetch_max(position, Ordering::AcqRel);
-    }
-}
-
 async fn write_transition(
     client: Object,
     base: i64,
-    written: Arc<AtomicI64>,
-    changes: Arc<Changes>,
+    committed: Arc<Committed>,
     expected_version: u64,
     lane: ApprovalLane,
     event: TransitionEvent,
@@ -612,14 +631,21 @@ async fn write_transition(
         )
         .await
         .map_err(write_error)?;
-    note_written(&written, row.get(2));
+    committed.note(row.get(2));
     match (row.get::<_, bool>(0), row.get::<_, bool>(1)) {
         (true, _) => {
-            changes.committed();
+            committed.changes.committed();
+            committed.kept.keep(&lane);
             Ok(())
         }
-        (false, true) => Err(StoreError::Conflict),
-        (false, false) => Err(StoreError::Missing),
+        (false, exists) => {
+            committed.kept.forget(&lane.key());
+            Err(if exists {
+                StoreError::Conflict
+            } else {
+                StoreError::Missing
+            })
+        }
     }
 }
 
@@ -629,7 +655,7 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        let (base, written, changes) = (self.base, self.written.clone(), self.changes.clone());
+        let (base, committed) = (self.base, self.committed.clone());
         self.run(move |client| async move {
             let key = lane.key().to_string();
             let (text, record) = (encode(&lane)?, encode(&AuditRecord::Transition(event))?);
@@ -656,9 +682,10 @@ impl ApprovalStore for PostgresStore {
                 )
                 .await
                 .map_err(write_error)?;
-            note_written(&written, row.get(2));
+            committed.note(row.get(2));
             if row.get::<_, bool>(0) {
-                changes.committed();
+                committed.changes.committed();
+                committed.kept.keep(&lane);
                 return Ok((lane, true));
             }
             let existing = match row.get::<_, Option<String>>(1) {
@@ -671,7 +698,9 @@ impl ApprovalStore for PostgresStore {
                     .map_err(read_error)?
                     .get(0),
             };
-            Ok((decode(&existing)?, false))
+            let existing = decode(&existing)?;
+            committed.kept.keep(&existing);
+            Ok((existing, false))
         })
     }
 
@@ -679,6 +708,7 @@ impl ApprovalStore for PostgresStore {
         &self,
         key: &IdempotencyKey,
     ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
+        let (wanted, committed) = (*key, self.committed.clone());
         let key = key.to_string();
         self.run(move |client| async move {
             let statement = client.prepare_cached(GET).await.map_err(read_error)?;
@@ -686,7 +716,12 @@ impl ApprovalStore for PostgresStore {
                 .query_opt(&statement, &[&key])
                 .await
                 .map_err(read_error)?;
-            row.map(|row| decode(row.get::<_, &str>(0))).transpose()
+            let lane = row.map(|row| decode(row.get::<_, &str>(0))).transpose()?;
+            match &lane {
+                Some(lane) => committed.kept.keep(lane),
+                None => committed.kept.forget(&wanted),
+            }
+            Ok(lane)
         })
     }
 
@@ -696,17 +731,9 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let (base, written, changes) = (self.base, self.written.clone(), self.changes.clone());
+        let (base, committed) = (self.base, self.committed.clone());
         self.run(move |client| {
-            write_transition(
-                client,
-                base,
-                written,
-                changes,
-                expected_version,
-                lane,
-                event,
-            )
+            write_transition(client, base, committed, expected_version, lane, event)
         })
     }
 
@@ -716,26 +743,17 @@ impl ApprovalStore for PostgresStore {
         lane: ApprovalLane,
         event: TransitionEvent,
     ) {
-        let (base, written, changes) = (self.base, self.written.clone(), self.changes.clone());
-        let pool = self.pool.clone();
+        let (base, committed, pool) = (self.base, self.committed.clone(), self.pool.clone());
         self.runtime.detach(async move {
             if let Ok(client) = pool.get().await {
-                let _ = write_transition(
-                    client,
-                    base,
-                    written,
-                    changes,
-                    expected_version,
-                    lane,
-                    event,
-                )
-                .await;
+                let _ =
+                    write_transition(client, base, committed, expected_version, lane, event).await;
             }
         });
     }
 
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let (base, written) = (self.base, self.written.clone());
+        let (base, committed) = (self.base, self.committed.clone());
         self.run(move |client| async move {
             let text = encode(&record)?;
             let statement = client.prepare_cached(APPEND).await.map_err(read_error)?;
@@ -743,7 +761,7 @@ impl ApprovalStore for PostgresStore {
                 .query_one(&statement, &[&text, &base])
                 .await
                 .map_err(write_error)?;
-            note_written(&written, row.get(0));
+            committed.note(row.get(0));
             Ok(())
         })
     }
@@ -753,7 +771,7 @@ impl ApprovalStore for PostgresStore {
         after: u64,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
-        let (base, written, read_wait) = (self.base, self.written.clone(), self.read_wait);
+        let (base, committed, read_wait) = (self.base, self.committed.clone(), self.read_wait);
         self.run(move |client| async move {
             let after = i64::try_from(after).unwrap_or(i64::MAX);
             let wanted = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -782,7 +800,7 @@ impl ApprovalStore for PostgresStore {
                 // This store's own latest event is not below the horizon yet: an older
                 // writer elsewhere is still open. Wait for it (briefly, as a statement
                 // would), so a process always reads what it has just written.
-                let own = written.load(Ordering::Acquire);
+                let own = committed.written.load(Ordering::Acquire);
                 let waiting = own > after && own >= below && events.len() < limit;
                 if !waiting || tokio::time::Instant::now() + pause > deadline {
                     return Ok(events);
@@ -855,8 +873,12 @@ impl ApprovalStore for PostgresStore {
         })
     }
 
+    fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {
+        self.committed.kept.get(key)
+    }
+
     fn watch(&self) -> Option<StoreWatch> {
-        Some(self.changes.watch().clone())
+        Some(self.committed.changes.watch().clone())
     }
 }
 
