@@ -52,6 +52,8 @@ struct Broken {
     events: Mutex<BTreeMap<u64, AuditRecord>>,
     numbered: AtomicU64,
     watch: StoreWatch,
+    /// The lane last written, whatever its key.
+    last: Mutex<Option<ApprovalLane>>,
 }
 
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
@@ -79,6 +81,8 @@ enum Flaw {
     WatchSilent,
     /// Watchers are woken before the write is made, then never again.
     WakesBeforeWrite,
+    /// The copy it keeps of a lane is the lane it wrote last, whatever its key.
+    KeepsAnyLane,
 }
 
 impl Broken {
@@ -125,6 +129,7 @@ impl Broken {
             std::thread::sleep(std::time::Duration::from_millis(20));
             lanes = self.lanes.lock().unwrap();
         }
+        *self.last.lock().unwrap() = Some(lane.clone());
         lanes.insert(lane.key(), lane);
         drop(lanes);
         match self.flaw {
@@ -168,6 +173,7 @@ impl ApprovalStore for Broken {
             Some(existing) if self.flaw != Flaw::InsertOverwrites => (existing.clone(), false),
             _ => {
                 lanes.insert(lane.key(), lane.clone());
+                *self.last.lock().unwrap() = Some(lane.clone());
                 self.publish(AuditRecord::Transition(event));
                 (lane, true)
             }
@@ -260,6 +266,14 @@ impl ApprovalStore for Broken {
     fn watch(&self) -> Option<StoreWatch> {
         Some(self.watch.clone())
     }
+
+    fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {
+        if self.flaw == Flaw::KeepsAnyLane {
+            return self.last.lock().unwrap().clone();
+        }
+        // Without the flaw: the lane as stored, a copy that is never stale here.
+        self.lanes.lock().unwrap().get(key).cloned()
+    }
 }
 
 #[test]
@@ -279,6 +293,7 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         (Flaw::QueueSkipsTies, "filtered queue"),
         (Flaw::WatchSilent, "watch"),
         (Flaw::WakesBeforeWrite, "watch"),
+        (Flaw::KeepsAnyLane, "kept copies"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");

@@ -76,6 +76,7 @@ where
     pages_by_state(&make())?;
     filtered_queue(&make())?;
     detached(&make())?;
+    kept_copies(&make())?;
     watched(Arc::new(make()))?;
     race(Arc::new(make()), racers.max(2))?;
     cursor_under_writers(Arc::new(make()), racers.max(2))?;
@@ -496,6 +497,41 @@ fn detached<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
 
 /// How long a watcher waits for a wake-up before the kit calls it lost.
 const WAKE_WAIT: Duration = Duration::from_secs(3);
+
+/// A copy the store keeps ([`ApprovalStore::last_known`]) is the lane asked for, exactly
+/// as it was stored at its version: a move starts from it, and its compare-and-set
+/// checks only the version.
+fn kept_copies<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "kept copies";
+    let (first, other) = (lane(30), lane(31));
+    for opening in [&first, &other] {
+        block_on(store.insert(opening.clone(), opened(opening)))
+            .or_else(|error| store_error(CHECK, &error))?;
+    }
+    let (approved, event) = moved(&first, LaneAction::Approve);
+    block_on(store.transition(first.version(), approved.clone(), event))
+        .or_else(|error| store_error(CHECK, &error))?;
+    // A refused move from the version before, then a read of the other lane.
+    let (rejected, event) = moved(&first, LaneAction::Reject);
+    let _ = block_on(store.transition(first.version(), rejected, event));
+    let _ = block_on(store.get(&other.key()));
+    let stored = [first.clone(), approved];
+    if let Some(copy) = store.last_known(&first.key())
+        && !stored.contains(&copy)
+    {
+        return fail(
+            CHECK,
+            format!("the copy kept of a lane was never stored under its key: {copy:?}"),
+        );
+    }
+    match store.last_known(&lane(32).key()) {
+        None => Ok(()),
+        Some(copy) => fail(
+            CHECK,
+            format!("a copy is kept of a lane never stored: {copy:?}"),
+        ),
+    }
+}
 
 fn watched<S: ApprovalStore + 'static>(store: Arc<S>) -> Result<(), Violation> {
     const CHECK: &str = "watch";

@@ -25,6 +25,9 @@ use crate::gate::LaneState;
 ///   [`LaneQuery`]'s filters, and `count_lanes` counts them up to a cap.
 /// - `watch`, when the store gives one, moves on after every committed lane change (for a
 ///   shared database, other processes' too) and never before the change can be read.
+/// - `last_known`, for a store that keeps copies of its lanes in the process, gives a lane
+///   exactly as it was stored under that key at its version (an older version is allowed:
+///   a move's compare-and-set finds it out, and the lane is read again).
 ///
 /// The methods are `async` because real stores do I/O; a store on an async runtime must
 /// never block the runtime's worker threads. [`MemoryStore`] answers at once.
