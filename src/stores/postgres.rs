@@ -269,6 +269,12 @@ impl Default for PostgresOptions {
 /// latest event is not yet below that horizon, a read waits for it, at most the
 /// statement timeout, and then returns what is final.
 ///
+/// The store keeps the lanes it wrote or read lately in the process (a few thousand, then
+/// it starts again), and a move starts from that copy instead of a read
+/// ([`ApprovalStore::last_known`]): a lifecycle costs one read, not three. A copy another
+/// process made stale fails its compare-and-set, and the lane is read and the move decided
+/// again.
+///
 /// The connections are tokio-postgres ones, pooled by deadpool-postgres, driven by a
 /// small runtime the store owns: a host on any executor, or none, awaits the store's
 /// futures, and a host on tokio is not blocked by them. (tokio-postgres rather than sqlx:
