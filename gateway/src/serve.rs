@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
+use cairnloop::json::DeclaredTool;
 use cairnloop::stores::SqliteStore;
 use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
 
-use crate::catalogue::{Hidden, build, read_listing};
+use crate::catalogue::{Hidden, Offered, build, read_listing};
 use crate::config::{Config, Transport};
 use crate::upstream::{ToUpstream, Upstream, UpstreamError};
 
@@ -53,6 +54,17 @@ pub struct Gateway {
     pub hidden: Vec<(String, Hidden)>,
     /// The running upstreams (they stop when the gateway is dropped).
     pub upstreams: Vec<Arc<Upstream>>,
+    /// Moves on each time an upstream's changed listing changed what the gateway offers
+    /// (a tool withdrawn, offered again, or with a new schema): a server then tells its
+    /// clients (`notifications/tools/list_changed`).
+    pub catalogue: tokio::sync::watch::Receiver<u64>,
+}
+
+/// A tool offered at start: as declared then, and the declared tool that is withdrawn or
+/// offered again as its upstream's listing changes.
+struct Kept {
+    declaration: Offered,
+    tool: &'static DeclaredTool<()>,
 }
 
 impl Gateway {
@@ -82,6 +94,7 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
     let mut entries: Vec<ToolEntry<()>> = Vec::new();
     let mut hidden = Vec::new();
     let mut upstreams = Vec::new();
+    let mut watched = Vec::new();
     for declared in &config.upstreams {
         let upstream = match &declared.transport {
             Transport::Stdio { command, args, env } => {
@@ -125,6 +138,7 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
             ));
         }
         let offer = build(config, &declared.id, tools);
+        let mut kept = Vec::new();
         for offered in &offer.offered {
             let tool = offered
                 .declare::<()>(ToUpstream::new(Arc::clone(&upstream), &offered.tool))
@@ -133,6 +147,10 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                     error,
                 })?;
             let tool: &'static _ = Box::leak(Box::new(tool));
+            kept.push(Kept {
+                declaration: offered.clone(),
+                tool,
+            });
             let entry =
                 ToolEntry::declared(tool, configured).map_err(|error| StartError::Declare {
                     tool: offered.listed.clone(),
@@ -141,6 +159,7 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
             entries.push(entry);
         }
         hidden.extend(offer.hidden.into_iter().map(|h| (declared.id.clone(), h)));
+        watched.push((declared.id.clone(), Arc::clone(&upstream), kept));
         upstreams.push(upstream);
     }
     let entries: &'static [ToolEntry<()>] = Box::leak(entries.into_boxed_slice());
@@ -148,9 +167,70 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
         Registry::try_new(entries).map_err(StartError::Registry)?,
     ));
     let governor = Arc::new(Governor::new(registry).with_store(store));
+    let (changed, catalogue) = tokio::sync::watch::channel(0u64);
+    let changed = Arc::new(changed);
+    for (id, upstream, kept) in watched {
+        let (config, changed) = (config.clone(), Arc::clone(&changed));
+        tokio::spawn(async move {
+            loop {
+                upstream.listing_changed().await;
+                if refresh(&config, &id, &upstream, &kept).await {
+                    changed.send_modify(|count| *count += 1);
+                }
+            }
+        });
+    }
     Ok(Gateway {
         governor,
         hidden,
         upstreams,
+        catalogue,
     })
+}
+
+/// Reads upstream `id`'s listing again and brings its tools in line with it: a tool it
+/// still offers as it was declared at start is offered with the schema it lists now;
+/// one it no longer lists, hides, or lists with another declaration (tier, mode, scopes,
+/// title: what the approval binds or a person reads) is withdrawn, hidden and blocked
+/// until the gateway starts again. Tools it lists anew stay hidden: the catalogue is
+/// the configuration's. Whether anything changed.
+async fn refresh(config: &Config, id: &str, upstream: &Upstream, kept: &[Kept]) -> bool {
+    let offer = match upstream.listing().await {
+        Ok(listing) => read_listing(&listing).map(|(tools, _)| build(config, id, tools)),
+        Err(error) => {
+            eprintln!("cairnloop-gateway: {id}: its listing changed but cannot be read: {error}");
+            return false;
+        }
+    };
+    let Ok(offer) = offer else {
+        eprintln!("cairnloop-gateway: {id}: its new listing has no `tools` array");
+        return false;
+    };
+    let mut changed = false;
+    for Kept { declaration, tool } in kept {
+        let now = offer
+            .offered
+            .iter()
+            .find(|offered| offered.tool == declaration.tool);
+        let was = (tool.is_offered(), tool.input_schema());
+        match now {
+            Some(now) if now.same_declaration(declaration) => {
+                if let Err(error) = tool.offer(now.input_schema.clone()) {
+                    eprintln!("cairnloop-gateway: {id}/{}: withdrawn: {error}", now.tool);
+                    tool.withdraw();
+                }
+            }
+            Some(_) => {
+                eprintln!(
+                    "cairnloop-gateway: {id}/{}: withdrawn: its upstream declares it otherwise \
+                     now; it is offered again after a restart",
+                    declaration.tool
+                );
+                tool.withdraw();
+            }
+            None => tool.withdraw(),
+        }
+        changed |= was != (tool.is_offered(), tool.input_schema());
+    }
+    changed
 }

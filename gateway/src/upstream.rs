@@ -87,7 +87,7 @@ enum Launch {
 /// The connection, and what restarting it has met.
 struct Connection {
     /// The connection and its process, until it ends or [`Upstream::shutdown`].
-    running: Option<RunningService<RoleClient, ()>>,
+    running: Option<RunningService<RoleClient, Listener>>,
     /// Set by [`Upstream::shutdown`]: nothing is started again.
     stopped: bool,
     /// Failed starts in a row, and when the next may be tried.
@@ -112,6 +112,8 @@ struct Connection {
 /// ```
 pub struct Upstream {
     launch: Launch,
+    /// Told by every connection, the ones after a restart too.
+    listener: Listener,
     connection: tokio::sync::Mutex<Connection>,
     call_timeout: Duration,
 }
@@ -182,9 +184,11 @@ impl Upstream {
     }
 
     async fn reach(launch: Launch, call_timeout: Duration) -> Result<Arc<Self>, UpstreamError> {
-        let running = launch.connect().await?;
+        let listener = Listener::default();
+        let running = launch.connect(listener.clone()).await?;
         Ok(Arc::new(Self {
             launch,
+            listener,
             connection: tokio::sync::Mutex::new(Connection {
                 running: Some(running),
                 stopped: false,
@@ -236,13 +240,14 @@ impl Upstream {
         }
         // The old connection ended: its process is killed as it is dropped.
         connection.running = None;
-        match self.launch.connect().await {
+        match self.launch.connect(self.listener.clone()).await {
             Ok(running) => {
                 let peer = running.peer().clone();
                 connection.running = Some(running);
                 connection.failures = 0;
                 connection.retry_at = None;
                 connection.restarts += 1;
+                self.listener.changed.notify_one();
                 Ok(peer)
             }
             Err(error) => {
@@ -251,6 +256,20 @@ impl Upstream {
                 Err(not_running(error.to_string()))
             }
         }
+    }
+
+    /// Resolves when the upstream says its tool list changed
+    /// (`notifications/tools/list_changed`) since the last time this resolved; a restart
+    /// also counts, since the new process may list other tools.
+    ///
+    /// ```no_run
+    /// # async fn demo(upstream: &cairnloop_gateway::upstream::Upstream) {
+    /// upstream.listing_changed().await;
+    /// println!("{}", upstream.listing().await.is_ok());
+    /// # }
+    /// ```
+    pub async fn listing_changed(&self) {
+        self.listener.changed.notified().await;
     }
 
     /// The upstream's `tools/list` answer (every page), as the JSON it sent, for
@@ -339,10 +358,15 @@ impl Upstream {
 
 impl Launch {
     /// Starts the process or reaches the endpoint, and completes MCP's handshake.
-    async fn connect(&self) -> Result<RunningService<RoleClient, ()>, UpstreamError> {
+    async fn connect(
+        &self,
+        listener: Listener,
+    ) -> Result<RunningService<RoleClient, Listener>, UpstreamError> {
         let (command, args, env) = match self {
             Self::Command { command, args, env } => (command, args, env),
-            Self::Http { url, token } => return connect_http(url, token.as_deref()).await,
+            Self::Http { url, token } => {
+                return connect_http(url, token.as_deref(), listener).await;
+            }
         };
         let command = tokio::process::Command::new(command).configure(|command| {
             command.args(args);
@@ -356,10 +380,26 @@ impl Launch {
             .stderr(std::process::Stdio::null())
             .spawn()
             .map_err(|error| UpstreamError::Start(error.to_string()))?;
-        tokio::time::timeout(START_TIMEOUT, ().serve(transport))
+        tokio::time::timeout(START_TIMEOUT, listener.serve(transport))
             .await
             .map_err(|_| UpstreamError::Timeout)?
             .map_err(|error| UpstreamError::Protocol(error.to_string()))
+    }
+}
+
+/// What the gateway hears from an upstream besides answers: that its tool list changed.
+#[derive(Clone, Default)]
+pub struct Listener {
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for Listener {
+    fn on_tool_list_changed(
+        &self,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.changed.notify_one();
+        std::future::ready(())
     }
 }
 
@@ -367,7 +407,8 @@ impl Launch {
 async fn connect_http(
     url: &str,
     token: Option<&str>,
-) -> Result<RunningService<RoleClient, ()>, UpstreamError> {
+    listener: Listener,
+) -> Result<RunningService<RoleClient, Listener>, UpstreamError> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     // rustls is built without a default cryptography provider: name one (the same
@@ -378,7 +419,7 @@ async fn connect_http(
         config = config.auth_header(token.to_owned());
     }
     let transport = StreamableHttpClientTransport::from_config(config);
-    tokio::time::timeout(START_TIMEOUT, ().serve(transport))
+    tokio::time::timeout(START_TIMEOUT, listener.serve(transport))
         .await
         .map_err(|_| UpstreamError::Timeout)?
         .map_err(|error| UpstreamError::Protocol(error.to_string()))

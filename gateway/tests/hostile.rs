@@ -244,3 +244,83 @@ tier = "read_only"
     let _ = client.cancel().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An upstream that renames its tool after a call was approved, then lists it again with
+/// another schema: the gateway's catalogue follows its listing, the approved call is
+/// invalidated and never forwarded, and listings (the MCP projection too) never show a
+/// stale tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_listing_withdraws_or_reoffers_a_tool_and_an_approval_never_reaches_a_renamed_one()
+ {
+    if python().is_none() {
+        return;
+    }
+    let (gateway, dir, log) = gateway_against("renames", "low_write").await;
+    let governor = &gateway.governor;
+    let server = cairnloop::mcp::McpServer::new(std::sync::Arc::clone(governor), (), "agent");
+    let listed = || -> Vec<(String, serde_json::Value)> {
+        server
+            .list_tools_for_actor()
+            .unwrap()
+            .into_iter()
+            .map(|tool| {
+                (
+                    tool.name.to_string(),
+                    serde_json::Value::Object((*tool.input_schema).clone()),
+                )
+            })
+            .collect()
+    };
+    let agent = Actor::new("agent", &[]);
+    let call = ToolCall::new("bad_write", r#"{"text": "hi"}"#);
+    let Outcome::AwaitingApproval(lane) = governor.call(&call, &agent, &()).await.unwrap() else {
+        panic!("a low-write tool waits");
+    };
+    governor.approve(&lane.key(), "operator").await.unwrap();
+    assert_eq!(listed().len(), 1);
+
+    // The upstream renames `write`: the gateway withdraws `bad_write`.
+    let mut catalogue = gateway.catalogue.clone();
+    std::fs::write(dir.join("calls.log.rename"), "").unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), catalogue.changed())
+        .await
+        .expect("the catalogue changes after the upstream's notification")
+        .unwrap();
+    assert!(listed().is_empty(), "{:?}", listed());
+    assert_eq!(governor.visible(&agent, &()).count(), 0);
+    assert!(matches!(
+        governor.call(&call, &agent, &()).await.unwrap(),
+        Outcome::Blocked(cairnloop::Blocked::UnknownTool)
+    ));
+    // The approved call is invalidated, not forwarded to whatever `write` is now.
+    assert!(matches!(
+        governor.execute(&lane.key(), &agent, &()).await,
+        Err(cairnloop::ApprovalError::Invalidated(_))
+    ));
+    assert_eq!(
+        governor.lane(&lane.key()).await.unwrap().state(),
+        LaneState::Invalidated
+    );
+
+    // `write` comes back with `text` an integer: offered again, checked by its new schema.
+    std::fs::write(dir.join("calls.log.retype"), "").unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), catalogue.changed())
+        .await
+        .expect("the catalogue changes again")
+        .unwrap();
+    let now = listed();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_eq!(now[0].1["properties"]["text"]["type"], "integer");
+    assert!(matches!(
+        governor.call(&call, &agent, &()).await.unwrap(),
+        Outcome::Blocked(cairnloop::Blocked::NeedsInput { .. })
+    ));
+    let call = ToolCall::new("bad_write", r#"{"text": 7}"#);
+    assert!(matches!(
+        governor.call(&call, &agent, &()).await.unwrap(),
+        Outcome::AwaitingApproval(_)
+    ));
+    // Nothing ever reached the upstream.
+    assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "");
+    gateway.shutdown().await;
+}

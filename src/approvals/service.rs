@@ -656,7 +656,10 @@ fn revalidate<C: ?Sized + 'static>(
     governance: &Governance<C>,
 ) -> Result<(&'static dyn Codec<C>, ErasedInput, bool), Invalidation> {
     let proposal = lane.proposal();
-    let entry = registry.get(proposal.tool());
+    // Withdrawn by its upstream since the approval: as if removed.
+    let entry = registry
+        .get(proposal.tool())
+        .filter(|entry| entry.is_offered());
     let codec = entry.and_then(ToolEntry::codec);
     let verdict = run_gates(
         entry.map(Subject::of),

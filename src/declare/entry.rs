@@ -8,6 +8,29 @@ use super::codec::Codec;
 use super::rules::{Violation, expect_valid, to_spec_error};
 use crate::declare::{Actor, PolicyDenial, Scope, SpecError, Tool, ToolSpec};
 
+/// Moves on whenever a declared tool's offer changes (a new schema, a withdrawal): what
+/// is derived from a registry's tools, such as its `tools/list` projection, is made
+/// again when it has moved since.
+#[cfg(feature = "declared")]
+static OFFERS_CHANGED: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// How many times declared tools' offers changed in this process (always 0 without
+/// declared tools).
+#[cfg(feature = "std")]
+#[inline]
+pub(crate) fn offers_changed() -> u64 {
+    #[cfg(feature = "declared")]
+    return OFFERS_CHANGED.load(core::sync::atomic::Ordering::Acquire);
+    #[cfg(not(feature = "declared"))]
+    0
+}
+
+/// A declared tool's offer changed.
+#[cfg(feature = "declared")]
+pub(crate) fn note_offers_changed() {
+    OFFERS_CHANGED.fetch_add(1, core::sync::atomic::Ordering::AcqRel);
+}
+
 /// One tool of a [`Registry`](crate::Registry), with its type erased: the spec, the scopes and the policy.
 ///
 /// Made in a `const` context by [`ToolEntry::of`], which evaluates the tool's `SPEC` and
@@ -42,6 +65,9 @@ pub struct ToolEntry<C: ?Sized + 'static> {
     /// The accounts a caller must act in, for a tool declared with such a rule.
     #[cfg(feature = "declared")]
     accounts: Option<&'static [String]>,
+    /// For a declared tool: set while its upstream does not offer it (hidden, blocked).
+    #[cfg(feature = "declared")]
+    withdrawn: Option<&'static core::sync::atomic::AtomicBool>,
 }
 
 impl<C: ?Sized + 'static> ToolEntry<C> {
@@ -100,6 +126,8 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             codec: None,
             #[cfg(feature = "declared")]
             accounts: None,
+            #[cfg(feature = "declared")]
+            withdrawn: None,
         })
     }
 
@@ -122,6 +150,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
             #[cfg(feature = "serde")]
             codec: None,
             accounts: None,
+            withdrawn: None,
         }
     }
 
@@ -136,6 +165,37 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     #[cfg(feature = "declared")]
     pub(crate) const fn accounts(&self) -> Option<&'static [String]> {
         self.accounts
+    }
+
+    /// The entry, hidden and blocked while `withdrawn` is set.
+    #[cfg(feature = "declared")]
+    pub(crate) const fn with_withdrawal(
+        mut self,
+        withdrawn: &'static core::sync::atomic::AtomicBool,
+    ) -> Self {
+        self.withdrawn = Some(withdrawn);
+        self
+    }
+
+    /// Whether the tool can be withdrawn and offered again while the process runs (a tool
+    /// declared from an upstream's listing): a listing of it can change.
+    #[inline]
+    pub(crate) fn may_change(&self) -> bool {
+        #[cfg(feature = "declared")]
+        return self.withdrawn.is_some();
+        #[cfg(not(feature = "declared"))]
+        false
+    }
+
+    /// Whether the tool is on offer now: a tool declared from an upstream's listing is not
+    /// while the upstream no longer lists it; every other tool always is.
+    #[inline]
+    pub(crate) fn is_offered(&self) -> bool {
+        #[cfg(feature = "declared")]
+        if let Some(withdrawn) = self.withdrawn {
+            return !withdrawn.load(core::sync::atomic::Ordering::Acquire);
+        }
+        true
     }
 
     /// The tool's spec.

@@ -29,6 +29,10 @@ pub(crate) use codec::{Codec, ErasedInput, RunKey};
 #[cfg(feature = "serde")]
 pub use codec::{RunError, RunFuture};
 pub use entry::ToolEntry;
+#[cfg(feature = "declared")]
+pub(crate) use entry::note_offers_changed;
+#[cfg(feature = "std")]
+pub(crate) use entry::offers_changed;
 #[cfg(feature = "device")]
 pub(crate) use input_error::INLINE_TEXT;
 pub use input_error::{FieldError, InputErrors};

@@ -46,7 +46,10 @@ pub struct Registry<C: ?Sized + 'static> {
     /// What the layers above derive from the whole registry once and share (the MCP
     /// projection with its JSON Schemas): one value per type, made on first use.
     #[cfg(feature = "std")]
-    derived: std::sync::Mutex<std::vec::Vec<std::sync::Arc<dyn core::any::Any + Send + Sync>>>,
+    derived: std::sync::Mutex<(
+        u64,
+        std::vec::Vec<std::sync::Arc<dyn core::any::Any + Send + Sync>>,
+    )>,
 }
 
 /// Most tools one registry holds. The compile-time check for duplicate names sorts the
@@ -192,7 +195,7 @@ impl<C: ?Sized + 'static> Registry<C> {
             #[cfg(feature = "std")]
             index: std::sync::OnceLock::new(),
             #[cfg(feature = "std")]
-            derived: std::sync::Mutex::new(std::vec::Vec::new()),
+            derived: std::sync::Mutex::new((0, std::vec::Vec::new())),
         }
     }
 
@@ -267,8 +270,9 @@ impl<C: ?Sized + 'static> Registry<C> {
 
     /// The value of type `T` derived from this registry, made by `make` on first use and
     /// shared after: a registry's tools never change, so neither does what is derived
-    /// from them alone. `make` runs under the cache's lock, so it must not ask for
-    /// another derived value.
+    /// from them alone, until a declared tool's offer changes (a new schema, a
+    /// withdrawal): then every value is made again. `make` runs under the cache's lock,
+    /// so it must not ask for another derived value.
     #[cfg(feature = "std")]
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn derived<T: core::any::Any + Send + Sync>(
@@ -282,11 +286,17 @@ impl<C: ?Sized + 'static> Registry<C> {
         };
         // A poisoned lock only means another thread panicked while making a value: what
         // is kept is whole (values are pushed complete), so it is used as it is.
-        let mut kept = self
+        let mut guard = self
             .derived
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(value) = found(&kept) {
+        let (made_at, kept) = &mut *guard;
+        let now = crate::declare::offers_changed();
+        if *made_at != now {
+            *made_at = now;
+            kept.clear();
+        }
+        if let Some(value) = found(kept) {
             return value;
         }
         let value = Arc::new(make(self));

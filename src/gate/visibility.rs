@@ -34,7 +34,7 @@ pub fn visible<'q, C: ?Sized + 'static>(
         .map(|(entry, _)| entry)
 }
 
-/// Every tool with its verdict for `actor`, in registration order: the operator's view,
+/// Every tool on offer with its verdict for `actor`, in registration order: the operator's view,
 /// which also shows what is blocked and why.
 ///
 /// ```
@@ -53,5 +53,6 @@ pub fn verdicts<'q, C: ?Sized + 'static>(
     let tools: &'static [ToolEntry<C>] = registry.tools();
     tools
         .iter()
+        .filter(|entry| entry.is_offered())
         .map(move |entry| (entry, verdict_for(entry, actor, context, policy)))
 }

@@ -204,7 +204,8 @@ pub(crate) fn gate_call<C: ?Sized + 'static>(
     context: &C,
     governance: &Governance<C>,
 ) -> (Option<&'static ToolEntry<C>>, Verdict<Admitted<C>>) {
-    let entry = registry.get(call.name());
+    // A tool withdrawn by its upstream is not there for a caller.
+    let entry = registry.get(call.name()).filter(|entry| entry.is_offered());
     let verdict = run_gates(
         entry.map(Subject::of),
         ByName {

@@ -9,14 +9,15 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
-use std::sync::OnceLock;
+use core::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use serde_json::Value;
 
 use crate::declare::{
     Actor, ApprovalMode, Codec, ErasedInput, FieldError, InputErrors, InputLimits, PolicyDenial,
     RiskTier, RunError, RunFuture, RunKey, Scope, ScopeOf, SpecError, ToolEntry, ToolSpec,
-    ToolSpecOf,
+    ToolSpecOf, note_offers_changed,
 };
 use crate::json::canonical_json;
 use crate::json::strict::{parse_arguments, push_pointer_token};
@@ -182,12 +183,20 @@ pub struct DeclaredTool<C: ?Sized + 'static> {
     /// The scopes as the gates read them, made from `scope_names` once the tool lives
     /// for the whole program (`ToolEntry::declared` takes it by `&'static`).
     scopes: OnceLock<Result<Vec<Scope>, SpecError>>,
-    schema: Value,
-    validator: jsonschema::Validator,
+    /// The input's schema as the upstream offers it now, compiled.
+    offer: RwLock<Arc<Offer>>,
+    /// Set while the upstream does not offer the tool: hidden and blocked.
+    withdrawn: AtomicBool,
     preview: Option<Template>,
     call_result: bool,
     accounts: Option<Vec<String>>,
     forward: Box<dyn Forward<C>>,
+}
+
+/// A declared tool's input schema, and its compiled validator.
+struct Offer {
+    schema: Value,
+    validator: jsonschema::Validator,
 }
 
 impl<C: ?Sized + 'static> DeclaredTool<C> {
@@ -236,8 +245,11 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
                 .map(|scope| scope.as_str().to_string())
                 .collect(),
             scopes: OnceLock::new(),
-            schema: input_schema,
-            validator,
+            offer: RwLock::new(Arc::new(Offer {
+                schema: input_schema,
+                validator,
+            })),
+            withdrawn: AtomicBool::new(false),
             preview: None,
             call_result: false,
             accounts: None,
@@ -407,8 +419,100 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
-    pub fn input_schema(&self) -> &Value {
-        &self.schema
+    pub fn input_schema(&self) -> Value {
+        self.current().schema.clone()
+    }
+
+    /// Offers the tool again with `input_schema`, its upstream's schema as listed now: a
+    /// listing that changed. Calls are checked against it from now on, including the run
+    /// of a call approved before (one whose input no longer fits is invalidated, never
+    /// run), and listings show it. A withdrawn tool is offered again.
+    ///
+    /// # Errors
+    ///
+    /// The schema is not one a declared tool takes ([`check_input_schema`]): nothing
+    /// changes then.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// let narrower = serde_json::json!({"type": "object", "required": ["path"]});
+    /// tool.offer(narrower.clone())?;
+    /// assert_eq!(tool.input_schema(), narrower);
+    /// assert!(tool.offer(serde_json::json!({"type": "array"})).is_err());
+    /// assert_eq!(tool.input_schema(), narrower);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn offer(&self, input_schema: Value) -> Result<(), SchemaError> {
+        let validator = compile(&input_schema)?;
+        *self.offer.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(Offer {
+            schema: input_schema,
+            validator,
+        });
+        self.withdrawn.store(false, Ordering::Release);
+        note_offers_changed();
+        Ok(())
+    }
+
+    /// Withdraws the tool: its upstream no longer lists it. Until it is offered again it
+    /// is hidden from every listing and a call to it is blocked as an unknown tool; an
+    /// approved call of it is invalidated when it would run, never forwarded.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// tool.withdraw();
+    /// assert!(!tool.is_offered());
+    /// tool.offer(serde_json::json!({"type": "object"}))?;
+    /// assert!(tool.is_offered());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn withdraw(&self) {
+        if !self.withdrawn.swap(true, Ordering::AcqRel) {
+            note_offers_changed();
+        }
+    }
+
+    /// Whether the tool is on offer (not withdrawn).
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// assert!(tool.is_offered());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn is_offered(&self) -> bool {
+        !self.withdrawn.load(Ordering::Acquire)
+    }
+
+    /// The offer in force now (a call holds it while it checks its input).
+    fn current(&self) -> Arc<Offer> {
+        Arc::clone(&self.offer.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The preview template, if the tool has one.
@@ -515,7 +619,9 @@ impl<C: ?Sized + Sync + 'static> ToolEntry<C> {
         tool: &'static DeclaredTool<C>,
         authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
     ) -> Result<Self, SpecError> {
-        let entry = Self::from_parts(tool.spec()?, tool.scopes()?, authorize).with_codec(tool);
+        let entry = Self::from_parts(tool.spec()?, tool.scopes()?, authorize)
+            .with_codec(tool)
+            .with_withdrawal(&tool.withdrawn);
         Ok(match tool.accounts() {
             Some(accounts) => entry.with_accounts(accounts),
             None => entry,
@@ -526,7 +632,8 @@ impl<C: ?Sized + Sync + 'static> ToolEntry<C> {
 impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
     fn decode(&self, arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors> {
         let input = Value::Object(parse_arguments(arguments, limits)?);
-        let mut found: Vec<FieldError> = self
+        let offer = self.current();
+        let mut found: Vec<FieldError> = offer
             .validator
             .iter_errors(&input)
             .flat_map(|error| field_errors(&error))
@@ -580,7 +687,7 @@ impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
 
     #[cfg(feature = "schemars")]
     fn schema(&self) -> Option<Value> {
-        Some(self.schema.clone())
+        Some(self.input_schema())
     }
 }
 

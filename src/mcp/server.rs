@@ -84,7 +84,8 @@ pub struct McpServer<
     approver: Option<ClientApprover>,
     /// Every tool's `tools/list` entry (its schemas included), projected once per
     /// registry in this process; a listing picks the ones the actor may call.
-    projected: std::sync::OnceLock<Arc<Projections>>,
+    /// With the count of declared tools' offer changes it was made at.
+    projected: std::sync::Mutex<Option<(u64, Arc<Projections>)>>,
 }
 
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServer<C, S> {
@@ -103,7 +104,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             caller: Caller::new(actor_id, Vec::<String>::new()),
             callers_from_requests: false,
             approver: None,
-            projected: std::sync::OnceLock::new(),
+            projected: std::sync::Mutex::new(None),
         }
     }
 
@@ -214,10 +215,10 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         let scopes = caller.scope_refs();
         let actor = caller.actor(&scopes);
         let registry = self.governor.registry();
-        let projected = self.projected.get_or_init(|| projections(registry));
+        let projected = self.projections();
         let mut tools = Vec::new();
         for (entry, projection) in registry.tools().iter().zip(projected.iter()) {
-            let Some(projection) = projection else {
+            let Some(projection) = projection.as_ref().filter(|_| entry.is_offered()) else {
                 continue;
             };
             let verdict = crate::gate::verdict_for(
@@ -235,6 +236,24 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             }
         }
         Ok(tools)
+    }
+
+    /// The projections of this server's registry, made again when a declared tool's offer
+    /// changed since (a listing never shows a stale schema or a withdrawn tool).
+    fn projections(&self) -> Arc<Projections> {
+        let now = crate::declare::offers_changed();
+        let mut kept = self
+            .projected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*kept {
+            Some((made_at, projected)) if *made_at == now => Arc::clone(projected),
+            _ => {
+                let projected = projections(self.governor.registry());
+                *kept = Some((now, Arc::clone(&projected)));
+                projected
+            }
+        }
     }
 
     /// The caller of this request: the server's own, or the one the transport named.
@@ -407,38 +426,45 @@ fn projections<C: ?Sized + Sync + 'static>(
 ) -> Arc<Projections> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock, PoisonError};
-    static MADE: OnceLock<Mutex<HashMap<usize, Arc<Projections>>>> = OnceLock::new();
+    type Made = HashMap<usize, (u64, Arc<Projections>)>;
+    static MADE: OnceLock<Mutex<Made>> = OnceLock::new();
     let address = core::ptr::from_ref(registry).cast::<()>() as usize;
+    let now = crate::declare::offers_changed();
     let mut made = MADE
         .get_or_init(Mutex::default)
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    Arc::clone(made.entry(address).or_insert_with(|| {
-        Arc::new(
-            registry
-                .tools()
-                .iter()
-                .map(|entry| {
-                    entry.is_callable_by_name().then(|| {
-                        entry
-                            .mcp_tool()
-                            .map_err(|error| error.to_string())
-                            .and_then(|value| {
-                                serde_json::from_value::<Tool>(value)
-                                    .map_err(|error| error.to_string())
-                            })
-                            .map(|mut tool| {
-                                // The spec's own 'static text: a listing copies none of it.
-                                let spec = entry.spec();
-                                tool.name = spec.name().into();
-                                tool.description = Some(spec.description().into());
-                                tool
-                            })
-                    })
+    if let Some((made_at, projected)) = made.get(&address)
+        && *made_at == now
+    {
+        return Arc::clone(projected);
+    }
+    // Made again when a declared tool's offer changed: the one made before is replaced.
+    let projected = Arc::new(
+        registry
+            .tools()
+            .iter()
+            .map(|entry| {
+                entry.is_callable_by_name().then(|| {
+                    entry
+                        .mcp_tool()
+                        .map_err(|error| error.to_string())
+                        .and_then(|value| {
+                            serde_json::from_value::<Tool>(value).map_err(|error| error.to_string())
+                        })
+                        .map(|mut tool| {
+                            // The spec's own 'static text: a listing copies none of it.
+                            let spec = entry.spec();
+                            tool.name = spec.name().into();
+                            tool.description = Some(spec.description().into());
+                            tool
+                        })
                 })
-                .collect(),
-        )
-    }))
+            })
+            .collect(),
+    );
+    made.insert(address, (now, Arc::clone(&projected)));
+    projected
 }
 
 /// A listed tool, carrying the approval mode in force for the caller; the shared
@@ -458,7 +484,23 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
     for McpServer<C, S>
 {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // Tools declared from an upstream's listing change with it: say that the list
+        // changes (the host sends the notification).
+        let changing = self
+            .governor
+            .registry()
+            .tools()
+            .iter()
+            .any(ToolEntry::may_change);
+        let capabilities = if changing {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("cairnloop", env!("CARGO_PKG_VERSION")))
     }
 

@@ -200,6 +200,35 @@ impl Offered {
         })
     }
 
+    /// Whether `other` declares the same tool as this one in everything but its input
+    /// schema: what an approval binds (tier, mode, scopes, accounts, idempotency) and what
+    /// a person reads (title, description, preview).
+    ///
+    /// ```
+    /// use cairnloop_gateway::catalogue::{build, read_listing};
+    /// use cairnloop_gateway::config::Config;
+    ///
+    /// let config = Config::parse("[upstreams.fs]\ncommand = \"x\"\n[tools.fs.read]\ntier = \"read_only\"\n")?;
+    /// let before = serde_json::json!({"tools": [{"name": "read", "inputSchema": {"type": "object"}}]});
+    /// let after = serde_json::json!({"tools": [{"name": "read", "inputSchema": {"type": "object", "required": ["path"]},
+    ///     "annotations": {"destructiveHint": true}}]});
+    /// let was = build(&config, "fs", read_listing(&before)?.0).offered.remove(0);
+    /// let now = build(&config, "fs", read_listing(&after)?.0).offered.remove(0);
+    /// // The new hint made it wait for a person: not the tool that was declared.
+    /// assert!(!now.same_declaration(&was));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn same_declaration(&self, other: &Self) -> bool {
+        Self {
+            input_schema: Value::Null,
+            ..self.clone()
+        } == Self {
+            input_schema: Value::Null,
+            ..other.clone()
+        }
+    }
+
     fn spec(&self) -> Result<ToolSpecOf<'_>, SpecError> {
         let spec = ToolSpecOf::try_new(&self.listed, &self.title, &self.description, self.tier)?;
         let spec = match &self.justification {

@@ -6,17 +6,27 @@ Modes: exit (dies mid-call), hang (never answers, but keeps reading: a cancellat
 receives is appended to the file named by the log's name + ".cancelled"), huge (answers 5 MiB), garbage (writes
 a line that is not JSON-RPC, then nothing), refuse (answers a JSON-RPC error, as a server
 that renamed the tool would), exit-once (dies on the first call the log ever records, in
-whichever process; answers every later one), fine (answers a small result)."""
+whichever process; answers every later one), fine (answers a small result), renames
+(answers like fine; when the file log + ".rename" appears it lists `write` as `write2`,
+and when log + ".retype" appears it lists `write` again with `text` an integer, each
+time saying so with notifications/tools/list_changed)."""
 
 import json
+import os
 import sys
+import threading
+import time
 
 mode, log = sys.argv[1], sys.argv[2]
 
 
+WRITING = threading.Lock()
+
+
 def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+    with WRITING:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
 
 
 TOOLS = [
@@ -28,6 +38,22 @@ TOOLS = [
         "annotations": {"readOnlyHint": True, "destructiveHint": False},
     }
 ]
+
+def watch_for_changes():
+    """Renames, then retypes, the tool when the test asks, and says the list changed."""
+    for trigger, change in ((".rename", "renamed"), (".retype", "retyped")):
+        while not os.path.exists(log + trigger):
+            time.sleep(0.05)
+        if change == "renamed":
+            TOOLS[0] = dict(TOOLS[0], name="write2")
+        else:
+            TOOLS[0] = dict(TOOLS[0], name="write", inputSchema={
+                "type": "object", "properties": {"text": {"type": "integer"}}})
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+
+
+if mode == "renames":
+    threading.Thread(target=watch_for_changes, daemon=True).start()
 
 for line in sys.stdin:
     try:
