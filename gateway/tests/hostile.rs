@@ -324,3 +324,71 @@ async fn a_changed_listing_withdraws_or_reoffers_a_tool_and_an_approval_never_re
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "");
     gateway.shutdown().await;
 }
+
+/// Counts the `notifications/tools/list_changed` a client receives.
+#[derive(Clone, Default)]
+struct Told(std::sync::Arc<tokio::sync::Notify>);
+
+impl rmcp::ClientHandler for Told {
+    fn on_tool_list_changed(
+        &self,
+        _: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.0.notify_one();
+        std::future::ready(())
+    }
+}
+
+/// Through the binary, over stdio: the gateway says its tools list changes, and tells its
+/// client when an upstream's new listing changed it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_is_told_when_an_upstream_listing_changes_what_is_offered() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+
+    if python().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-told-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("calls.log");
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nlocal_actor = \"agent\"\n\n[upstreams.bad]\ncommand = \"python3\"\n\
+             args = [{script:?}, \"renames\", {log:?}]\n\n[tools.bad.write]\ntier = \"read_only\"\n",
+            script = script().display().to_string(),
+            log = log.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway")).configure(
+        |command| {
+            command
+                .arg("serve")
+                .arg(&config)
+                .arg("--store")
+                .arg(dir.join("lanes.db"));
+        },
+    );
+    let told = Told::default();
+    let client = told
+        .clone()
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let capabilities = client.peer_info().unwrap().capabilities.tools.clone();
+    assert_eq!(
+        capabilities.and_then(|tools| tools.list_changed),
+        Some(true)
+    );
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 1);
+    std::fs::write(dir.join("calls.log.rename"), "").unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), told.0.notified())
+        .await
+        .expect("the client is told the list changed");
+    assert!(client.list_all_tools().await.unwrap().is_empty());
+    client.cancel().await.unwrap();
+}
