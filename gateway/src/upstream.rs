@@ -389,7 +389,7 @@ impl Launch {
 
 /// What the gateway hears from an upstream besides answers: that its tool list changed.
 #[derive(Clone, Default)]
-pub struct Listener {
+pub(crate) struct Listener {
     changed: Arc<tokio::sync::Notify>,
 }
 
