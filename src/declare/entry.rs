@@ -2,6 +2,8 @@ use core::fmt;
 
 #[cfg(feature = "declared")]
 use alloc::string::String;
+#[cfg(feature = "declared")]
+use alloc::vec::Vec;
 
 #[cfg(feature = "serde")]
 use super::codec::Codec;
@@ -64,7 +66,7 @@ pub struct ToolEntry<C: ?Sized + 'static> {
     codec: Option<&'static dyn Codec<C>>,
     /// The accounts a caller must act in, for a tool declared with such a rule.
     #[cfg(feature = "declared")]
-    accounts: Option<&'static [String]>,
+    accounts: Option<&'static Vec<String>>,
     /// For a declared tool: set while its upstream does not offer it (hidden, blocked).
     #[cfg(feature = "declared")]
     withdrawn: Option<&'static core::sync::atomic::AtomicBool>,
@@ -156,14 +158,18 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
 
     /// The entry, offered only to callers acting in one of `accounts`.
     #[cfg(feature = "declared")]
-    pub(crate) const fn with_accounts(mut self, accounts: &'static [String]) -> Self {
+    #[allow(
+        clippy::ptr_arg,
+        reason = "a thin pointer: the gates carry it in a register beside the spec"
+    )]
+    pub(crate) const fn with_accounts(mut self, accounts: &'static Vec<String>) -> Self {
         self.accounts = Some(accounts);
         self
     }
 
     /// The accounts a caller must act in, if the entry has such a rule.
     #[cfg(feature = "declared")]
-    pub(crate) const fn accounts(&self) -> Option<&'static [String]> {
+    pub(crate) const fn accounts(&self) -> Option<&'static Vec<String>> {
         self.accounts
     }
 

@@ -335,7 +335,7 @@ pub(crate) struct Subject<'e, C: ?Sized> {
     authorize: fn(&Actor<'_>, &C) -> Result<(), PolicyDenial>,
     /// The accounts a caller must act in (a declared tool's rule), part of its policy.
     #[cfg(feature = "declared")]
-    accounts: Option<&'static [alloc::string::String]>,
+    accounts: Option<&'static alloc::vec::Vec<alloc::string::String>>,
 }
 
 impl<'e, C: ?Sized> Subject<'e, C> {
@@ -357,16 +357,27 @@ impl<'e, C: ?Sized> Subject<'e, C> {
     /// has one, then its `authorize`.
     fn authorize(&self, actor: &Actor<'_>, context: &C) -> Result<(), PolicyDenial> {
         #[cfg(feature = "declared")]
-        if let Some(accounts) = self.accounts
-            && !accounts
-                .iter()
-                .any(|account| actor.account() == Some(account.as_str()))
-        {
-            return Err(PolicyDenial::Denied(
-                "the tool is offered only to callers acting in other accounts",
-            ));
+        if let Some(accounts) = self.accounts {
+            account_rule(accounts, actor)?;
         }
         (self.authorize)(actor, context)
+    }
+}
+
+/// A declared tool's account rule, out of line: the gates around it stay small enough
+/// to be inlined into a listing's loop, where no Rust tool has such a rule.
+#[cfg(feature = "declared")]
+#[inline(never)]
+fn account_rule(accounts: &[alloc::string::String], actor: &Actor<'_>) -> Result<(), PolicyDenial> {
+    if accounts
+        .iter()
+        .any(|account| actor.account() == Some(account.as_str()))
+    {
+        Ok(())
+    } else {
+        Err(PolicyDenial::Denied(
+            "the tool is offered only to callers acting in other accounts",
+        ))
     }
 }
 
@@ -502,6 +513,7 @@ impl<I, F: FnOnce() -> Result<I, Blocked>> InputGate for F {
 ///
 /// Gates 2 and 3 need no input (a policy sees the actor and the context only), so they
 /// are decided first; the answer still follows the order above.
+#[inline]
 pub(crate) fn run_gates<G: InputGate, C: ?Sized>(
     subject: Option<Subject<'_, C>>,
     input: G,

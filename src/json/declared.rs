@@ -622,7 +622,7 @@ impl<C: ?Sized + Sync + 'static> ToolEntry<C> {
         let entry = Self::from_parts(tool.spec()?, tool.scopes()?, authorize)
             .with_codec(tool)
             .with_withdrawal(&tool.withdrawn);
-        Ok(match tool.accounts() {
+        Ok(match &tool.accounts {
             Some(accounts) => entry.with_accounts(accounts),
             None => entry,
         })
