@@ -262,15 +262,6 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
                 .serve(stdio())
                 .await
                 .map_err(|error| Failure::Run(format!("could not start: {error}")))?;
-            // The client learns of a catalogue an upstream's new listing changed.
-            let (peer, mut catalogue) = (running.peer().clone(), gateway.catalogue.clone());
-            tokio::spawn(async move {
-                while catalogue.changed().await.is_ok() {
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        break;
-                    }
-                }
-            });
             running
                 .waiting()
                 .await

@@ -55,8 +55,8 @@ pub struct Gateway {
     /// The running upstreams (they stop when the gateway is dropped).
     pub upstreams: Vec<Arc<Upstream>>,
     /// Moves on each time an upstream's changed listing changed what the gateway offers
-    /// (a tool withdrawn, offered again, or with a new schema): a server then tells its
-    /// clients (`notifications/tools/list_changed`).
+    /// (a tool withdrawn, offered again, or with a new schema). An `McpServer` over the
+    /// governor tells its sessions by itself (`notifications/tools/list_changed`).
     pub catalogue: tokio::sync::watch::Receiver<u64>,
 }
 

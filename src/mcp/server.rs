@@ -238,6 +238,16 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         Ok(tools)
     }
 
+    /// Whether a tool of this server's registry can be withdrawn or offered again while it
+    /// serves (one declared from an upstream's listing).
+    fn tools_may_change(&self) -> bool {
+        self.governor
+            .registry()
+            .tools()
+            .iter()
+            .any(ToolEntry::may_change)
+    }
+
     /// The projections of this server's registry, made again when a declared tool's offer
     /// changed since (a listing never shows a stale schema or a withdrawn tool).
     fn projections(&self) -> Arc<Projections> {
@@ -483,16 +493,36 @@ fn with_mode(projected: &Tool, mode: ApprovalMode, declared: ApprovalMode) -> To
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerHandler
     for McpServer<C, S>
 {
+    /// A session over tools that can change is told when they do
+    /// (`notifications/tools/list_changed`), within a quarter of a second, for as long as
+    /// its transport is open.
+    fn on_initialized(
+        &self,
+        context: rmcp::service::NotificationContext<RoleServer>,
+    ) -> impl core::future::Future<Output = ()> + Send + '_ {
+        if self.tools_may_change() {
+            let peer = context.peer;
+            tokio::spawn(async move {
+                let mut seen = crate::declare::offers_changed();
+                while !peer.is_transport_closed() {
+                    tokio::time::sleep(core::time::Duration::from_millis(250)).await;
+                    let now = crate::declare::offers_changed();
+                    if now != seen {
+                        seen = now;
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+        core::future::ready(())
+    }
+
     fn get_info(&self) -> ServerConfig {
         // Tools declared from an upstream's listing change with it: say that the list
-        // changes (the host sends the notification).
-        let changing = self
-            .governor
-            .registry()
-            .tools()
-            .iter()
-            .any(ToolEntry::may_change);
-        let capabilities = if changing {
+        // changes (each session is told, below).
+        let capabilities = if self.tools_may_change() {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
