@@ -17,12 +17,15 @@ import { fileURLToPath } from "node:url";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
 const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
 const FILESYSTEM = join(HERE, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
+// An upstream of our own that renames its tool when a file appears (and says so).
+const CHANGING = join(ROOT, "gateway/tests/hostile/upstream.py");
 const ISSUER = "https://auth.example.test";
 
 const dir = mkdtempSync(join(tmpdir(), "cairnloop-gateway-http-"));
@@ -61,6 +64,14 @@ ${readFileSync(TOOLS, "utf8")}
 tier = "read_only"
 scopes = ["fs:read"]
 accounts = ["acme"]
+
+[upstreams.bad]
+command = "python3"
+args = [${JSON.stringify(CHANGING)}, "renames", ${JSON.stringify(join(dir, "changing.log"))}]
+
+[tools.bad.write]
+tier = "read_only"
+scopes = ["changing:read"]
 `);
 
 const gateway = spawn(GATEWAY, ["serve", config, "--store", store, "--http"], { stdio: ["ignore", "ignore", "pipe"] });
@@ -160,4 +171,16 @@ test("a tool with an account rule is listed and runs only for tokens of that acc
   const globex = await listing({ org: "globex" });
   assert.deepEqual(globex.names, ["fs_read_text_file"]);
   assert.equal(globex.status, "blocked");
+});
+
+test("a session is told when an upstream's new listing changes what is offered", async () => {
+  await withClient(token({ sub: "alice", azp: "desktop", scope: "changing:read" }), async (client) => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((tool) => tool.name), ["bad_write"]);
+    const told = new Promise((done) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => done(true)));
+    writeFileSync(join(dir, "changing.log.rename"), "");
+    const waited = await Promise.race([told, new Promise((done) => setTimeout(() => done(false), 10000))]);
+    assert.equal(waited, true, "no notifications/tools/list_changed within 10 s");
+    assert.deepEqual((await client.listTools()).tools, []);
+  });
 });
