@@ -49,13 +49,13 @@ impl KeptLanes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolCall;
     use crate::approvals::{Governor, MemoryStore, Outcome};
     use crate::declare::{
         Actor, InputErrors, Invocation, PolicyDenial, Registry, RiskTier, Scope, Tool, ToolEntry,
         ToolSpec,
     };
     use crate::gate::{LaneAction, Timestamp};
+    use crate::json::ToolCall;
     use std::string::String;
 
     struct Note;
