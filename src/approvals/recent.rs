@@ -12,8 +12,11 @@ use crate::declare::{Actor, IdempotencyKey};
 /// token), so an entry is never stale; the map is cleared when it is full, so it stays
 /// small.
 pub(crate) struct RecentKeys {
-    entries: Mutex<HashMap<u64, Entry>>,
-    hasher: std::hash::RandomState,
+    // Keyed by the call's hash, hashed again by a fixed fold (a `u64` needs no seed).
+    entries: Mutex<HashMap<u64, Entry, foldhash::fast::FixedState>>,
+    // Seeded per map. Not SipHash: every call hashes its whole argument text here, and
+    // a crafted collision costs only a recomputed key (entries are compared whole).
+    hasher: foldhash::fast::RandomState,
 }
 
 /// Most entries kept before the map starts again.
@@ -53,8 +56,8 @@ impl Entry {
 impl RecentKeys {
     pub(crate) fn new() -> Self {
         Self {
-            entries: Mutex::new(HashMap::new()),
-            hasher: std::hash::RandomState::new(),
+            entries: Mutex::new(HashMap::default()),
+            hasher: foldhash::fast::RandomState::default(),
         }
     }
 
