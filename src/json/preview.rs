@@ -577,6 +577,123 @@ mod tests {
         assert!(text.ends_with("f39: 39"), "{text}");
     }
 
+    /// The rows of a preview as its documentation describes them, written the slow way
+    /// from a tree: every value flattened to a path, sorted by path, the first
+    /// `MAX_ROWS` shown.
+    fn oracle_rows(input: &Map<String, Value>) -> String {
+        fn escaped(text: &str) -> String {
+            text.chars()
+                .map(|c| {
+                    if invisible(c) {
+                        format!("\\u{:04x}", u32::from(c))
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect()
+        }
+        fn secret(name: &str) -> bool {
+            let lower = name.to_ascii_lowercase();
+            SECRET_WORDS.iter().any(|word| lower.contains(word))
+        }
+        fn flatten(value: &Value, path: String, masked: bool, rows: &mut Vec<(String, String)>) {
+            match value {
+                Value::Object(map) if !map.is_empty() => {
+                    for (key, value) in map {
+                        let plain = !key.is_empty()
+                            && key
+                                .bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+                        let name = if plain {
+                            key.clone()
+                        } else {
+                            escaped(&serde_json::to_string(key).unwrap())
+                        };
+                        let path = if path.is_empty() {
+                            name
+                        } else {
+                            format!("{path}.{name}")
+                        };
+                        flatten(value, path, masked || secret(key), rows);
+                    }
+                }
+                Value::Array(items) if !items.is_empty() => {
+                    for (i, item) in items.iter().enumerate() {
+                        flatten(item, format!("{path}[{i}]"), masked, rows);
+                    }
+                }
+                _ => {
+                    let shown = if masked {
+                        MASK.to_string()
+                    } else {
+                        let text = escaped(&serde_json::to_string(value).unwrap());
+                        if text.chars().count() > MAX_VALUE_CHARS {
+                            let mut cut: String = text.chars().take(MAX_VALUE_CHARS).collect();
+                            cut.push('…');
+                            cut
+                        } else {
+                            text
+                        }
+                    };
+                    rows.push((path, shown));
+                }
+            }
+        }
+        let mut rows = Vec::new();
+        for (key, value) in input {
+            let mut one = Map::new();
+            one.insert(key.clone(), value.clone());
+            flatten(&Value::Object(one), String::new(), false, &mut rows);
+        }
+        rows.sort();
+        let mut text: String = rows
+            .iter()
+            .take(MAX_ROWS)
+            .map(|(path, value)| format!("\n  {path}: {value}"))
+            .collect();
+        if rows.len() > MAX_ROWS {
+            text.push_str(&format!("\n  … and {} more", rows.len() - MAX_ROWS));
+        }
+        if text.is_empty() {
+            text.push_str(" none");
+        }
+        text
+    }
+
+    /// Inputs whose canonical text `serde_json` writes too (integers within 2^53, no
+    /// floats), with keys and strings that test every rule of the rows.
+    fn input() -> impl proptest::strategy::Strategy<Value = Map<String, Value>> {
+        use proptest::prelude::*;
+        let text = "(?:[a-z_.\\-]|Key|TOKEN|pass|word| |\"|\\\\|\n|\u{7f}|é|\u{202e}|\u{2028}|\u{feff}|\u{2060}|\u{1F600}){0,8}";
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-(1_i64 << 53)..(1_i64 << 53)).prop_map(Value::from),
+            text.prop_map(Value::String),
+            (1_usize..4, "[aé\u{202e}]").prop_map(|(n, s)| Value::String(s.repeat(60 * n))),
+        ];
+        let value = leaf.prop_recursive(3, 48, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::btree_map(text, inner, 0..6)
+                    .prop_map(|map| Value::Object(map.into_iter().collect())),
+            ]
+        });
+        proptest::collection::btree_map(text, value, 0..50)
+            .prop_map(|map| map.into_iter().collect())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_rows_are_what_the_documentation_says_of_any_input(input in input()) {
+            let spec = ToolSpec::new("t", "T", "D.", RiskTier::LowWrite);
+            let mode = ModePolicy::<()>::new().resolve(&spec, &Actor::new("a", &[]), &());
+            let preview = Preview::fallback(&spec, &[], &mode, &input);
+            let rows = preview.text().split_once("\ninput:").unwrap().1;
+            proptest::prop_assert_eq!(rows, oracle_rows(&input));
+        }
+    }
+
     #[test]
     fn every_invisible_character_begins_with_a_byte_the_quick_check_looks_for() {
         let mut buffer = [0; 4];
