@@ -142,7 +142,9 @@ impl Preview {
             count: 0,
             last: 0..0,
             unordered: false,
-            path: String::with_capacity(32),
+            path: String::new(),
+            // Every invisible character is outside ASCII: most inputs cannot hold one.
+            invisible: !canonical.is_ascii(),
         };
         rows.read(canonical);
         let mut text = if rows.unordered || rows.count > MAX_ROWS {
@@ -226,8 +228,22 @@ struct Rows {
     /// The last row's path, and whether a row came before the one it follows.
     last: Range<usize>,
     unordered: bool,
-    /// The path of the value being flattened.
+    /// The path of the container being flattened (the last part of a value's path is
+    /// written straight into its row: a flat input never fills this).
     path: String,
+    /// Whether the text may hold a character to spell out ([`escape_invisible`]).
+    invisible: bool,
+}
+
+/// The last part of a value's path: the key or index it has in its container.
+#[derive(Clone, Copy)]
+enum Part<'t> {
+    /// The whole input, or the root of a non-object input (whose path is `value`).
+    Root,
+    /// A key as canonical text, and whether it is shown quoted (anything but
+    /// `[A-Za-z0-9_-]+`; then its invisible characters are spelled out).
+    Key(&'t str, bool),
+    Index(usize),
 }
 
 /// A row's path and value in the text (the row itself begins three bytes before its
@@ -313,56 +329,57 @@ impl Rows {
             // An empty input has no rows; flattened, it would show as one row with no
             // path.
             if canonical != "{}" {
-                self.value(&mut scan, false);
+                self.value(&mut scan, false, Part::Root);
             }
         } else {
             self.path.push_str("value");
-            self.value(&mut scan, false);
+            self.value(&mut scan, false, Part::Root);
         }
     }
 
-    fn value(&mut self, scan: &mut Scan<'_>, masked: bool) {
+    fn value(&mut self, scan: &mut Scan<'_>, masked: bool, part: Part<'_>) {
         let bytes = scan.text.as_bytes();
         let opens = |close| bytes.get(scan.at + 1).is_some_and(|next| *next != close);
         match scan.peek() {
             Some(b'{') if opens(b'}') => {
                 scan.at += 1;
                 let parent = self.path.len();
+                let first = self.path.is_empty();
+                push_part(&mut self.path, part, first, self.invisible);
                 loop {
-                    let key = scan.string();
+                    let quoted = scan.string();
                     if !scan.eat(b':') {
-                        return;
+                        break;
                     }
-                    if parent > 0 {
-                        self.path.push('.');
-                    }
-                    let secret = self.key(key);
-                    self.value(scan, masked || secret);
-                    self.path.truncate(parent);
+                    let (key, secret) = key_part(quoted);
+                    self.value(scan, masked || secret, key);
                     if !scan.eat(b',') {
                         scan.eat(b'}');
-                        return;
+                        break;
                     }
                 }
+                self.path.truncate(parent);
             }
             Some(b'[') if opens(b']') => {
                 scan.at += 1;
                 let parent = self.path.len();
+                let first = self.path.is_empty();
+                push_part(&mut self.path, part, first, self.invisible);
                 for i in 0.. {
-                    let _ = write!(self.path, "[{i}]");
-                    self.value(scan, masked);
-                    self.path.truncate(parent);
+                    self.value(scan, masked, Part::Index(i));
                     if !scan.eat(b',') {
                         scan.eat(b']');
-                        return;
+                        break;
                     }
                 }
+                self.path.truncate(parent);
             }
             Some(_) => {
                 let value = scan.scalar();
                 self.text.push_str(ROW_START);
                 let path_start = self.text.len();
                 self.text.push_str(&self.path);
+                push_part(&mut self.text, part, self.path.is_empty(), self.invisible);
                 let path_end = self.text.len();
                 self.text.push_str(": ");
                 let start = self.text.len();
@@ -371,7 +388,9 @@ impl Rows {
                 } else {
                     // Canonical text already writes a string as the preview shows it.
                     self.text.push_str(value);
-                    escape_invisible(&mut self.text, start);
+                    if self.invisible {
+                        escape_invisible(&mut self.text, start);
+                    }
                     self.shorten(start);
                 }
                 let row = Row {
@@ -392,35 +411,6 @@ impl Rows {
             }
             None => {}
         }
-    }
-
-    /// Adds `quoted` (a key as canonical text) to the path, bare if it is plain;
-    /// whether it names a secret.
-    fn key(&mut self, quoted: &str) -> bool {
-        let bare = quoted
-            .strip_prefix('"')
-            .and_then(|key| key.strip_suffix('"'))
-            .unwrap_or(quoted);
-        // One pass without an early exit: most keys are plain.
-        let plain = !bare.is_empty()
-            && bare.bytes().fold(true, |plain, b| {
-                plain & (b.is_ascii_alphanumeric() | (b == b'_') | (b == b'-'))
-            });
-        if plain {
-            self.path.push_str(bare);
-            return is_secret_name(bare);
-        }
-        let start = self.path.len();
-        self.path.push_str(quoted);
-        escape_invisible(&mut self.path, start);
-        if bare.contains('\\') {
-            // Escapes spell control characters, quotes and backslashes: the name is read
-            // as the tool sees it.
-            let name = serde_json::from_str::<String>(quoted);
-            // Text it cannot read is masked: the fallback errs on the side of hiding.
-            return name.map_or(true, |name| is_secret_name(&name));
-        }
-        is_secret_name(bare)
     }
 
     /// The text with its kept rows sorted by path, and those past the limit counted.
@@ -455,6 +445,53 @@ impl Rows {
         {
             self.text.truncate(start + cut);
             self.text.push('…');
+        }
+    }
+}
+
+/// The path part of `quoted` (a key as canonical text): bare if it is plain; and whether
+/// it names a secret.
+fn key_part(quoted: &str) -> (Part<'_>, bool) {
+    let bare = quoted
+        .strip_prefix('"')
+        .and_then(|key| key.strip_suffix('"'))
+        .unwrap_or(quoted);
+    // One pass without an early exit: most keys are plain.
+    let plain = !bare.is_empty()
+        && bare.bytes().fold(true, |plain, b| {
+            plain & (b.is_ascii_alphanumeric() | (b == b'_') | (b == b'-'))
+        });
+    if plain {
+        return (Part::Key(bare, false), is_secret_name(bare));
+    }
+    let secret = if bare.contains('\\') {
+        // Escapes spell control characters, quotes and backslashes: the name is read as
+        // the tool sees it. Text it cannot read is masked: the fallback errs on the side
+        // of hiding.
+        serde_json::from_str::<String>(quoted).map_or(true, |name| is_secret_name(&name))
+    } else {
+        is_secret_name(bare)
+    };
+    (Part::Key(quoted, true), secret)
+}
+
+/// Writes `part` of a path to `out`: a key after a `.` unless it is the `first` part.
+/// `invisible`: whether a quoted key may hold a character to spell out.
+fn push_part(out: &mut String, part: Part<'_>, first: bool, invisible: bool) {
+    match part {
+        Part::Root => {}
+        Part::Key(key, quoted) => {
+            if !first {
+                out.push('.');
+            }
+            let start = out.len();
+            out.push_str(key);
+            if quoted && invisible {
+                escape_invisible(out, start);
+            }
+        }
+        Part::Index(i) => {
+            let _ = write!(out, "[{i}]");
         }
     }
 }
