@@ -399,6 +399,27 @@ fn an_mcp_client_is_handed_an_upstream_result_as_the_upstream_wrote_it() {
     );
     assert_eq!(forwarded["isError"], false);
 
+    // The listing says the output is a `CallToolResult`, and the result is one: a client
+    // that checks results against their schema (the Inspector's does) accepts it, and a
+    // result of another shape would fail the check.
+    let listed = registry.mcp_tools().unwrap();
+    let schema_of = |name: &str| {
+        let entry = listed.iter().find(|entry| entry["name"] == name).unwrap();
+        entry["outputSchema"].clone()
+    };
+    let forwarded_schema = schema_of("forwarded");
+    let output = &forwarded_schema["properties"]["output"];
+    assert_eq!(output["type"], "object");
+    assert_eq!(output["properties"]["content"]["type"], "array");
+    assert_eq!(output["required"], json!(["content"]));
+    let validator = jsonschema::validator_for(&forwarded_schema).unwrap();
+    assert!(validator.is_valid(&forwarded["structuredContent"]));
+    let mut not_a_result = forwarded["structuredContent"].clone();
+    not_a_result["output"]["content"] = json!("a picture");
+    assert!(!validator.is_valid(&not_a_result));
+    // Any other tool's output is the forward's own JSON: nothing is promised of it.
+    assert_eq!(schema_of("plain")["properties"]["output"], json!({}));
+
     let plain = pollster::block_on(server.call_tool_text("plain", "{}")).unwrap();
     let plain = serde_json::to_value(&plain).unwrap();
     assert_eq!(plain["content"].as_array().unwrap().len(), 1);

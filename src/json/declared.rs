@@ -689,6 +689,29 @@ impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
     fn schema(&self) -> Option<Value> {
         Some(self.input_schema())
     }
+
+    #[cfg(feature = "schemars")]
+    fn output_schema(&self) -> Option<Value> {
+        self.call_result.then(call_result_schema)
+    }
+}
+
+/// The shape of an MCP `CallToolResult`, as the output of a tool that answers one: a
+/// client that checks results against the listed schema learns what it is handed. Only
+/// what every result has is said: its structured content is the upstream's own, and
+/// never checked here, so it is left open.
+#[cfg(feature = "schemars")]
+fn call_result_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "description": "The result of the tool that ran (an MCP CallToolResult): its content blocks, and its structured content if it gave any.",
+        "properties": {
+            "content": {"type": "array", "items": {"type": "object"}},
+            "isError": {"type": "boolean"},
+            "_meta": {"type": "object"}
+        },
+        "required": ["content"]
+    })
 }
 
 /// The crate's field errors for one of the validator's: the same codes a Rust tool's

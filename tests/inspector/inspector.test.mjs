@@ -1,0 +1,162 @@
+// End to end with the MCP Inspector's command line (2.12, installed from npm with the
+// Node 22 it needs): a client written elsewhere, which checks every tool's schemas for
+// portability (`--strict`) and every result against the tool's output schema (a result
+// that does not match makes it throw, where we would see an error envelope, not a
+// result). It drives the example MCP server and cairnloop-gateway in front of the
+// official filesystem server.
+//
+// Run by .ci/run (`npm ci && npm test` here, under the Node 22 from `node_modules`);
+// the binaries are taken from $CAIRNLOOP_MCP_SERVER and $CAIRNLOOP_GATEWAY, the
+// filesystem server from ../mcp-ts (its own `npm ci` runs first).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, "../..");
+const SERVER = process.env.CAIRNLOOP_MCP_SERVER ?? join(ROOT, "target/debug/examples/mcp_server");
+const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
+const FILESYSTEM = join(ROOT, "tests/mcp-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
+const INSPECTOR = join(HERE, "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+
+// The Inspector's own exit codes: 0 a result, 5 a result with `isError: true`, 6 a tool
+// schema with an error-severity portability problem (under --strict).
+const OK = 0;
+const TOOL_ERROR = 5;
+
+/** Runs the Inspector's CLI with `args`; its exit status, its output parsed, and its errors. */
+function inspector(...args) {
+  const run = spawnSync(process.execPath, [INSPECTOR, "--cli", ...args], {
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  let output = null;
+  try {
+    output = JSON.parse(run.stdout);
+  } catch {
+    // Left null: the assertions below show the text.
+  }
+  return { status: run.status, output, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** A result, not an error the client raised: a `CallToolResult` with its structured content. */
+function result(run, status) {
+  assert.equal(run.status, status, `exit ${run.status}\n${run.stdout}\n${run.stderr}`);
+  assert.ok(run.output && Array.isArray(run.output.content), run.stdout);
+  assert.ok(run.output.structuredContent, run.stdout);
+  return run.output.structuredContent;
+}
+
+const AGENT = ["--actor", "agent-7", "--account", "acme", "--scopes", "orders:read,tickets:write"];
+
+function example() {
+  const store = join(mkdtempSync(join(tmpdir(), "cairnloop-inspector-")), "approvals.db");
+  const server = [SERVER, ...AGENT, "--store", store];
+  const call = (tool, ...pairs) =>
+    inspector(...server, "--method", "tools/call", "--tool-name", tool, "--tool-arg", ...pairs);
+  const operator = (...words) =>
+    execFileSync(SERVER, ["operator", "--store", store, ...words], { encoding: "utf8" });
+  return { server, call, operator };
+}
+
+test("the example's tools pass the Inspector's portability check", () => {
+  const { server } = example();
+  const listed = inspector(...server, "--method", "tools/list", "--strict");
+  assert.equal(listed.status, OK, `${listed.stdout}\n${listed.stderr}`);
+  const names = listed.output.tools.map((tool) => tool.name).sort();
+  assert.deepEqual(names, ["internal_note", "lookup_order"]);
+  assert.match(listed.stderr, /0 errors/);
+});
+
+test("every kind of answer is a result the Inspector accepts against its output schema", () => {
+  const { call } = example();
+  assert.deepEqual(result(call("lookup_order", "order=1001"), OK), { status: "executed", output: "shipped" });
+  const failed = result(call("lookup_order", "order=404"), TOOL_ERROR);
+  assert.equal(failed.status, "failed");
+  assert.equal(failed.code, "run_failed");
+  const invalid = result(call("lookup_order", "order=0"), TOOL_ERROR);
+  assert.equal(invalid.status, "blocked");
+  assert.equal(invalid.code, "needs_input");
+  assert.equal(invalid.errors[0].path, "/order");
+});
+
+test("a write waits, is approved by the operator, and runs once however often it is re-issued", () => {
+  const { call, operator } = example();
+  const note = ["ticket=42", "body=Called twice."];
+  const waiting = result(call("internal_note", ...note), OK);
+  assert.equal(waiting.status, "awaiting_approval");
+  assert.match(operator("approve", waiting.proposal_id, "--as", "ops-lead"), /approved/);
+  const first = result(call("internal_note", ...note), OK);
+  const again = result(call("internal_note", ...note), OK);
+  assert.equal(first.status, "executed");
+  assert.deepEqual(again, first);
+  const lane = JSON.parse(operator("show", waiting.proposal_id));
+  assert.equal(lane.state, "executed");
+  assert.equal(lane.attempts, 1);
+});
+
+function gateway() {
+  const dir = mkdtempSync(join(tmpdir(), "cairnloop-inspector-gateway-"));
+  const share = join(dir, "share");
+  mkdirSync(share);
+  writeFileSync(join(share, "hello.txt"), "hello");
+  const config = join(dir, "gateway.toml");
+  writeFileSync(config, `
+[gateway]
+local_actor = "agent"
+local_scopes = ["fs:read", "fs:write"]
+
+[upstreams.fs]
+command = ${JSON.stringify(process.execPath)}
+args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
+
+${readFileSync(TOOLS, "utf8")}`);
+  const store = join(dir, "lanes.db");
+  const served = [GATEWAY, "serve", config, "--store", store];
+  const call = (tool, ...pairs) =>
+    inspector(...served, "--method", "tools/call", "--tool-name", tool, "--tool-arg", ...pairs);
+  const operator = (...words) =>
+    execFileSync(GATEWAY, ["operator", "--store", store, ...words], { encoding: "utf8" });
+  return { share: realpathSync(share), served, call, operator };
+}
+
+test("the gateway lists only what its configuration allows, and the listing is portable", () => {
+  assert.ok(existsSync(FILESYSTEM), "run `npm ci` in tests/mcp-ts first");
+  const { served } = gateway();
+  const listed = inspector(...served, "--method", "tools/list", "--strict");
+  assert.equal(listed.status, OK, `${listed.stdout}\n${listed.stderr}`);
+  const names = listed.output.tools.map((tool) => tool.name).sort();
+  assert.deepEqual(names, ["fs_read_text_file", "fs_write_file"]);
+  // A forwarded tool's output is the upstream's `CallToolResult`, and its schema says so.
+  const read = listed.output.tools.find((tool) => tool.name === "fs_read_text_file");
+  assert.equal(read.outputSchema.properties.output.type, "object");
+});
+
+test("through the gateway a read runs at once, and a write runs once after its approval", () => {
+  const { share, call, operator } = gateway();
+  const read = result(call("fs_read_text_file", `path=${join(share, "hello.txt")}`), OK);
+  assert.equal(read.status, "executed");
+  assert.equal(read.output.content[0].text, "hello");
+
+  const target = join(share, "new.txt");
+  const write = ["fs_write_file", `path=${target}`, "content=written once"];
+  const waiting = result(call(...write), OK);
+  assert.equal(waiting.status, "awaiting_approval");
+  assert.equal(existsSync(target), false, "nothing is written before the approval");
+  assert.match(operator("approve", waiting.proposal_id, "--as", "ops-lead"), /approved/);
+  assert.equal(result(call(...write), OK).status, "executed");
+  assert.equal(readFileSync(target, "utf8"), "written once");
+  // Re-issued after it ran: the recorded result, and the upstream is not called again.
+  writeFileSync(target, "changed since");
+  assert.equal(result(call(...write), OK).status, "executed");
+  assert.equal(readFileSync(target, "utf8"), "changed since");
+  const lane = JSON.parse(operator("show", waiting.proposal_id));
+  assert.equal(lane.attempts, 1);
+  assert.equal(lane.decided_by, "ops-lead");
+});
