@@ -2,17 +2,20 @@
 // Node 22 it needs): a client written elsewhere, which checks every tool's schemas for
 // portability (`--strict`) and every result against the tool's output schema (a result
 // that does not match makes it throw, where we would see an error envelope, not a
-// result). It drives the example MCP server and cairnloop-gateway in front of the
-// official filesystem server.
+// result). It drives the example MCP server (over stdio, and examples/remote_mcp over
+// Streamable HTTP with a bearer token) and cairnloop-gateway in front of the official
+// filesystem server.
 //
 // Run by .ci/run (`npm ci && npm test` here, under the Node 22 from `node_modules`);
-// the binaries are taken from $CAIRNLOOP_MCP_SERVER and $CAIRNLOOP_GATEWAY, the
+// the binaries are taken from $CAIRNLOOP_MCP_SERVER, $CAIRNLOOP_REMOTE_MCP and
+// $CAIRNLOOP_GATEWAY, the
 // filesystem server from ../mcp-ts (its own `npm ci` runs first).
 
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,6 +23,7 @@ import { fileURLToPath } from "node:url";
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
 const SERVER = process.env.CAIRNLOOP_MCP_SERVER ?? join(ROOT, "target/debug/examples/mcp_server");
+const REMOTE = process.env.CAIRNLOOP_REMOTE_MCP ?? join(ROOT, "target/debug/examples/remote_mcp");
 const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
 const FILESYSTEM = join(ROOT, "tests/mcp-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
@@ -28,6 +32,7 @@ const INSPECTOR = join(HERE, "node_modules/@modelcontextprotocol/inspector/clien
 // The Inspector's own exit codes: 0 a result, 5 a result with `isError: true`, 6 a tool
 // schema with an error-severity portability problem (under --strict).
 const OK = 0;
+const AUTH_REQUIRED = 3;
 const TOOL_ERROR = 5;
 
 /** Runs the Inspector's CLI with `args`; its exit status, its output parsed, and its errors. */
@@ -159,4 +164,51 @@ test("through the gateway a read runs at once, and a write runs once after its a
   const lane = JSON.parse(operator("show", waiting.proposal_id));
   assert.equal(lane.attempts, 1);
   assert.equal(lane.decided_by, "ops-lead");
+});
+
+/** examples/remote_mcp on a free loopback port, and a way to mint its tokens. */
+async function remote() {
+  const dir = mkdtempSync(join(tmpdir(), "cairnloop-inspector-remote-"));
+  const keys = join(dir, "keys");
+  const port = await new Promise((done) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => done(port));
+    });
+  });
+  const address = `127.0.0.1:${port}`;
+  const server = spawn(
+    REMOTE,
+    ["serve", "--address", address, "--keys", keys, "--store", join(dir, "approvals.db")],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  after(() => server.kill());
+  await new Promise((ready, failed) => {
+    let said = "";
+    server.stderr.on("data", (chunk) => {
+      said += chunk;
+      if (said.includes("serving")) ready();
+    });
+    server.on("exit", (code) => failed(new Error(`remote_mcp exited ${code}: ${said}`)));
+  });
+  const mint = (...words) =>
+    execFileSync(REMOTE, ["mint", "--keys", keys, "--address", address, ...words], { encoding: "utf8" }).trim();
+  return { url: `http://${address}/mcp`, mint };
+}
+
+test("over Streamable HTTP a bearer token lists and calls; without one the Inspector is told to sign in", async () => {
+  const { url, mint } = await remote();
+  const token = mint("--sub", "alice", "--scope", "orders:read tickets:write", "--account", "acme");
+  const http = ["--server-url", url, "--header", `Authorization: Bearer ${token}`];
+  const listed = inspector(...http, "--method", "tools/list", "--strict");
+  assert.equal(listed.status, OK, `${listed.stdout}\n${listed.stderr}`);
+  assert.deepEqual(listed.output.tools.map((tool) => tool.name).sort(), ["internal_note", "lookup_order"]);
+  const call = inspector(...http, "--method", "tools/call", "--tool-name", "lookup_order", "--tool-arg", "order=1001");
+  assert.deepEqual(result(call, OK), { status: "executed", output: "shipped" });
+
+  // No token: the 401 and its metadata make the Inspector want an OAuth sign-in, which a
+  // run without a terminal cannot do. It never lists a tool.
+  const refused = inspector("--server-url", url, "--method", "tools/list");
+  assert.equal(refused.status, AUTH_REQUIRED, `${refused.stdout}\n${refused.stderr}`);
+  assert.equal(refused.output?.tools, undefined);
 });
