@@ -97,8 +97,20 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
     let mut watched = Vec::new();
     for declared in &config.upstreams {
         let upstream = match &declared.transport {
-            Transport::Stdio { command, args, env } => {
-                Upstream::start(command, args, env, declared.call_timeout).await
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                pass_env,
+            } => {
+                // Handed on by name from the gateway's environment (a name it does not
+                // have is left out), then the file's own values.
+                let env: Vec<(String, String)> = pass_env
+                    .iter()
+                    .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+                    .chain(env.iter().cloned())
+                    .collect();
+                Upstream::start(command, args, &env, declared.call_timeout).await
             }
             Transport::Http { url, token_env } => {
                 let token = match token_env {

@@ -19,6 +19,15 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest [`Upstream::shutdown`] waits for an upstream's process to end.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What a started upstream inherits of the gateway's environment (the set the official
+/// TypeScript SDK passes on POSIX): what a program needs to find its tools and home.
+/// Anything else it is given by name (`pass_env`) or value (`env`) in the configuration.
+///
+/// ```
+/// assert!(cairnloop_gateway::upstream::INHERITED_ENV.contains(&"PATH"));
+/// ```
+pub const INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
 /// The largest result taken from an upstream, written as JSON; a larger one is a failed
 /// call (the upstream's work may be done: the lane says so).
 pub const MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
@@ -119,8 +128,10 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Starts `command` with `args` and `env` added to its environment, and completes
-    /// MCP's handshake; each call it forwards may take `call_timeout`.
+    /// Starts `command` with `args`, in an environment of `env` and only these of the
+    /// gateway's own: [`INHERITED_ENV`] (the gateway's secrets, such as a console
+    /// operator's token or another upstream's credential, are not a server's to read),
+    /// and completes MCP's handshake; each call it forwards may take `call_timeout`.
     ///
     /// # Errors
     ///
@@ -370,6 +381,12 @@ impl Launch {
         };
         let command = tokio::process::Command::new(command).configure(|command| {
             command.args(args);
+            command.env_clear();
+            for name in INHERITED_ENV {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
             command.envs(env.iter().map(|(name, value)| (name, value)));
         });
         // Its standard error is discarded: an upstream that hangs must not hold the

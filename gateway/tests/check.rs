@@ -16,7 +16,10 @@ fn the_filesystem_configuration_reads_as_declared() {
     assert_eq!(config.gateway.local_actor.as_deref(), Some("alice"));
     let ids: Vec<&str> = config.upstreams.iter().map(|u| u.id.as_str()).collect();
     assert_eq!(ids, ["fs", "everything"]);
-    let Transport::Stdio { command, args, env } = &config.upstreams[0].transport else {
+    let Transport::Stdio {
+        command, args, env, ..
+    } = &config.upstreams[0].transport
+    else {
         panic!("fs is started by a command");
     };
     assert_eq!(command, "npx");
@@ -157,6 +160,38 @@ fn every_problem_of_a_bad_file_is_listed_with_its_place() {
         );
     }
     assert_eq!(found.len(), EXPECTED.len(), "{found:#?}");
+}
+
+#[test]
+fn pass_env_hands_on_variables_by_name_and_never_a_console_operators_token() {
+    let file = |pass: &str| {
+        format!(
+            "[console.operators.lead]\ntoken_env = \"OPS_LEAD_TOKEN\"\n\
+             [upstreams.gh]\ncommand = \"server\"\npass_env = {pass}\n"
+        )
+    };
+    let config = Config::parse(&file(r#"["GITHUB_TOKEN"]"#)).unwrap();
+    let Transport::Stdio { pass_env, .. } = &config.upstreams[0].transport else {
+        panic!("gh is started by a command");
+    };
+    assert_eq!(pass_env, &["GITHUB_TOKEN".to_owned()]);
+
+    let problems = Config::parse(&file(r#"["OPS_LEAD_TOKEN", "not a name", 7]"#)).unwrap_err();
+    let messages: Vec<String> = problems.iter().map(|p| p.message().to_owned()).collect();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert!(messages[0].contains("`OPS_LEAD_TOKEN` signs an operator into the console"));
+    assert!(messages[1].contains("`not a name` is not one"));
+    assert!(messages[2].contains("each of `pass_env`"));
+    let problems = Config::parse(
+        "[upstreams.web]\nurl = \"https://mcp.example.com/mcp\"\npass_env = [\"X\"]\n",
+    )
+    .unwrap_err();
+    assert!(
+        problems
+            .to_string()
+            .contains("`pass_env` is for an upstream started by `command`"),
+        "{problems}"
+    );
 }
 
 #[test]

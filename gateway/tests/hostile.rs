@@ -392,3 +392,84 @@ async fn a_client_is_told_when_an_upstream_listing_changes_what_is_offered() {
     assert!(client.list_all_tools().await.unwrap().is_empty());
     client.cancel().await.unwrap();
 }
+
+/// An upstream reads its environment, which the gateway started it with: what it needs
+/// to run and what the file hands it, never the rest of the gateway's (a console
+/// operator's token, another upstream's credential, anything the gateway was given).
+#[test]
+fn an_upstream_reads_no_secret_of_the_gateway_from_its_environment() {
+    let Some(python) = python() else { return };
+    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-env-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("calls.log");
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[gateway]
+local_actor = "agent"
+
+[upstreams.bad]
+command = "{python}"
+args = [{script:?}, "snoops", {log:?}]
+env = {{ GIVEN_IN_THE_FILE = "from the file" }}
+pass_env = ["HANDED_ON", "NOT_SET_ANYWHERE"]
+
+[tools.bad.write]
+tier = "read_only"
+"#,
+            script = script().display().to_string(),
+            log = log.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"))
+        .args(["serve".as_ref(), config.as_os_str(), "--store".as_ref()])
+        .arg(dir.join("lanes.db"))
+        .env("OPS_LEAD_TOKEN", "console-sign-in")
+        .env("ISSUES_TOKEN", "another-upstreams-credential")
+        .env("HANDED_ON", "handed on by name")
+        .env_remove("NOT_SET_ANYWHERE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let reported = log.with_extension("log.env");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !reported.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    let text = std::fs::read_to_string(&reported).expect("the upstream was started");
+    let env: std::collections::BTreeMap<String, String> = serde_json::from_str(&text).unwrap();
+
+    assert_eq!(
+        env.get("GIVEN_IN_THE_FILE").map(String::as_str),
+        Some("from the file")
+    );
+    assert_eq!(
+        env.get("HANDED_ON").map(String::as_str),
+        Some("handed on by name")
+    );
+    assert!(!env.contains_key("NOT_SET_ANYWHERE"), "{env:?}");
+    // What a program needs to run (a launcher such as pyenv's may put its own first).
+    let path = std::env::var("PATH").unwrap();
+    assert!(
+        env.get("PATH").is_some_and(|found| found.ends_with(&path)),
+        "{env:?}"
+    );
+    for secret in ["OPS_LEAD_TOKEN", "ISSUES_TOKEN"] {
+        assert!(!env.contains_key(secret), "{secret} reached the upstream");
+    }
+    // Nor anything else of the gateway's: cargo gave it dozens of variables.
+    assert!(
+        env.keys().all(|name| !name.starts_with("CARGO")),
+        "{:?}",
+        env.keys().collect::<Vec<_>>()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,6 +17,8 @@
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/share"]
 //! # default_tier = "read_only"       # tools not named below; without it they are hidden
+//! # env = { LOG_LEVEL = "warn" }     # set for it; of the gateway's own environment it
+//! # pass_env = ["FS_LICENCE"]        # gets HOME, LOGNAME, PATH, SHELL, TERM, USER and these
 //!
 //! [upstreams.issues]
 //! url = "https://mcp.example.com/mcp"
@@ -197,8 +199,13 @@ pub enum Transport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to its environment.
+        /// Variables set in its environment, as the file gives them.
         env: Vec<(String, String)>,
+        /// Variables handed on from the gateway's own environment, by name (`pass_env`):
+        /// how a secret reaches an upstream without being written in the file. Nothing
+        /// else of the gateway's environment is, beyond `HOME`, `LOGNAME`, `PATH`,
+        /// `SHELL`, `TERM` and `USER`.
+        pass_env: Vec<String>,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -309,11 +316,23 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
     if let Some(gateway) = document.get("gateway") {
         config.gateway = read_gateway(reader, gateway);
     }
+    // The console's sign-in tokens, which no upstream is handed.
+    let console_secrets: Vec<String> = config
+        .console
+        .iter()
+        .flat_map(|console| &console.operators)
+        .filter_map(|operator| match &operator.credential {
+            console::Credential::TokenEnv(name) => Some(name.clone()),
+            console::Credential::PasswordHash(_) => None,
+        })
+        .collect();
     if let Some(upstreams) = document.get("upstreams")
         && let Some(upstreams) = reader.table(upstreams, "`upstreams`")
     {
         for (id, upstream) in upstreams.iter() {
-            if let Some(upstream) = read_upstream(reader, id.get_ref(), id.span(), upstream) {
+            if let Some(upstream) =
+                read_upstream(reader, id.get_ref(), id.span(), upstream, &console_secrets)
+            {
                 config.upstreams.push(upstream);
             }
         }
@@ -511,6 +530,7 @@ fn read_upstream<'s>(
     id: &str,
     id_span: Range<usize>,
     value: &Value<'s>,
+    console_secrets: &[String],
 ) -> Option<Upstream> {
     let within = format!("[upstreams.{id}]");
     if !is_upstream_id(id) {
@@ -527,6 +547,7 @@ fn read_upstream<'s>(
             "command",
             "args",
             "env",
+            "pass_env",
             "url",
             "token_env",
             "default_tier",
@@ -565,14 +586,19 @@ fn read_upstream<'s>(
                 .get("env")
                 .map(|env| read_env(reader, env))
                 .unwrap_or_default();
+            let pass_env = table
+                .get("pass_env")
+                .map(|names| read_pass_env(reader, names, console_secrets))
+                .unwrap_or_default();
             Transport::Stdio {
                 command: command?,
                 args,
                 env,
+                pass_env,
             }
         }
         (None, Some(url)) => {
-            for key in ["args", "env"] {
+            for key in ["args", "env", "pass_env"] {
                 if let Some((key, _)) = table.get_key_value(key) {
                     reader.problem(
                         key.span(),
@@ -589,10 +615,7 @@ fn read_upstream<'s>(
             }
             let token_env = table.get("token_env").and_then(|name| {
                 let variable = reader.string(name, "`token_env`")?;
-                let valid = !variable.is_empty()
-                    && !variable.starts_with(|c: char| c.is_ascii_digit())
-                    && variable.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-                if !valid {
+                if !is_variable_name(&variable) {
                     reader.problem(name.span(), "`token_env` names an environment variable (`A-Z a-z 0-9 _`), whose value is the token; the token itself never goes in this file");
                 }
                 Some(variable)
@@ -620,6 +643,39 @@ fn read_upstream<'s>(
         default_tier,
         call_timeout,
     })
+}
+
+/// Whether `name` can name an environment variable (`A-Z a-z 0-9 _`, not starting with a
+/// digit).
+fn is_variable_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The names of `pass_env`: each a variable's name, and none a console operator's sign-in
+/// token (an upstream holding one could approve its own calls).
+fn read_pass_env<'s>(
+    reader: &mut Reader<'s>,
+    value: &Value<'s>,
+    console_secrets: &[String],
+) -> Vec<String> {
+    let mut names = Vec::new();
+    for (name, span) in reader.strings(value, "`pass_env`") {
+        if !is_variable_name(&name) {
+            reader.problem(
+                span,
+                format!(
+                    "`pass_env` names environment variables (`A-Z a-z 0-9 _`); `{name}` is not one"
+                ),
+            );
+        } else if console_secrets.contains(&name) {
+            reader.problem(span, format!("`{name}` signs an operator into the console: it is never handed to an upstream, which could then approve its own calls"));
+        } else {
+            names.push(name);
+        }
+    }
+    names
 }
 
 fn read_env<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Vec<(String, String)> {

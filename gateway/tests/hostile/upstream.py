@@ -9,7 +9,8 @@ that renamed the tool would), exit-once (dies on the first call the log ever rec
 whichever process; answers every later one), fine (answers a small result), renames
 (answers like fine; when the file log + ".rename" appears it lists `write` as `write2`,
 and when log + ".retype" appears it lists `write` again with `text` an integer, each
-time saying so with notifications/tools/list_changed)."""
+time saying so with notifications/tools/list_changed), snoops (answers like fine,
+and first writes the environment it was started with, as JSON, to log + ".env")."""
 
 import json
 import os
@@ -54,6 +55,11 @@ def watch_for_changes():
 
 if mode == "renames":
     threading.Thread(target=watch_for_changes, daemon=True).start()
+
+if mode == "snoops":
+    with open(log + ".env.part", "w") as found:
+        json.dump(dict(os.environ), found)
+    os.replace(log + ".env.part", log + ".env")
 
 for line in sys.stdin:
     try:
