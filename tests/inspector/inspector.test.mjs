@@ -4,7 +4,7 @@
 // that does not match makes it throw, where we would see an error envelope, not a
 // result). It drives the example MCP server (over stdio, and examples/remote_mcp over
 // Streamable HTTP with a bearer token) and cairnloop-gateway in front of the official
-// filesystem server.
+// filesystem server (over stdio, and over Streamable HTTP with EdDSA tokens signed here).
 //
 // Run by .ci/run (`npm ci && npm test` here, under the Node 22 from `node_modules`);
 // the binaries are taken from $CAIRNLOOP_MCP_SERVER, $CAIRNLOOP_REMOTE_MCP and
@@ -14,6 +14,7 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { generateKeyPairSync, sign } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -166,16 +167,20 @@ test("through the gateway a read runs at once, and a write runs once after its a
   assert.equal(lane.decided_by, "ops-lead");
 });
 
-/** examples/remote_mcp on a free loopback port, and a way to mint its tokens. */
-async function remote() {
-  const dir = mkdtempSync(join(tmpdir(), "cairnloop-inspector-remote-"));
-  const keys = join(dir, "keys");
-  const port = await new Promise((done) => {
+/** A free loopback port. */
+const freePort = () =>
+  new Promise((done) => {
     const probe = createServer().listen(0, "127.0.0.1", () => {
       const { port } = probe.address();
       probe.close(() => done(port));
     });
   });
+
+/** examples/remote_mcp on a free loopback port, and a way to mint its tokens. */
+async function remote() {
+  const dir = mkdtempSync(join(tmpdir(), "cairnloop-inspector-remote-"));
+  const keys = join(dir, "keys");
+  const port = await freePort();
   const address = `127.0.0.1:${port}`;
   const server = spawn(
     REMOTE,
@@ -210,5 +215,64 @@ test("over Streamable HTTP a bearer token lists and calls; without one the Inspe
   // run without a terminal cannot do. It never lists a tool.
   const refused = inspector("--server-url", url, "--method", "tools/list");
   assert.equal(refused.status, AUTH_REQUIRED, `${refused.stdout}\n${refused.stderr}`);
+  assert.equal(refused.output?.tools, undefined);
+});
+
+test("the gateway over Streamable HTTP: a token's scopes decide what the Inspector lists and calls", async () => {
+  const { share } = gateway();
+  const dir = dirname(share);
+  const issuer = "https://auth.example.test";
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  const jwks = join(dir, "jwks.json");
+  writeFileSync(jwks, JSON.stringify({ keys: [{ ...publicKey.export({ format: "jwk" }), kid: "k1", alg: "EdDSA" }] }));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const config = join(dir, "gateway-http.toml");
+  writeFileSync(config, `
+[gateway.http]
+address = "127.0.0.1:${port}"
+issuer = "${issuer}"
+jwks_file = ${JSON.stringify(jwks)}
+
+[upstreams.fs]
+command = ${JSON.stringify(process.execPath)}
+args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(share)}]
+
+${readFileSync(TOOLS, "utf8")}`);
+  const served = spawn(GATEWAY, ["serve", config, "--store", join(dir, "http.db"), "--http"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  after(() => served.kill());
+  await new Promise((ready, failed) => {
+    let said = "";
+    served.stderr.on("data", (chunk) => {
+      said += chunk;
+      if (said.includes("serving")) ready();
+    });
+    served.on("exit", (code) => failed(new Error(`the gateway exited ${code}: ${said}`)));
+  });
+  const token = (scope) => {
+    const now = Math.floor(Date.now() / 1000);
+    const part = (value) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    const signed = `${part({ alg: "EdDSA", typ: "JWT", kid: "k1" })}.${part({ iss: issuer, aud: url, sub: "alice", scope, iat: now, exp: now + 300 })}`;
+    return `${signed}.${sign(null, Buffer.from(signed), privateKey).toString("base64url")}`;
+  };
+  const as = (scope) => ["--server-url", url, "--header", `Authorization: Bearer ${token(scope)}`];
+
+  const reader = inspector(...as("fs:read"), "--method", "tools/list", "--strict");
+  assert.equal(reader.status, OK, `${reader.stdout}\n${reader.stderr}`);
+  assert.deepEqual(reader.output.tools.map((tool) => tool.name), ["fs_read_text_file"]);
+  const read = inspector(...as("fs:read"), "--method", "tools/call", "--tool-name", "fs_read_text_file",
+    "--tool-arg", `path=${join(share, "hello.txt")}`);
+  assert.equal(result(read, OK).output.content[0].text, "hello");
+  const writer = inspector(...as("fs:read fs:write"), "--method", "tools/list");
+  assert.deepEqual(writer.output.tools.map((tool) => tool.name).sort(), ["fs_read_text_file", "fs_write_file"]);
+
+  // A token signed by another key is refused; the Inspector never lists a tool.
+  const { privateKey: other } = generateKeyPairSync("ed25519");
+  const signed = token("fs:read").split(".").slice(0, 2).join(".");
+  const forged = `${signed}.${sign(null, Buffer.from(signed), other).toString("base64url")}`;
+  const refused = inspector("--server-url", url, "--header", `Authorization: Bearer ${forged}`, "--method", "tools/list");
+  assert.notEqual(refused.status, OK, refused.stdout);
   assert.equal(refused.output?.tools, undefined);
 });
