@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use cairnloop::Actor;
 use cairnloop::declare::{RunError, RunFuture};
 use cairnloop::json::Forward;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
@@ -27,6 +27,56 @@ pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// assert!(cairnloop_gateway::upstream::INHERITED_ENV.contains(&"PATH"));
 /// ```
 pub const INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// Most pages one reading of an upstream's `tools/list` takes; with [`MAX_LISTED_TOOLS`]
+/// and [`MAX_LISTING_BYTES`], the bounds past which a listing is refused, so an upstream
+/// that pages for ever (each page naming another) neither holds the gateway until its
+/// start timeout nor fills its memory.
+///
+/// ```
+/// use cairnloop_gateway::upstream::{MAX_LISTED_TOOLS, MAX_LISTING_BYTES, MAX_LISTING_PAGES};
+/// assert!(MAX_LISTING_PAGES <= 100 && MAX_LISTED_TOOLS <= 10_000);
+/// assert_eq!(MAX_LISTING_BYTES, 16 << 20);
+/// ```
+pub const MAX_LISTING_PAGES: usize = 64;
+/// Most tools over every page of a listing (see [`MAX_LISTING_PAGES`]).
+pub const MAX_LISTED_TOOLS: usize = 4_096;
+/// Most bytes of a listing's tools, written as JSON (see [`MAX_LISTING_PAGES`]).
+pub const MAX_LISTING_BYTES: usize = 16 * 1024 * 1024;
+
+/// The upstream's listing, page by page, within [`MAX_LISTING_PAGES`],
+/// [`MAX_LISTED_TOOLS`] and [`MAX_LISTING_BYTES`].
+async fn every_page(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, UpstreamError> {
+    let mut tools = Vec::new();
+    let mut bytes = 0;
+    let mut cursor = None;
+    for _ in 0..MAX_LISTING_PAGES {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
+        bytes = serde_json::to_vec(&page.tools)
+            .map_or(usize::MAX, |text| bytes.saturating_add(text.len()));
+        if bytes > MAX_LISTING_BYTES {
+            return Err(UpstreamError::Protocol(format!(
+                "the upstream's listing is larger than {MAX_LISTING_BYTES} bytes"
+            )));
+        }
+        tools.extend(page.tools);
+        if tools.len() > MAX_LISTED_TOOLS {
+            return Err(UpstreamError::Protocol(format!(
+                "the upstream lists more than {MAX_LISTED_TOOLS} tools"
+            )));
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(tools),
+        }
+    }
+    Err(UpstreamError::Protocol(format!(
+        "the upstream's listing goes on past {MAX_LISTING_PAGES} pages"
+    )))
+}
 
 /// The largest result taken from an upstream, written as JSON; a larger one is a failed
 /// call (the upstream's work may be done: the lane says so).
@@ -294,10 +344,9 @@ impl Upstream {
             .peer()
             .await
             .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
-        let tools = tokio::time::timeout(START_TIMEOUT, peer.list_all_tools())
+        let tools = tokio::time::timeout(START_TIMEOUT, every_page(&peer))
             .await
-            .map_err(|_| UpstreamError::Timeout)?
-            .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
+            .map_err(|_| UpstreamError::Timeout)??;
         let tools = serde_json::to_value(tools)
             .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
         Ok(serde_json::json!({ "tools": tools }))

@@ -473,3 +473,44 @@ tier = "read_only"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An upstream whose listing never ends (each page names another), or whose pages are
+/// too large together, is refused within bounds: the gateway neither waits for it nor
+/// fills its memory.
+#[tokio::test]
+async fn a_listing_that_never_ends_is_refused_after_a_bounded_read() {
+    for (mode, says) in [
+        ("pages", "past 64 pages"),
+        ("bulky", "larger than 16777216 bytes"),
+    ] {
+        listing_refused(mode, says).await;
+    }
+}
+
+async fn listing_refused(mode: &str, says: &str) {
+    if python().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-{mode}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = Config::parse(&format!(
+        "[upstreams.bad]\ncommand = \"python3\"\nargs = [{script:?}, {mode:?}, {log:?}]\ndefault_tier = \"read_only\"\n",
+        script = script().display().to_string(),
+        log = dir.join("calls.log").display().to_string(),
+    ))
+    .unwrap();
+    let started = std::time::Instant::now();
+    let store = SqliteStore::open(dir.join("lanes.db")).unwrap();
+    let Err(error) = cairnloop_gateway::serve::start(&config, store).await else {
+        panic!("{mode}: a gateway started on a listing past its bounds");
+    };
+    let message = error.to_string();
+    assert!(message.contains(says), "{mode}: {message}");
+    // Not the start timeout (30 s): the bound on pages ended it.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "{message}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

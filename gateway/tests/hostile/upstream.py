@@ -10,7 +10,9 @@ whichever process; answers every later one), fine (answers a small result), rena
 (answers like fine; when the file log + ".rename" appears it lists `write` as `write2`,
 and when log + ".retype" appears it lists `write` again with `text` an integer, each
 time saying so with notifications/tools/list_changed), snoops (answers like fine,
-and first writes the environment it was started with, as JSON, to log + ".env")."""
+and first writes the environment it was started with, as JSON, to log + ".env"), pages
+(its listing never ends: every page of `tools/list` names another page after it), bulky
+(its listing is two pages of one tool each, with a 9 MiB description)."""
 
 import json
 import os
@@ -73,6 +75,15 @@ for line in sys.stdin:
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "hostile", "version": "0"},
         }})
+    elif method == "tools/list" and mode == "pages":
+        page = int((request.get("params") or {}).get("cursor") or 0)
+        tools = [dict(TOOLS[0], name=f"write{page}_0")]
+        send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools, "nextCursor": str(page + 1)}})
+    elif method == "tools/list" and mode == "bulky":
+        page = int((request.get("params") or {}).get("cursor") or 0)
+        tools = [dict(TOOLS[0], name=f"write{page}", description="x" * (9 * 1024 * 1024))]
+        result = {"tools": tools, "nextCursor": "1"} if page == 0 else {"tools": tools}
+        send({"jsonrpc": "2.0", "id": ident, "result": result})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
     elif method == "tools/call":
