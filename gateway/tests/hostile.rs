@@ -24,6 +24,33 @@ fn python() -> Option<&'static str> {
     found.then_some("python3")
 }
 
+/// An empty folder of this test run's own, for `what`.
+fn fresh_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A configuration file in `dir` for `cairnloop-gateway serve`: the hostile upstream in
+/// `mode` (with `more` lines in its table), its tool `write` read-only; the file and the
+/// upstream's call log.
+fn served_config(dir: &Path, mode: &str, more: &str) -> (PathBuf, PathBuf) {
+    let log = dir.join("calls.log");
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[gateway]\nlocal_actor = \"agent\"\n\n[upstreams.bad]\ncommand = \"python3\"\n\
+             args = [{script:?}, {mode:?}, {log:?}]\n{more}\n\n[tools.bad.write]\ntier = \"read_only\"\n",
+            script = script().display().to_string(),
+            log = log.display().to_string(),
+        ),
+    )
+    .unwrap();
+    (config, log)
+}
+
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile/upstream.py")
 }
@@ -33,9 +60,7 @@ fn script() -> PathBuf {
 /// A gateway in front of the hostile upstream in `mode`, its one tool (`bad_write`)
 /// declared with `tier`; the folder holding its store and the upstream's call log.
 async fn gateway_against(mode: &str, tier: &str) -> (Gateway, PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-{mode}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir(mode);
     let log = dir.join("calls.log");
     let config = Config::parse(&format!(
         r#"
@@ -168,30 +193,8 @@ async fn a_cancelled_call_is_cancelled_upstream_too() {
     if python().is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-cancel-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join("calls.log");
-    let config = dir.join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-[gateway]
-local_actor = "agent"
-
-[upstreams.bad]
-command = "python3"
-args = [{script:?}, "hang", {log:?}]
-
-[tools.bad.write]
-tier = "read_only"
-"#,
-            script = script().display().to_string(),
-            log = log.display().to_string(),
-        ),
-    )
-    .unwrap();
+    let dir = fresh_dir("cancel");
+    let (config, log) = served_config(&dir, "hang", "");
     let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway")).configure(
         |command| {
             command
@@ -349,9 +352,7 @@ async fn a_client_is_told_when_an_upstream_listing_changes_what_is_offered() {
     if python().is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-told-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("told");
     let log = dir.join("calls.log");
     let config = dir.join("gateway.toml");
     std::fs::write(
@@ -398,33 +399,15 @@ async fn a_client_is_told_when_an_upstream_listing_changes_what_is_offered() {
 /// operator's token, another upstream's credential, anything the gateway was given).
 #[test]
 fn an_upstream_reads_no_secret_of_the_gateway_from_its_environment() {
-    let Some(python) = python() else { return };
-    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-env-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join("calls.log");
-    let config = dir.join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-[gateway]
-local_actor = "agent"
-
-[upstreams.bad]
-command = "{python}"
-args = [{script:?}, "snoops", {log:?}]
-env = {{ GIVEN_IN_THE_FILE = "from the file" }}
-pass_env = ["HANDED_ON", "NOT_SET_ANYWHERE"]
-
-[tools.bad.write]
-tier = "read_only"
-"#,
-            script = script().display().to_string(),
-            log = log.display().to_string(),
-        ),
-    )
-    .unwrap();
+    if python().is_none() {
+        return;
+    }
+    let dir = fresh_dir("env");
+    let (config, log) = served_config(
+        &dir,
+        "snoops",
+        "env = { GIVEN_IN_THE_FILE = \"from the file\" }\npass_env = [\"HANDED_ON\", \"NOT_SET_ANYWHERE\"]",
+    );
     let mut gateway = Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"))
         .args(["serve".as_ref(), config.as_os_str(), "--store".as_ref()])
         .arg(dir.join("lanes.db"))
@@ -491,9 +474,7 @@ async fn listing_refused(mode: &str, says: &str) {
     if python().is_none() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("cairnloop-hostile-{mode}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir(mode);
     let config = Config::parse(&format!(
         "[upstreams.bad]\ncommand = \"python3\"\nargs = [{script:?}, {mode:?}, {log:?}]\ndefault_tier = \"read_only\"\n",
         script = script().display().to_string(),

@@ -176,6 +176,19 @@ const freePort = () =>
     });
   });
 
+/** Resolves once `child` says it is serving (and kills it when the tests end). */
+function serving(child, what) {
+  after(() => child.kill());
+  return new Promise((ready, failed) => {
+    let said = "";
+    child.stderr.on("data", (chunk) => {
+      said += chunk;
+      if (said.includes("serving")) ready();
+    });
+    child.on("exit", (code) => failed(new Error(`${what} exited ${code}: ${said}`)));
+  });
+}
+
 /** examples/remote_mcp on a free loopback port, and a way to mint its tokens. */
 async function remote() {
   const dir = mkdtempSync(join(tmpdir(), "cairnloop-inspector-remote-"));
@@ -187,15 +200,7 @@ async function remote() {
     ["serve", "--address", address, "--keys", keys, "--store", join(dir, "approvals.db")],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
-  after(() => server.kill());
-  await new Promise((ready, failed) => {
-    let said = "";
-    server.stderr.on("data", (chunk) => {
-      said += chunk;
-      if (said.includes("serving")) ready();
-    });
-    server.on("exit", (code) => failed(new Error(`remote_mcp exited ${code}: ${said}`)));
-  });
+  await serving(server, "remote_mcp");
   const mint = (...words) =>
     execFileSync(REMOTE, ["mint", "--keys", keys, "--address", address, ...words], { encoding: "utf8" }).trim();
   return { url: `http://${address}/mcp`, mint };
@@ -242,15 +247,7 @@ ${readFileSync(TOOLS, "utf8")}`);
   const served = spawn(GATEWAY, ["serve", config, "--store", join(dir, "http.db"), "--http"], {
     stdio: ["ignore", "ignore", "pipe"],
   });
-  after(() => served.kill());
-  await new Promise((ready, failed) => {
-    let said = "";
-    served.stderr.on("data", (chunk) => {
-      said += chunk;
-      if (said.includes("serving")) ready();
-    });
-    served.on("exit", (code) => failed(new Error(`the gateway exited ${code}: ${said}`)));
-  });
+  await serving(served, "the gateway");
   const token = (scope) => {
     const now = Math.floor(Date.now() / 1000);
     const part = (value) => Buffer.from(JSON.stringify(value)).toString("base64url");
