@@ -353,18 +353,8 @@ async fn a_client_is_told_when_an_upstream_listing_changes_what_is_offered() {
         return;
     }
     let dir = fresh_dir("told");
-    let log = dir.join("calls.log");
-    let config = dir.join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[gateway]\nlocal_actor = \"agent\"\n\n[upstreams.bad]\ncommand = \"python3\"\n\
-             args = [{script:?}, \"renames\", {log:?}]\n\n[tools.bad.write]\ntier = \"read_only\"\n",
-            script = script().display().to_string(),
-            log = log.display().to_string(),
-        ),
-    )
-    .unwrap();
+    let (config, log) = served_config(&dir, "renames", "");
+    let rename = log.with_extension("log.rename");
     let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway")).configure(
         |command| {
             command
@@ -386,7 +376,7 @@ async fn a_client_is_told_when_an_upstream_listing_changes_what_is_offered() {
         Some(true)
     );
     assert_eq!(client.list_all_tools().await.unwrap().len(), 1);
-    std::fs::write(dir.join("calls.log.rename"), "").unwrap();
+    std::fs::write(&rename, "").unwrap();
     tokio::time::timeout(std::time::Duration::from_secs(10), told.0.notified())
         .await
         .expect("the client is told the list changed");
