@@ -44,40 +44,6 @@ pub const MAX_LISTED_TOOLS: usize = 4_096;
 /// Most bytes of a listing's tools, written as JSON (see [`MAX_LISTING_PAGES`]).
 pub const MAX_LISTING_BYTES: usize = 16 * 1024 * 1024;
 
-/// The upstream's listing, page by page, within [`MAX_LISTING_PAGES`],
-/// [`MAX_LISTED_TOOLS`] and [`MAX_LISTING_BYTES`].
-async fn every_page(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, UpstreamError> {
-    let mut tools = Vec::new();
-    let mut bytes = 0;
-    let mut cursor = None;
-    for _ in 0..MAX_LISTING_PAGES {
-        let page = peer
-            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-            .await
-            .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
-        bytes = serde_json::to_vec(&page.tools)
-            .map_or(usize::MAX, |text| bytes.saturating_add(text.len()));
-        if bytes > MAX_LISTING_BYTES {
-            return Err(UpstreamError::Protocol(format!(
-                "the upstream's listing is larger than {MAX_LISTING_BYTES} bytes"
-            )));
-        }
-        tools.extend(page.tools);
-        if tools.len() > MAX_LISTED_TOOLS {
-            return Err(UpstreamError::Protocol(format!(
-                "the upstream lists more than {MAX_LISTED_TOOLS} tools"
-            )));
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(tools),
-        }
-    }
-    Err(UpstreamError::Protocol(format!(
-        "the upstream's listing goes on past {MAX_LISTING_PAGES} pages"
-    )))
-}
-
 /// The largest result taken from an upstream, written as JSON; a larger one is a failed
 /// call (the upstream's work may be done: the lane says so).
 pub const MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
@@ -451,6 +417,40 @@ impl Launch {
             .map_err(|_| UpstreamError::Timeout)?
             .map_err(|error| UpstreamError::Protocol(error.to_string()))
     }
+}
+
+/// The upstream's listing, page by page, within [`MAX_LISTING_PAGES`],
+/// [`MAX_LISTED_TOOLS`] and [`MAX_LISTING_BYTES`].
+async fn every_page(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, UpstreamError> {
+    let mut tools = Vec::new();
+    let mut bytes = 0;
+    let mut cursor = None;
+    for _ in 0..MAX_LISTING_PAGES {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
+        bytes = serde_json::to_vec(&page.tools)
+            .map_or(usize::MAX, |text| bytes.saturating_add(text.len()));
+        if bytes > MAX_LISTING_BYTES {
+            return Err(UpstreamError::Protocol(format!(
+                "the upstream's listing is larger than {MAX_LISTING_BYTES} bytes"
+            )));
+        }
+        tools.extend(page.tools);
+        if tools.len() > MAX_LISTED_TOOLS {
+            return Err(UpstreamError::Protocol(format!(
+                "the upstream lists more than {MAX_LISTED_TOOLS} tools"
+            )));
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(tools),
+        }
+    }
+    Err(UpstreamError::Protocol(format!(
+        "the upstream's listing goes on past {MAX_LISTING_PAGES} pages"
+    )))
 }
 
 /// What the gateway hears from an upstream besides answers: that its tool list changed.

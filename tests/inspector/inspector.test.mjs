@@ -8,26 +8,26 @@
 //
 // Run by .ci/run (`npm ci && npm test` here, under the Node 22 from `node_modules`);
 // the binaries are taken from $CAIRNLOOP_MCP_SERVER, $CAIRNLOOP_REMOTE_MCP and
-// $CAIRNLOOP_GATEWAY, the
-// filesystem server from ../mcp-ts (its own `npm ci` runs first).
+// $CAIRNLOOP_GATEWAY, the filesystem server and its setup from ../mcp-ts (whose own
+// `npm ci` runs first).
 
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { generateKeyPairSync, sign } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { FILESYSTEM, filesystemUpstream, shareWithHello } from "../mcp-ts/filesystem-gateway.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
 const SERVER = process.env.CAIRNLOOP_MCP_SERVER ?? join(ROOT, "target/debug/examples/mcp_server");
 const REMOTE = process.env.CAIRNLOOP_REMOTE_MCP ?? join(ROOT, "target/debug/examples/remote_mcp");
 const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
-const FILESYSTEM = join(ROOT, "tests/mcp-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
 const INSPECTOR = join(HERE, "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
 
 // The Inspector's own exit codes: 0 a result, 5 a result with `isError: true`, 6 a tool
@@ -108,28 +108,21 @@ test("a write waits, is approved by the operator, and runs once however often it
 });
 
 function gateway() {
-  const dir = mkdtempSync(join(tmpdir(), "cairnloop-inspector-gateway-"));
-  const share = join(dir, "share");
-  mkdirSync(share);
-  writeFileSync(join(share, "hello.txt"), "hello");
+  const { dir, share } = shareWithHello("cairnloop-inspector-gateway-");
   const config = join(dir, "gateway.toml");
   writeFileSync(config, `
 [gateway]
 local_actor = "agent"
 local_scopes = ["fs:read", "fs:write"]
 
-[upstreams.fs]
-command = ${JSON.stringify(process.execPath)}
-args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
-
-${readFileSync(TOOLS, "utf8")}`);
+${filesystemUpstream(share, process.execPath)}`);
   const store = join(dir, "lanes.db");
   const served = [GATEWAY, "serve", config, "--store", store];
   const call = (tool, ...pairs) =>
     inspector(...served, "--method", "tools/call", "--tool-name", tool, "--tool-arg", ...pairs);
   const operator = (...words) =>
     execFileSync(GATEWAY, ["operator", "--store", store, ...words], { encoding: "utf8" });
-  return { share: realpathSync(share), served, call, operator };
+  return { dir, share, served, call, operator };
 }
 
 test("the gateway lists only what its configuration allows, and the listing is portable", () => {
@@ -224,8 +217,7 @@ test("over Streamable HTTP a bearer token lists and calls; without one the Inspe
 });
 
 test("the gateway over Streamable HTTP: a token's scopes decide what the Inspector lists and calls", async () => {
-  const { share } = gateway();
-  const dir = dirname(share);
+  const { dir, share } = gateway();
   const issuer = "https://auth.example.test";
   const { privateKey, publicKey } = generateKeyPairSync("ed25519");
   const jwks = join(dir, "jwks.json");
@@ -239,11 +231,7 @@ address = "127.0.0.1:${port}"
 issuer = "${issuer}"
 jwks_file = ${JSON.stringify(jwks)}
 
-[upstreams.fs]
-command = ${JSON.stringify(process.execPath)}
-args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(share)}]
-
-${readFileSync(TOOLS, "utf8")}`);
+${filesystemUpstream(share, process.execPath)}`);
   const served = spawn(GATEWAY, ["serve", config, "--store", join(dir, "http.db"), "--http"], {
     stdio: ["ignore", "ignore", "pipe"],
   });

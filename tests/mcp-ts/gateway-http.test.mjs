@@ -9,9 +9,8 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { generateKeyPairSync, sign } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -19,19 +18,16 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
+import { filesystemUpstream, shareWithHello } from "./filesystem-gateway.mjs";
+
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
 const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
-const FILESYSTEM = join(HERE, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
 // An upstream of our own that renames its tool when a file appears (and says so).
 const CHANGING = join(ROOT, "gateway/tests/hostile/upstream.py");
 const ISSUER = "https://auth.example.test";
 
-const dir = mkdtempSync(join(tmpdir(), "cairnloop-gateway-http-"));
-const share = join(dir, "share");
-mkdirSync(share);
-writeFileSync(join(share, "hello.txt"), "hello");
+const { dir, share } = shareWithHello("cairnloop-gateway-http-");
 const store = join(dir, "lanes.db");
 
 const { privateKey, publicKey } = generateKeyPairSync("ed25519");
@@ -54,11 +50,7 @@ issuer = "${ISSUER}"
 jwks_file = ${JSON.stringify(jwks)}
 account_claim = "org"
 
-[upstreams.fs]
-command = "node"
-args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
-
-${readFileSync(TOOLS, "utf8")}
+${filesystemUpstream(share)}
 
 [tools.fs.list_directory]   # acme's only
 tier = "read_only"
@@ -123,17 +115,17 @@ test("the token's scopes decide what is listed; a read runs for its subject", as
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((tool) => tool.name), ["fs_read_text_file"]);
     // A tool offered to one account only: refused to a token that names none.
-    const refused = await client.callTool({ name: "fs_list_directory", arguments: { path: realpathSync(share) } });
+    const refused = await client.callTool({ name: "fs_list_directory", arguments: { path: share } });
     assert.equal(refused.structuredContent.status, "blocked");
     assert.equal(refused.structuredContent.code, "policy_denied");
-    const read = await client.callTool({ name: "fs_read_text_file", arguments: { path: join(realpathSync(share), "hello.txt") } });
+    const read = await client.callTool({ name: "fs_read_text_file", arguments: { path: join(share, "hello.txt") } });
     assert.equal(read.isError, false);
     assert.deepEqual(read.content, [{ type: "text", text: "hello" }]);
   });
 });
 
 test("a write over HTTP waits, is approved by another person, and writes once", async () => {
-  const target = join(realpathSync(share), "over-http.txt");
+  const target = join(share, "over-http.txt");
   const write = { name: "fs_write_file", arguments: { path: target, content: "once" } };
   const alice = token({ sub: "alice", azp: "desktop", scope: "fs:read fs:write" });
   const id = await withClient(alice, async (client) => {
@@ -161,7 +153,7 @@ test("a tool with an account rule is listed and runs only for tokens of that acc
   const listing = async (claims) => withClient(token({ sub: "bob", scope: "fs:read", ...claims }), async (client) => {
     const { tools } = await client.listTools();
     const names = tools.map((tool) => tool.name).sort();
-    const listed = await client.callTool({ name: "fs_list_directory", arguments: { path: realpathSync(share) } });
+    const listed = await client.callTool({ name: "fs_list_directory", arguments: { path: share } });
     return { names, status: listed.structuredContent.status, text: JSON.stringify(listed.content) };
   });
   const acme = await listing({ org: "acme" });

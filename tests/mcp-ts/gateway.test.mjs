@@ -7,8 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -16,31 +15,23 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
+import { filesystemUpstream, shareWithHello } from "./filesystem-gateway.mjs";
+
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
 const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
-const FILESYSTEM = join(HERE, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-// The tool declarations the gateway's Rust tests use too.
-const TOOLS = join(ROOT, "gateway/tests/configs/filesystem-tools.toml");
 
 /** A share, a configuration in front of the filesystem server, and a lane store. */
 function setup(extra = "") {
-  const dir = mkdtempSync(join(tmpdir(), "cairnloop-gateway-ts-"));
-  const share = join(dir, "share");
-  mkdirSync(share);
-  writeFileSync(join(share, "hello.txt"), "hello");
+  const { dir, share } = shareWithHello("cairnloop-gateway-ts-");
   const config = join(dir, "gateway.toml");
   writeFileSync(config, `
 [gateway]
 local_actor = "agent"
 local_scopes = ["fs:read", "fs:write"]
 ${extra}
-[upstreams.fs]
-command = "node"
-args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(realpathSync(share))}]
-
-${readFileSync(TOOLS, "utf8")}`);
-  return { share: realpathSync(share), config, store: join(dir, "lanes.db") };
+${filesystemUpstream(share)}`);
+  return { share, config, store: join(dir, "lanes.db") };
 }
 
 async function connect({ config, store }, answer) {
