@@ -185,7 +185,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
 
     /// Whether the tool can be withdrawn and offered again while the process runs (a tool
     /// declared from an upstream's listing): a listing of it can change.
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "rmcp")]
     #[inline]
     pub(crate) fn may_change(&self) -> bool {
         #[cfg(feature = "declared")]
