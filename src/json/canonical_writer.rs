@@ -34,9 +34,11 @@ pub(crate) fn canonical_text<T: Serialize + ?Sized>(input: &T) -> Result<String,
     if input.serialize(Canonical { state: &mut state }).is_ok() {
         return Ok(state.out);
     }
-    serde_json::to_value(input)
-        .map(|value| canonical_json(&value))
-        .map_err(|error| error.to_string())
+    // Matched rather than mapped: closures here would be compiled again for every type.
+    match serde_json::to_value(input) {
+        Ok(value) => Ok(canonical_json(&value)),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// The writer could not vouch for the text (or the value's own `Serialize` failed): the

@@ -9,7 +9,6 @@ use core::marker::PhantomData;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-#[cfg(feature = "schemars")]
 use serde_json::Value;
 
 use crate::declare::{
@@ -86,7 +85,7 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
         T::Error: fmt::Display,
         C: Sync,
     {
-        Self::of::<T>().with_codec(Mcp::<T>::ERASED)
+        Self::of::<T>().with_codec(Json::<T, Listed>::ERASED)
     }
 
     /// Whether the tool can be called by name (it was registered with
@@ -157,20 +156,55 @@ impl<C: ?Sized + 'static> ToolEntry<C> {
     }
 }
 
-/// The codec of a tool registered with [`ToolEntry::json`]: zero-sized, one per type.
-struct Json<T>(PhantomData<fn() -> T>);
+/// The codec of a tool registered with [`ToolEntry::json`] (`L` = [`Unlisted`]) or
+/// [`ToolEntry::mcp`] (`L` = [`Listed`]): zero-sized, one per type. Its code is kept
+/// small, as each tool of a host compiles its own: no closures (each would be compiled
+/// again per type), and helpers generic only over what they need.
+struct Json<T, L = Unlisted>(PhantomData<fn() -> (T, L)>);
 
-impl<T: 'static> Json<T> {
+impl<T: 'static, L: 'static> Json<T, L> {
     const ERASED: &'static Self = &Self(PhantomData);
 }
 
-/// The codec of a tool registered with [`ToolEntry::mcp`]: [`Json`] and its schemas.
+/// How a codec lists its tool's schemas: not at all, or from its types.
+trait Listing<T: Tool> {
+    #[cfg(feature = "schemars")]
+    fn schema() -> Option<Value>;
+    #[cfg(feature = "schemars")]
+    fn output_schema() -> Option<Value>;
+}
+
+/// A tool registered with [`ToolEntry::json`]: no schemas to list.
+struct Unlisted;
+
+impl<T: Tool> Listing<T> for Unlisted {
+    #[cfg(feature = "schemars")]
+    fn schema() -> Option<Value> {
+        None
+    }
+    #[cfg(feature = "schemars")]
+    fn output_schema() -> Option<Value> {
+        None
+    }
+}
+
+/// A tool registered with [`ToolEntry::mcp`]: the schemas of its input and output.
 #[cfg(feature = "schemars")]
-struct Mcp<T>(PhantomData<fn() -> T>);
+struct Listed;
 
 #[cfg(feature = "schemars")]
-impl<T: 'static> Mcp<T> {
-    const ERASED: &'static Self = &Self(PhantomData);
+impl<T> Listing<T> for Listed
+where
+    T: Tool,
+    T::Input: schemars::JsonSchema,
+    T::Output: schemars::JsonSchema,
+{
+    fn schema() -> Option<Value> {
+        Some(crate::json::schema::input_schema::<T::Input>())
+    }
+    fn output_schema() -> Option<Value> {
+        Some(crate::json::schema::output_schema::<T::Output>())
+    }
 }
 
 /// Gate 1 for a call by name: decoded strictly (every field error), then the tool's own
@@ -181,25 +215,41 @@ where
     T: Tool,
     T::Input: DeserializeOwned,
 {
-    let input: T::Input = decode_text(arguments, limits)?;
-    T::validate(&input)?;
-    Ok(input)
+    match decode_text::<T::Input>(arguments, limits) {
+        Ok(input) => match T::validate(&input) {
+            Ok(()) => Ok(input),
+            Err(errors) => Err(errors),
+        },
+        Err(errors) => Err(errors),
+    }
 }
 
-impl<T, C> Codec<C> for Json<T>
+/// The error of an erased input that is not the tool's (never, through a registry).
+fn not_this_input() -> String {
+    RunError::InputType.to_string()
+}
+
+impl<T, C, L> Codec<C> for Json<T, L>
 where
     C: ?Sized + Sync + 'static,
     T: Tool<Context = C> + 'static,
     T::Input: DeserializeOwned + Serialize + Send + 'static,
     T::Output: Serialize,
     T::Error: fmt::Display,
+    L: Listing<T> + 'static,
 {
     fn decode(&self, arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors> {
-        decode_input::<T>(arguments, limits).map(|input| Box::new(input) as ErasedInput)
+        match decode_input::<T>(arguments, limits) {
+            Ok(input) => Ok(Box::new(input)),
+            Err(errors) => Err(errors),
+        }
     }
 
     fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors> {
-        decode_input::<T>(arguments, limits).map(drop)
+        match decode_input::<T>(arguments, limits) {
+            Ok(_) => Ok(()),
+            Err(errors) => Err(errors),
+        }
     }
 
     fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
@@ -207,46 +257,10 @@ where
     }
 
     fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
-        let input = input
-            .downcast_ref::<T::Input>()
-            .ok_or_else(|| RunError::InputType.to_string())?;
-        canonical_text(input)
-    }
-
-    fn run<'a>(
-        &'a self,
-        input: ErasedInput,
-        actor: &'a Actor<'a>,
-        context: &'a C,
-        key: RunKey<'a>,
-    ) -> RunFuture<'a> {
-        run_input::<T>(input, actor, context, key)
-    }
-}
-
-#[cfg(feature = "schemars")]
-impl<T, C> Codec<C> for Mcp<T>
-where
-    C: ?Sized + Sync + 'static,
-    T: Tool<Context = C> + 'static,
-    T::Input: DeserializeOwned + Serialize + schemars::JsonSchema + Send + 'static,
-    T::Output: Serialize + schemars::JsonSchema,
-    T::Error: fmt::Display,
-{
-    fn decode(&self, arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors> {
-        Json::<T>::ERASED.decode(arguments, limits)
-    }
-
-    fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors> {
-        Json::<T>::ERASED.check(arguments, limits)
-    }
-
-    fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
-        Json::<T>::ERASED.preview(input, out)
-    }
-
-    fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
-        Json::<T>::ERASED.canonical(input)
+        match input.downcast_ref::<T::Input>() {
+            Some(input) => canonical_text(input),
+            None => Err(not_this_input()),
+        }
     }
 
     fn run<'a>(
@@ -259,12 +273,14 @@ where
         run_input::<T>(input, actor, context, key)
     }
 
+    #[cfg(feature = "schemars")]
     fn schema(&self) -> Option<Value> {
-        Some(crate::json::schema::input_schema::<T::Input>())
+        L::schema()
     }
 
+    #[cfg(feature = "schemars")]
     fn output_schema(&self) -> Option<Value> {
-        Some(crate::json::schema::output_schema::<T::Output>())
+        L::output_schema()
     }
 }
 
@@ -286,6 +302,18 @@ where
         actor.account(),
         dedupe_token,
     ))
+}
+
+/// A run's result as JSON: generic over the output and error types alone, so tools that
+/// share them share it.
+fn output_value<O: Serialize, E: fmt::Display>(result: Result<O, E>) -> Result<Value, RunError> {
+    match result {
+        Ok(output) => match serde_json::to_value(output) {
+            Ok(value) => Ok(value),
+            Err(error) => Err(RunError::Output(error.to_string())),
+        },
+        Err(error) => Err(RunError::Failed(error.to_string())),
+    }
 }
 
 fn run_input<'a, T>(
@@ -314,9 +342,6 @@ where
                 call.with_key_on_demand(dedupe_token, derive_key::<T>)
             }
         };
-        let output = execute::<T>(call)
-            .await
-            .map_err(|error| RunError::Failed(error.to_string()))?;
-        serde_json::to_value(output).map_err(|error| RunError::Output(error.to_string()))
+        output_value(execute::<T>(call).await)
     })
 }

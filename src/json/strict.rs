@@ -264,8 +264,7 @@ fn kind(value: &Value) -> &'static str {
 pub(crate) fn decode<T: DeserializeOwned>(arguments: Value) -> Result<T, InputErrors> {
     let mut slot = None;
     decode_passes(arguments, &mut |text, watch| {
-        slot = Some(decode_with::<T>(text, watch)?);
-        Ok(())
+        decode_with::<T>(text, watch, &mut slot)
     })?;
     // `decode_passes` says Ok only right after a pass that decoded.
     slot.ok_or_else(InputErrors::new)
@@ -282,7 +281,7 @@ fn decode_passes(mut arguments: Value, decode: &mut DecodeInto<'_>) -> Result<()
     let mut found: Vec<FieldError> = Vec::new();
     let mut stand_ins: Vec<String> = Vec::new();
     for _ in 0..MAX_PASSES {
-        let (decoded, ignored) = traced(&arguments.to_string(), stand_ins.clone(), decode);
+        let (decoded, ignored) = traced(&arguments, stand_ins.clone(), decode);
         for pointer in ignored {
             if !found.iter().any(|known| known.path() == pointer) {
                 found.push(FieldError::owned(
@@ -340,12 +339,17 @@ pub(crate) fn decode_text<T: DeserializeOwned>(
     limits: &InputLimits,
 ) -> Result<T, InputErrors> {
     let mut slot = None;
-    decode_text_into(text, limits, &mut |text, watch| {
-        slot = Some(decode_with::<T>(text, watch)?);
-        Ok(())
-    })?;
-    // `decode_text_into` says Ok only right after a pass that decoded.
-    slot.ok_or_else(InputErrors::new)
+    // Matched rather than `?` and mapped: each would be compiled again for every type.
+    match decode_text_into(text, limits, &mut |text, watch| {
+        decode_with::<T>(text, watch, &mut slot)
+    }) {
+        // `decode_text_into` says Ok only right after a pass that decoded.
+        Ok(()) => match slot {
+            Some(input) => Ok(input),
+            None => Err(InputErrors::new()),
+        },
+        Err(errors) => Err(errors),
+    }
 }
 
 /// [`decode_text`] for any input type, compiled once.
@@ -466,6 +470,19 @@ mod tests {
         assert_eq!(
             every_error::<Counted>(r#"{"items": [], "n": 1}"#),
             [("/count".to_owned(), "required")]
+        );
+    }
+
+    #[test]
+    fn a_refused_stand_in_comes_after_the_fields_the_input_has() {
+        // `count` is wrong, and so is its stand-in: were it read before `n`, the pass
+        // would stop at it and never reach `n`.
+        assert_eq!(
+            every_error::<Counted>(r#"{"items": [], "count": 0, "n": "y"}"#),
+            [
+                ("/count".to_owned(), "invalid_value"),
+                ("/n".to_owned(), "invalid_type")
+            ]
         );
     }
 

@@ -11,9 +11,11 @@ use core::cell::{Cell, RefCell};
 use core::fmt::{self, Write as _};
 
 use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess,
-    SeqAccess, VariantAccess, Visitor,
+    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess,
+    VariantAccess, Visitor,
 };
+
+use serde_json::Value;
 
 use crate::declare::InputLimits;
 use crate::json::stand_in::StandIn;
@@ -51,21 +53,11 @@ impl Watch {
         }
     }
 
-    /// On the slow way: the names of the stand-in fields of the object at the current
-    /// path, which its map then yields after its own entries.
-    fn stand_ins_here(&self) -> Vec<String> {
-        let Some(track) = &self.track else {
-            return Vec::new();
-        };
-        let track = track.borrow();
-        track
-            .stand_ins
-            .iter()
-            .filter_map(|pointer| {
-                let (parent, token) = pointer.rsplit_once('/')?;
-                (parent == track.path).then(|| token.replace("~1", "/").replace("~0", "~"))
-            })
-            .collect()
+    /// On the slow way: whether the value after the key just read is a stand-in's (its
+    /// `null` is read past and the type gets a [`StandIn`]).
+    #[inline]
+    fn stands_in_here(&self) -> bool {
+        self.track.as_ref().is_some_and(stands_in)
     }
 
     // The fast way tracks nothing: each of these is one inlined test there, and the
@@ -123,6 +115,12 @@ impl Watch {
 }
 
 #[inline(never)]
+fn stands_in(track: &RefCell<Tracking>) -> bool {
+    let track = track.borrow();
+    track.stand_ins.contains(&track.path)
+}
+
+#[inline(never)]
 fn step_on(track: &RefCell<Tracking>, token: &dyn fmt::Display) {
     let path = &mut track.borrow_mut().path;
     path.push('/');
@@ -146,15 +144,17 @@ pub(crate) fn watched(text: &str, limits: &InputLimits, decode: &mut DecodeInto<
     decode(text, &watch).is_ok() && !watch.unsure.get()
 }
 
-/// One pass of the slow way over text the strict parse already accepted, with a
-/// [`StandIn`] at each of `stand_ins` (JSON Pointers of fields the text leaves out):
-/// `Ok` when `decode` kept the input, or the first error with the pointer where it
-/// happened; and the pointers of the fields the type does not take.
+/// One pass of the slow way over arguments the strict parse already accepted, with a
+/// [`StandIn`] at each of `stand_ins` (JSON Pointers of fields whose error is known, taken
+/// out of `arguments`): `Ok` when `decode` kept the input, or the first error with the
+/// pointer where it happened; and the pointers of the fields the type does not take.
 pub(crate) fn traced(
-    text: &str,
+    arguments: &Value,
     stand_ins: Vec<String>,
     decode: &mut DecodeInto<'_>,
 ) -> (Result<(), (String, String)>, Vec<String>) {
+    let mut text = String::new();
+    write_with_stand_ins(&mut text, &mut String::new(), arguments, &stand_ins);
     let tracking = Tracking {
         stand_ins,
         ..Tracking::default()
@@ -163,25 +163,83 @@ pub(crate) fn traced(
         InputLimits::new().with_max_bytes(usize::MAX),
         Some(tracking),
     );
-    let decoded = decode(text, &watch);
+    let decoded = decode(&text, &watch);
     let tracking = watch.track.map(RefCell::into_inner).unwrap_or_default();
     let decoded = decoded.map_err(|error| (tracking.path, bare_message(&error)));
     (decoded, tracking.unknown)
 }
 
-/// The one decoding of `T` both ways share.
+/// `value` (at `path`) as JSON text, each object followed by its stand-in fields: a
+/// stand-in's key comes after the object's own entries (the last one found first), with
+/// `null` for a value, so that a type's decoder reads it as any other key and only the
+/// watch knows to hand it a [`StandIn`].
+fn write_with_stand_ins(text: &mut String, path: &mut String, value: &Value, stand_ins: &[String]) {
+    let parent = path.len();
+    match value {
+        Value::Object(object) => {
+            text.push('{');
+            for (i, (key, value)) in object.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                write_key(text, key);
+                path.push('/');
+                super::strict::push_pointer_token(path, key);
+                write_with_stand_ins(text, path, value, stand_ins);
+                path.truncate(parent);
+            }
+            let mut first = object.is_empty();
+            for pointer in stand_ins.iter().rev() {
+                if let Some((at, token)) = pointer.rsplit_once('/')
+                    && at == path.as_str()
+                {
+                    if !first {
+                        text.push(',');
+                    }
+                    first = false;
+                    write_key(text, &token.replace("~1", "/").replace("~0", "~"));
+                    text.push_str("null");
+                }
+            }
+            text.push('}');
+        }
+        Value::Array(items) => {
+            text.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                let _ = write!(path, "/{i}");
+                write_with_stand_ins(text, path, item, stand_ins);
+                path.truncate(parent);
+            }
+            text.push(']');
+        }
+        scalar => {
+            let _ = write!(text, "{scalar}");
+        }
+    }
+}
+
+/// `"key":`, escaped as JSON escapes it.
+fn write_key(text: &mut String, key: &str) {
+    let _ = write!(text, "{}:", Value::from(key));
+}
+
+/// The one decoding of `T` both ways share, into the caller's `slot` (so that the
+/// closure around it, compiled once per type too, is a single call).
 pub(crate) fn decode_with<T: DeserializeOwned>(
     text: &str,
     watch: &Watch,
-) -> Result<T, serde_json::Error> {
+    slot: &mut Option<T>,
+) -> Result<(), serde_json::Error> {
     let mut json = serde_json::Deserializer::from_str(text);
-    let input = T::deserialize(Watched {
+    *slot = Some(T::deserialize(Watched {
         inner: &mut json,
         watch,
         key: false,
-    })?;
-    json.end()?;
-    Ok(input)
+    })?);
+    json.end()
 }
 
 /// serde's message, without the position serde_json appends (the pointer says where).
@@ -478,8 +536,6 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
             inner: map,
             watch: self.watch,
             mark: 0,
-            stand_ins: self.watch.stand_ins_here(),
-            standing_in: false,
         });
         self.watch.depth.set(depth);
         value
@@ -559,11 +615,6 @@ struct WatchedMap<'w, A> {
     watch: &'w Watch,
     /// The path before the current key.
     mark: usize,
-    /// Fields yielded after the map's own entries, each with a [`StandIn`] value (the
-    /// slow way only).
-    stand_ins: Vec<String>,
-    /// The current key is a stand-in's.
-    standing_in: bool,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
@@ -574,9 +625,6 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
         self.mark = self.watch.mark();
-        if !self.stand_ins.is_empty() {
-            return self.next_key_or_stand_in(seed);
-        }
         self.inner.next_key_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
@@ -585,70 +633,24 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
-        if self.standing_in {
-            self.standing_in = false;
-            let value = seed.deserialize(StandIn::new())?;
-            self.watch.back_to(self.mark);
-            return Ok(value);
-        }
-        let value = self.inner.next_value_seed(WatchedSeed {
-            inner: seed,
-            watch: self.watch,
-            key: false,
-        })?;
+        let value = if self.watch.stands_in_here() {
+            // The slow way wrote this field last in its object, with `null`: read past
+            // (the same for every map, so compiled once), it stands in for any value.
+            self.inner.next_value::<de::IgnoredAny>()?;
+            seed.deserialize(StandIn::new())?
+        } else {
+            self.inner.next_value_seed(WatchedSeed {
+                inner: seed,
+                watch: self.watch,
+                key: false,
+            })?
+        };
         self.watch.back_to(self.mark);
         Ok(value)
     }
 
     fn size_hint(&self) -> Option<usize> {
         self.inner.size_hint()
-    }
-}
-
-impl<'de, A: MapAccess<'de>> WatchedMap<'_, A> {
-    /// The map's next key; past its own entries, the next stand-in field's (the slow way).
-    #[inline(never)]
-    fn next_key_or_stand_in<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, A::Error> {
-        let mut seed = Some(seed);
-        let own = self.inner.next_key_seed(SeedOnce {
-            seed: &mut seed,
-            watch: self.watch,
-        })?;
-        if own.is_some() {
-            return Ok(own);
-        }
-        let (Some(seed), Some(name)) = (seed, self.stand_ins.pop()) else {
-            return Ok(None);
-        };
-        self.watch.step(&name);
-        self.standing_in = true;
-        let key: de::value::StringDeserializer<A::Error> = name.into_deserializer();
-        seed.deserialize(key).map(Some)
-    }
-}
-
-/// A key seed lent to the inner map: taken only when the map has a key of its own.
-struct SeedOnce<'s, 'w, K> {
-    seed: &'s mut Option<K>,
-    watch: &'w Watch,
-}
-
-impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for SeedOnce<'_, '_, K> {
-    type Value = K::Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<K::Value, D::Error> {
-        let seed = self
-            .seed
-            .take()
-            .ok_or_else(|| de::Error::custom("a map asked for one key twice"))?;
-        seed.deserialize(Watched {
-            inner: deserializer,
-            watch: self.watch,
-            key: true,
-        })
     }
 }
 
@@ -740,8 +742,7 @@ mod tests {
     fn decode_watched<T: DeserializeOwned>(text: &str, limits: &InputLimits) -> Option<T> {
         let mut slot = None;
         let sure = watched(text, limits, &mut |text, watch| {
-            slot = Some(decode_with::<T>(text, watch)?);
-            Ok(())
+            decode_with::<T>(text, watch, &mut slot)
         });
         if sure { slot } else { None }
     }
