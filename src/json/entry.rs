@@ -207,23 +207,6 @@ where
     }
 }
 
-/// Gate 1 for a call by name: decoded strictly (every field error), then the tool's own
-/// validation. Both of a codec's ways in go through this one function, so each tool's
-/// decoding is compiled once.
-fn decode_input<T>(arguments: &str, limits: &InputLimits) -> Result<T::Input, InputErrors>
-where
-    T: Tool,
-    T::Input: DeserializeOwned,
-{
-    match decode_text::<T::Input>(arguments, limits) {
-        Ok(input) => match T::validate(&input) {
-            Ok(()) => Ok(input),
-            Err(errors) => Err(errors),
-        },
-        Err(errors) => Err(errors),
-    }
-}
-
 /// The error of an erased input that is not the tool's (never, through a registry).
 fn not_this_input() -> String {
     RunError::InputType.to_string()
@@ -238,28 +221,34 @@ where
     T::Error: fmt::Display,
     L: Listing<T> + 'static,
 {
+    // Gate 1 (decoded strictly, every field error, then the tool's own validation) is one
+    // function per input type for both ways in. The erased input is an `Option`, so that
+    // running takes it out of its box with less code than a downcast of the box.
     fn decode(&self, arguments: &str, limits: &InputLimits) -> Result<ErasedInput, InputErrors> {
-        match decode_input::<T>(arguments, limits) {
-            Ok(input) => Ok(Box::new(input)),
+        match decode_text::<T::Input>(arguments, limits, T::validate) {
+            Ok(input) => Ok(Box::new(Some(input))),
             Err(errors) => Err(errors),
         }
     }
 
     fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors> {
-        match decode_input::<T>(arguments, limits) {
+        match decode_text::<T::Input>(arguments, limits, T::validate) {
             Ok(_) => Ok(()),
             Err(errors) => Err(errors),
         }
     }
 
     fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
-        T::preview(input.downcast_ref::<T::Input>()?, out)
+        match input.downcast_ref::<Option<T::Input>>() {
+            Some(Some(input)) => T::preview(input, out),
+            _ => None,
+        }
     }
 
     fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
-        match input.downcast_ref::<T::Input>() {
-            Some(input) => canonical_text(input),
-            None => Err(not_this_input()),
+        match input.downcast_ref::<Option<T::Input>>() {
+            Some(Some(input)) => canonical_text(input),
+            _ => Err(not_this_input()),
         }
     }
 
@@ -323,25 +312,28 @@ fn run_input<'a, T>(
     key: RunKey<'a>,
 ) -> RunFuture<'a>
 where
-    T: Tool,
+    T: Tool + 'static,
     T::Context: Sync,
     T::Input: Serialize + Send + 'static,
     T::Output: Serialize,
     T::Error: fmt::Display,
 {
-    // Unboxed before the future is made, so the input is never held twice at once.
-    let input = match input.downcast::<T::Input>() {
-        Ok(input) => *input,
-        Err(_) => return Box::pin(core::future::ready(Err(RunError::InputType))),
+    // Taken out of its box, and the box freed, before the future is made, so the input is
+    // never held twice at once.
+    let mut input = input;
+    let taken = match input.downcast_mut::<Option<T::Input>>() {
+        Some(slot) => slot.take(),
+        None => None,
     };
-    Box::pin(async move {
-        let call = Invocation::new(input, actor, context);
-        let call = match key {
-            RunKey::Known(key) => call.with_run_key(key),
-            RunKey::OnDemand { dedupe_token } => {
-                call.with_key_on_demand(dedupe_token, derive_key::<T>)
-            }
-        };
-        output_value(execute::<T>(call).await)
-    })
+    drop(input);
+    let Some(input) = taken else {
+        return Box::pin(core::future::ready(Err(RunError::InputType)));
+    };
+    let call = Invocation::new(input, actor, context);
+    let call = match key {
+        RunKey::Known(key) => call.with_run_key(key),
+        RunKey::OnDemand { dedupe_token } => call.with_key_on_demand(dedupe_token, derive_key::<T>),
+    };
+    // The future holds only the call and the run's own future.
+    Box::pin(async move { output_value(execute::<T>(call).await) })
 }

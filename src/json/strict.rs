@@ -329,7 +329,8 @@ fn decode_passes(mut arguments: Value, decode: &mut DecodeInto<'_>) -> Result<()
 }
 
 /// The whole of gate 1's decoding for a call by name: the argument text parsed strictly
-/// within `limits`, then decoded into `T` with every field error.
+/// within `limits`, then decoded into `T` with every field error, then `validate`d (the
+/// tool's own check: passed in, so that this is the one function compiled per input type).
 ///
 /// First the fast way: the input decoded straight from the text, the strict parse's rules
 /// watched in the same pass. Only what the watch cannot vouch for takes the slow way
@@ -337,6 +338,7 @@ fn decode_passes(mut arguments: Value, decode: &mut DecodeInto<'_>) -> Result<()
 pub(crate) fn decode_text<T: DeserializeOwned>(
     text: &str,
     limits: &InputLimits,
+    validate: fn(&T) -> Result<(), InputErrors>,
 ) -> Result<T, InputErrors> {
     let mut slot = None;
     // Matched rather than `?` and mapped: each would be compiled again for every type.
@@ -345,7 +347,10 @@ pub(crate) fn decode_text<T: DeserializeOwned>(
     }) {
         // `decode_text_into` says Ok only right after a pass that decoded.
         Ok(()) => match slot {
-            Some(input) => Ok(input),
+            Some(input) => match validate(&input) {
+                Ok(()) => Ok(input),
+                Err(errors) => Err(errors),
+            },
             None => Err(InputErrors::new()),
         },
         Err(errors) => Err(errors),
@@ -435,7 +440,7 @@ mod tests {
 
     /// Every (path, code) decoding `text` into `T` reports.
     fn every_error<T: DeserializeOwned>(text: &str) -> Vec<(String, &'static str)> {
-        let Err(errors) = decode_text::<T>(text, &InputLimits::new()) else {
+        let Err(errors) = decode_text::<T>(text, &InputLimits::new(), |_| Ok(())) else {
             panic!("{text} decoded");
         };
         errors
