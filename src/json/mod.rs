@@ -13,6 +13,7 @@ mod canonical_writer;
 mod declared;
 mod entry;
 mod key;
+mod map_key;
 mod preview;
 mod proposal;
 #[cfg(feature = "schemars")]

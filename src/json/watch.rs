@@ -18,6 +18,7 @@ use serde::de::{
 use serde_json::Value;
 
 use crate::declare::InputLimits;
+use crate::json::map_key::{Key, KeySeed};
 use crate::json::stand_in::StandIn;
 
 /// The largest integer kept exact: 2^53 − 1 (as in the strict parse).
@@ -237,7 +238,6 @@ pub(crate) fn decode_with<T: DeserializeOwned>(
     *slot = Some(T::deserialize(Watched {
         inner: &mut json,
         watch,
-        key: false,
     })?);
     json.end()
 }
@@ -262,8 +262,6 @@ fn bare_message(error: &serde_json::Error) -> String {
 struct Watched<'w, D> {
     inner: D,
     watch: &'w Watch,
-    /// It reads a map's key: on the slow way, the key is a step of the path.
-    key: bool,
 }
 
 /// A visitor under watch.
@@ -273,24 +271,14 @@ struct Watching<'w, V> {
     /// Whether the value was asked for as a struct: its keys are then the type's own
     /// fields, whose repeats serde itself refuses; any other map could hide a repeat.
     is_struct: bool,
-    /// It visits a map's key.
-    key: bool,
 }
 
 impl<'w, V> Watching<'w, V> {
-    fn of(inner: V, watch: &'w Watch, key: bool) -> Self {
+    fn of(inner: V, watch: &'w Watch) -> Self {
         Self {
             inner,
             watch,
             is_struct: false,
-            key,
-        }
-    }
-
-    /// A key read: on the slow way, the next step of the path.
-    fn key_read(&self, token: &dyn fmt::Display) {
-        if self.key {
-            self.watch.step(token);
         }
     }
 }
@@ -299,7 +287,7 @@ macro_rules! forward_deserialize {
     ($($method:ident),* $(,)?) => {
         $(
             fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-                self.inner.$method(Watching::of(visitor, self.watch, self.key))
+                self.inner.$method(Watching::of(visitor, self.watch))
             }
         )*
     };
@@ -341,7 +329,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_unit_struct(name, Watching::of(visitor, self.watch, self.key))
+            .deserialize_unit_struct(name, Watching::of(visitor, self.watch))
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
@@ -350,7 +338,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_newtype_struct(name, Watching::of(visitor, self.watch, false))
+            .deserialize_newtype_struct(name, Watching::of(visitor, self.watch))
     }
 
     fn deserialize_tuple<V: Visitor<'de>>(
@@ -359,7 +347,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_tuple(len, Watching::of(visitor, self.watch, false))
+            .deserialize_tuple(len, Watching::of(visitor, self.watch))
     }
 
     fn deserialize_tuple_struct<V: Visitor<'de>>(
@@ -369,7 +357,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_tuple_struct(name, len, Watching::of(visitor, self.watch, false))
+            .deserialize_tuple_struct(name, len, Watching::of(visitor, self.watch))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -382,7 +370,6 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
             inner: visitor,
             watch: self.watch,
             is_struct: true,
-            key: false,
         };
         self.inner.deserialize_struct(name, fields, visitor)
     }
@@ -394,7 +381,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Watched<'_, D> {
         visitor: V,
     ) -> Result<V::Value, D::Error> {
         self.inner
-            .deserialize_enum(name, variants, Watching::of(visitor, self.watch, false))
+            .deserialize_enum(name, variants, Watching::of(visitor, self.watch))
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
@@ -422,7 +409,6 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<V::Value, E> {
         self.watch.not_top();
-        self.key_read(&v);
         if v.unsigned_abs() > MAX_SAFE_INTEGER {
             self.watch.doubt();
         }
@@ -431,7 +417,6 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<V::Value, E> {
         self.watch.not_top();
-        self.key_read(&v);
         if v > MAX_SAFE_INTEGER {
             self.watch.doubt();
         }
@@ -460,21 +445,18 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<V::Value, E> {
         self.watch.not_top();
-        self.key_read(&v);
         self.watch.string(v);
         self.inner.visit_str(v)
     }
 
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<V::Value, E> {
         self.watch.not_top();
-        self.key_read(&v);
         self.watch.string(v);
         self.inner.visit_borrowed_str(v)
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<V::Value, E> {
         self.watch.not_top();
-        self.key_read(&v);
         self.watch.string(&v);
         self.inner.visit_string(v)
     }
@@ -493,7 +475,6 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
         self.inner.visit_some(Watched {
             inner: deserializer,
             watch: self.watch,
-            key: false,
         })
     }
 
@@ -509,7 +490,6 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Watching<'_, V> {
         self.inner.visit_newtype_struct(Watched {
             inner: deserializer,
             watch: self.watch,
-            key: self.key,
         })
     }
 
@@ -564,7 +544,6 @@ fn enter(watch: &Watch) -> usize {
 struct WatchedSeed<'w, S> {
     inner: S,
     watch: &'w Watch,
-    key: bool,
 }
 
 impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for WatchedSeed<'_, S> {
@@ -574,7 +553,6 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for WatchedSeed<'_, S> {
         self.inner.deserialize(Watched {
             inner: deserializer,
             watch: self.watch,
-            key: self.key,
         })
     }
 }
@@ -597,7 +575,6 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for WatchedSeq<'_, A> {
         let element = self.inner.next_element_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
-            key: false,
         })?;
         // Past the element (an error leaves the path where it happened).
         self.watch.back_to(mark);
@@ -617,6 +594,21 @@ struct WatchedMap<'w, A> {
     mark: usize,
 }
 
+impl<'de, A: MapAccess<'de>> WatchedMap<'_, A> {
+    /// The next key, as text, watched: one step of the path, and a string within the
+    /// limits.
+    #[inline]
+    fn read_key(&mut self) -> Result<Option<Key<'de, A::Error>>, A::Error> {
+        self.mark = self.watch.mark();
+        let Some(key) = self.inner.next_key_seed(KeySeed)? else {
+            return Ok(None);
+        };
+        self.watch.string(&key);
+        self.watch.step(&key);
+        Ok(Some(Key::new(key)))
+    }
+}
+
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
     type Error = A::Error;
 
@@ -624,12 +616,16 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
-        self.mark = self.watch.mark();
-        self.inner.next_key_seed(WatchedSeed {
-            inner: seed,
-            watch: self.watch,
-            key: true,
-        })
+        // Read as text by code compiled once for every map, then handed to the type's
+        // own seed: reading it through the watch would compile the whole key path again
+        // for each struct.
+        let Some(key) = self.read_key()? else {
+            return Ok(None);
+        };
+        match seed.deserialize(key) {
+            Ok(value) => Ok(Some(value)),
+            Err(error) => Err(error),
+        }
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
@@ -642,7 +638,6 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for WatchedMap<'_, A> {
             self.inner.next_value_seed(WatchedSeed {
                 inner: seed,
                 watch: self.watch,
-                key: false,
             })?
         };
         self.watch.back_to(self.mark);
@@ -668,11 +663,9 @@ impl<'de, 'w, A: EnumAccess<'de>> EnumAccess<'de> for WatchedEnum<'w, A> {
         seed: T,
     ) -> Result<(T::Value, Self::Variant), A::Error> {
         let watch = self.watch;
-        let (value, variant) = self.inner.variant_seed(WatchedSeed {
-            inner: seed,
-            watch,
-            key: false,
-        })?;
+        let (value, variant) = self
+            .inner
+            .variant_seed(WatchedSeed { inner: seed, watch })?;
         Ok((
             value,
             WatchedVariant {
@@ -699,13 +692,12 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for WatchedVariant<'_, A> {
         self.inner.newtype_variant_seed(WatchedSeed {
             inner: seed,
             watch: self.watch,
-            key: false,
         })
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
         self.inner
-            .tuple_variant(len, Watching::of(visitor, self.watch, false))
+            .tuple_variant(len, Watching::of(visitor, self.watch))
     }
 
     fn struct_variant<V: Visitor<'de>>(
@@ -717,7 +709,6 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for WatchedVariant<'_, A> {
             inner: visitor,
             watch: self.watch,
             is_struct: true,
-            key: false,
         };
         self.inner.struct_variant(fields, visitor)
     }
