@@ -186,6 +186,11 @@ pub(crate) fn push_pointer_token(path: &mut String, token: &str) {
     }
 }
 
+/// A JSON Pointer token as the key it names (RFC 6901: `~1` is `/`, then `~0` is `~`).
+pub(crate) fn pointer_token_key(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
 fn short(message: &str) -> String {
     match message.char_indices().nth(MAX_MESSAGE_CHARS) {
         Some((cut, _)) => format!("{}…", &message[..cut]),
@@ -383,7 +388,7 @@ fn take_out(arguments: &mut Value, pointer: &str) -> Option<String> {
         let (parent, token) = pointer.rsplit_once('/')?;
         match arguments.pointer_mut(parent) {
             Some(Value::Object(object)) => {
-                let key = token.replace("~1", "/").replace("~0", "~");
+                let key = pointer_token_key(token);
                 object.remove(&key);
                 return Some(pointer.to_owned());
             }

@@ -198,7 +198,7 @@ fn write_with_stand_ins(text: &mut String, path: &mut String, value: &Value, sta
                         text.push(',');
                     }
                     first = false;
-                    write_key(text, &token.replace("~1", "/").replace("~0", "~"));
+                    write_key(text, &super::strict::pointer_token_key(token));
                     text.push_str("null");
                 }
             }
@@ -222,9 +222,10 @@ fn write_with_stand_ins(text: &mut String, path: &mut String, value: &Value, sta
     }
 }
 
-/// `"key":`, escaped as JSON escapes it.
+/// `"key":`, the key escaped as canonical JSON escapes it.
 fn write_key(text: &mut String, key: &str) {
-    let _ = write!(text, "{}:", Value::from(key));
+    let _ = super::canonical::write_string(text, key);
+    text.push(':');
 }
 
 /// The one decoding of `T` both ways share, into the caller's `slot` (so that the
@@ -597,7 +598,6 @@ struct WatchedMap<'w, A> {
 impl<'de, A: MapAccess<'de>> WatchedMap<'_, A> {
     /// The next key, as text, watched: one step of the path, and a string within the
     /// limits.
-    #[inline]
     fn read_key(&mut self) -> Result<Option<Key<'de, A::Error>>, A::Error> {
         self.mark = self.watch.mark();
         let Some(key) = self.inner.next_key_seed(KeySeed)? else {

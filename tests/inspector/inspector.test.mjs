@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { FILESYSTEM, filesystemUpstream, shareWithHello } from "../mcp-ts/filesystem-gateway.mjs";
+import { FILESYSTEM, filesystemUpstream, localGatewayConfig, shareWithHello } from "../mcp-ts/filesystem-gateway.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
@@ -110,12 +110,7 @@ test("a write waits, is approved by the operator, and runs once however often it
 function gateway() {
   const { dir, share } = shareWithHello("cairnloop-inspector-gateway-");
   const config = join(dir, "gateway.toml");
-  writeFileSync(config, `
-[gateway]
-local_actor = "agent"
-local_scopes = ["fs:read", "fs:write"]
-
-${filesystemUpstream(share, process.execPath)}`);
+  writeFileSync(config, localGatewayConfig(share, { node: process.execPath }));
   const store = join(dir, "lanes.db");
   const served = [GATEWAY, "serve", config, "--store", store];
   const call = (tool, ...pairs) =>

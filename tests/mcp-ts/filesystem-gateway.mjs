@@ -31,3 +31,16 @@ args = [${JSON.stringify(FILESYSTEM)}, ${JSON.stringify(share)}]
 
 ${readFileSync(TOOLS, "utf8")}`;
 }
+
+/**
+ * A whole configuration: the local actor `agent` with `fs:read` and `fs:write`, any `extra`
+ * lines of `[gateway]`, and the filesystem upstream on `share` (started with `node`).
+ */
+export function localGatewayConfig(share, { node = "node", extra = "" } = {}) {
+  return `
+[gateway]
+local_actor = "agent"
+local_scopes = ["fs:read", "fs:write"]
+${extra}
+${filesystemUpstream(share, node)}`;
+}

@@ -15,7 +15,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
-import { filesystemUpstream, shareWithHello } from "./filesystem-gateway.mjs";
+import { localGatewayConfig, shareWithHello } from "./filesystem-gateway.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
@@ -25,12 +25,7 @@ const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnl
 function setup(extra = "") {
   const { dir, share } = shareWithHello("cairnloop-gateway-ts-");
   const config = join(dir, "gateway.toml");
-  writeFileSync(config, `
-[gateway]
-local_actor = "agent"
-local_scopes = ["fs:read", "fs:write"]
-${extra}
-${filesystemUpstream(share)}`);
+  writeFileSync(config, localGatewayConfig(share, { extra }));
   return { share, config, store: join(dir, "lanes.db") };
 }
 
