@@ -103,13 +103,23 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                 env,
                 pass_env,
             } => {
-                // Handed on by name from the gateway's environment (a name it does not
-                // have is left out), then the file's own values.
-                let env: Vec<(String, String)> = pass_env
-                    .iter()
-                    .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
-                    .chain(env.iter().cloned())
-                    .collect();
+                // Handed on by name from the gateway's environment, then the file's own
+                // values. A name the gateway does not have is left out, and said: an
+                // upstream missing its credential fails later, and less clearly.
+                let mut handed = Vec::with_capacity(pass_env.len() + env.len());
+                for name in pass_env {
+                    match std::env::var(name) {
+                        Ok(value) => handed.push((name.clone(), value)),
+                        Err(_) => eprintln!(
+                            "cairnloop-gateway: {}: `pass_env` names {name}, which the \
+                             gateway's environment does not hold (or not as text): the \
+                             upstream starts without it",
+                            declared.id
+                        ),
+                    }
+                }
+                handed.extend(env.iter().cloned());
+                let env = handed;
                 Upstream::start(command, args, &env, declared.call_timeout).await
             }
             Transport::Http { url, token_env } => {

@@ -407,7 +407,7 @@ fn an_upstream_reads_no_secret_of_the_gateway_from_its_environment() {
         .env_remove("NOT_SET_ANYWHERE")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join("gateway.err")).unwrap())
         .spawn()
         .unwrap();
     let reported = log.with_extension("log.env");
@@ -429,6 +429,12 @@ fn an_upstream_reads_no_secret_of_the_gateway_from_its_environment() {
         Some("handed on by name")
     );
     assert!(!env.contains_key("NOT_SET_ANYWHERE"), "{env:?}");
+    // Left out, and said, so a missing credential is not a mystery later.
+    let said = std::fs::read_to_string(dir.join("gateway.err")).unwrap();
+    assert!(
+        said.contains("`pass_env` names NOT_SET_ANYWHERE") && !said.contains("HANDED_ON"),
+        "{said}"
+    );
     // What a program needs to run (a launcher such as pyenv's may put its own first).
     let path = std::env::var("PATH").unwrap();
     assert!(
