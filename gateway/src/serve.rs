@@ -7,7 +7,7 @@ use cairnloop::json::DeclaredTool;
 use cairnloop::stores::SqliteStore;
 use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
 
-use crate::catalogue::{Hidden, Offered, build, read_listing};
+use crate::catalogue::{Hidden, Offered, build, read_listing, unlisted, without_text};
 use crate::config::{Config, Transport};
 use crate::upstream::{ToUpstream, Upstream, UpstreamError};
 
@@ -60,11 +60,13 @@ pub struct Gateway {
     pub catalogue: tokio::sync::watch::Receiver<u64>,
 }
 
-/// A tool offered at start: as declared then, and the declared tool that is withdrawn or
+/// A tool declared at start: as declared then, and the declared tool that is withdrawn or
 /// offered again as its upstream's listing changes.
 struct Kept {
     declaration: Offered,
     tool: &'static DeclaredTool<()>,
+    /// Declared from the configuration alone: its upstream did not list it at start.
+    late: bool,
 }
 
 impl Gateway {
@@ -153,6 +155,11 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
             })?;
         let (tools, set_aside) =
             read_listing(&listing).map_err(|_| StartError::Listing(declared.id.clone()))?;
+        let mentioned: Vec<String> = tools
+            .iter()
+            .map(|tool| tool.name.clone())
+            .chain(set_aside.iter().filter_map(|aside| aside.name.clone()))
+            .collect();
         for aside in set_aside {
             hidden.push((
                 declared.id.clone(),
@@ -160,8 +167,14 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
             ));
         }
         let offer = build(config, &declared.id, tools);
+        // Configured tools the upstream does not list yet are declared now, withdrawn,
+        // and offered when it lists them: the registry is made once.
+        let mentioned: Vec<&str> = mentioned.iter().map(String::as_str).collect();
+        let later = unlisted(config, &declared.id, &mentioned);
         let mut kept = Vec::new();
-        for offered in &offer.offered {
+        let declarations = (offer.offered.iter().map(|offered| (offered, false)))
+            .chain(later.offered.iter().map(|offered| (offered, true)));
+        for (offered, late) in declarations {
             let tool = offered
                 .declare::<()>(ToUpstream::new(Arc::clone(&upstream), &offered.tool))
                 .map_err(|error| StartError::Declare {
@@ -169,9 +182,21 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                     error,
                 })?;
             let tool: &'static _ = Box::leak(Box::new(tool));
+            if late {
+                tool.withdraw();
+                hidden.push((
+                    declared.id.clone(),
+                    Hidden::new(
+                        offered.tool.clone(),
+                        "configured, but not listed by the upstream: offered when it lists it"
+                            .into(),
+                    ),
+                ));
+            }
             kept.push(Kept {
                 declaration: offered.clone(),
                 tool,
+                late,
             });
             let entry =
                 ToolEntry::declared(tool, configured).map_err(|error| StartError::Declare {
@@ -180,7 +205,11 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                 })?;
             entries.push(entry);
         }
-        hidden.extend(offer.hidden.into_iter().map(|h| (declared.id.clone(), h)));
+        hidden.extend(
+            (offer.hidden.into_iter())
+                .chain(later.hidden)
+                .map(|h| (declared.id.clone(), h)),
+        );
         watched.push((declared.id.clone(), Arc::clone(&upstream), kept));
         upstreams.push(upstream);
     }
@@ -211,26 +240,36 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
 }
 
 /// Reads upstream `id`'s listing again and brings its tools in line with it: a tool it
-/// still offers as it was declared at start is offered with the schema it lists now;
-/// one it no longer lists, hides, or lists with another declaration (tier, mode, scopes,
-/// title: what the approval binds or a person reads) is withdrawn, hidden and blocked
-/// until the gateway starts again. Tools it lists anew stay hidden: the catalogue is
-/// the configuration's. Whether anything changed.
+/// offers as it was declared at start is offered with the schema it lists now; one it
+/// no longer lists, hides, or lists with another declaration (tier, mode, scopes,
+/// title: what the approval binds or a person reads) is withdrawn, hidden and blocked.
+/// A configured tool it did not list at start is compared with its listing without the
+/// upstream's own text (it was declared with the configuration's). Tools the
+/// configuration does not name stay hidden: the catalogue is the configuration's.
+/// Whether anything changed.
 async fn refresh(config: &Config, id: &str, upstream: &Upstream, kept: &[Kept]) -> bool {
     let offer = match upstream.listing().await {
-        Ok(listing) => read_listing(&listing).map(|(tools, _)| build(config, id, tools)),
+        Ok(listing) => read_listing(&listing).map(|(tools, _)| {
+            let plain = build(config, id, without_text(tools.clone()));
+            (build(config, id, tools), plain)
+        }),
         Err(error) => {
             eprintln!("cairnloop-gateway: {id}: its listing changed but cannot be read: {error}");
             return false;
         }
     };
-    let Ok(offer) = offer else {
+    let Ok((offer, plain)) = offer else {
         eprintln!("cairnloop-gateway: {id}: its new listing has no `tools` array");
         return false;
     };
     let mut changed = false;
-    for Kept { declaration, tool } in kept {
-        let now = offer
+    for Kept {
+        declaration,
+        tool,
+        late,
+    } in kept
+    {
+        let now = (if *late { &plain } else { &offer })
             .offered
             .iter()
             .find(|offered| offered.tool == declaration.tool);

@@ -328,6 +328,77 @@ async fn a_changed_listing_withdraws_or_reoffers_a_tool_and_an_approval_never_re
     gateway.shutdown().await;
 }
 
+/// A tool the configuration names that the upstream does not list at start is declared
+/// and withheld (hidden, blocked as unknown, never forwarded), then offered when the
+/// upstream lists it, with the configuration's declaration: not the upstream's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_tool_the_upstream_lists_later_is_withheld_until_then() {
+    if python().is_none() {
+        return;
+    }
+    let dir = fresh_dir("later");
+    let log = dir.join("calls.log");
+    let config = Config::parse(&format!(
+        "[upstreams.bad]\ncommand = \"python3\"\nargs = [{script:?}, \"renames\", {log:?}]\n\n\
+         [tools.bad.write]\ntier = \"low_write\"\n\n\
+         [tools.bad.write2]\ntier = \"read_only\"\ntitle = \"Write, renamed\"\n",
+        script = script().display().to_string(),
+        log = log.display().to_string(),
+    ))
+    .unwrap();
+    let store = SqliteStore::open(dir.join("lanes.db")).unwrap();
+    let gateway = cairnloop_gateway::serve::start(&config, store)
+        .await
+        .unwrap();
+    let governor = &gateway.governor;
+    let agent = Actor::new("agent", &[]);
+    let visible = || -> Vec<String> {
+        governor
+            .visible(&agent, &())
+            .map(|tool| tool.spec().name().to_owned())
+            .collect()
+    };
+    let later = ToolCall::new("bad_write2", r#"{"text": "hi"}"#);
+    assert_eq!(visible(), ["bad_write"]);
+    assert!(
+        gateway
+            .hidden
+            .iter()
+            .any(|(upstream, hidden)| upstream == "bad"
+                && hidden.tool == "write2"
+                && hidden.reason.contains("offered when it lists it")),
+        "{:?}",
+        gateway.hidden
+    );
+    assert!(matches!(
+        governor.call(&later, &agent, &()).await.unwrap(),
+        Outcome::Blocked(cairnloop::Blocked::UnknownTool)
+    ));
+
+    // The upstream now lists `write2` (and no longer `write`).
+    let mut catalogue = gateway.catalogue.clone();
+    std::fs::write(dir.join("calls.log.rename"), "").unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), catalogue.changed())
+        .await
+        .expect("the catalogue changes after the upstream's notification")
+        .unwrap();
+    assert_eq!(visible(), ["bad_write2"]);
+    let offered = governor
+        .visible(&agent, &())
+        .next()
+        .map(|tool| tool.spec().title().to_owned());
+    assert_eq!(offered.as_deref(), Some("Write, renamed"));
+    let Outcome::Executed(done) = governor.call(&later, &agent, &()).await.unwrap() else {
+        panic!("a read-only tool runs once its upstream lists it");
+    };
+    assert_eq!(done["content"][0]["text"], "written");
+    let reached = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(reached.lines().count(), 1, "{reached}");
+    assert!(reached.contains(r#""name": "write2""#), "{reached}");
+    gateway.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Counts the `notifications/tools/list_changed` a client receives.
 #[derive(Clone, Default)]
 struct Told(std::sync::Arc<tokio::sync::Notify>);

@@ -304,6 +304,78 @@ pub fn build(config: &Config, upstream: &str, tools: Vec<UpstreamTool>) -> Offer
     offer
 }
 
+/// The tools the configuration names for upstream `upstream` that its listing does not
+/// mention at all (`mentioned`: every name it listed, offered, hidden or set aside),
+/// declared from the configuration alone, to be offered once the upstream lists them:
+/// the configuration's title and description (or the gateway's own words, as for a
+/// listed tool without them), no hints, and an input schema that takes any object until
+/// the upstream lists its own. A rule the crate's rules refuse is hidden.
+///
+/// The upstream's title, description and hints are left out on purpose: when it lists
+/// the tool later, the tool it lists is compared with this declaration with its own
+/// text left out too ([`without_text`]), and offered only if what an approval binds is
+/// the same.
+///
+/// ```
+/// use cairnloop_gateway::catalogue::unlisted;
+/// use cairnloop_gateway::config::Config;
+///
+/// let config = Config::parse("[upstreams.fs]\ncommand = \"x\"\n\
+///     [tools.fs.read]\ntier = \"read_only\"\n[tools.fs.write]\ntier = \"low_write\"\n")?;
+/// let later = unlisted(&config, "fs", &["read"]);
+/// assert_eq!(later.offered.len(), 1);
+/// assert_eq!(later.offered[0].listed, "fs_write");
+/// assert_eq!(later.offered[0].description, "write of fs");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use]
+pub fn unlisted(config: &Config, upstream: &str, mentioned: &[&str]) -> Offer {
+    let mut offer = Offer::default();
+    for rule in config
+        .tools
+        .iter()
+        .filter(|rule| rule.upstream == upstream && !mentioned.contains(&rule.tool.as_str()))
+    {
+        let tool = UpstreamTool {
+            name: rule.tool.clone(),
+            title: None,
+            description: None,
+            input_schema: serde_json::json!({"type": "object"}),
+            read_only_hint: None,
+            destructive_hint: None,
+            idempotent_hint: None,
+        };
+        match offered_by_rule(upstream, rule, &tool).and_then(|offered| checked(offered, &tool)) {
+            Ok(offered) => offer.offered.push(offered),
+            Err(reason) => offer.hidden.push(Hidden::new(rule.tool.clone(), reason)),
+        }
+    }
+    offer
+}
+
+/// `tools` with the text an upstream may give (title, description) left out: what a
+/// tool declared by [`unlisted`] is compared with when its upstream lists it.
+///
+/// ```
+/// use cairnloop_gateway::catalogue::{read_listing, without_text};
+///
+/// let listing = serde_json::json!({"tools": [{"name": "t", "title": "T", "description": "D", "inputSchema": {"type": "object"}}]});
+/// let tools = without_text(read_listing(&listing)?.0);
+/// assert_eq!((tools[0].title.as_deref(), tools[0].description.as_deref()), (None, None));
+/// # Ok::<(), cairnloop_gateway::catalogue::ListingError>(())
+/// ```
+#[must_use]
+pub fn without_text(tools: Vec<UpstreamTool>) -> Vec<UpstreamTool> {
+    tools
+        .into_iter()
+        .map(|tool| UpstreamTool {
+            title: None,
+            description: None,
+            ..tool
+        })
+        .collect()
+}
+
 fn offered_by_rule(
     upstream: &str,
     rule: &ToolRule,
