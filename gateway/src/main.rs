@@ -224,6 +224,12 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
     let gateway = cairnloop_gateway::serve::start(&config, store)
         .await
         .map_err(|error| Failure::Run(error.to_string()))?;
+    for (upstream, why) in &gateway.unstarted {
+        eprintln!(
+            "cairnloop-gateway: {upstream}: not started: {why}; tried again in the \
+             background, its tools withheld until it lists them"
+        );
+    }
     for (upstream, hidden) in &gateway.hidden {
         eprintln!(
             "cairnloop-gateway: hidden {upstream}/{}: {}",

@@ -1,5 +1,7 @@
 //! A gateway assembled from its configuration: each upstream started and listed, what it
-//! offers declared to the crate, and one governor over them with a SQLite store.
+//! offers declared to the crate, and one governor over them with a SQLite store. An
+//! upstream that does not start or list is tried again in the background; its
+//! configured tools are withheld until it lists them.
 
 use std::sync::Arc;
 
@@ -7,22 +9,26 @@ use cairnloop::json::DeclaredTool;
 use cairnloop::stores::SqliteStore;
 use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
 
-use crate::catalogue::{Hidden, Offered, build, read_listing, unlisted, without_text};
+use crate::catalogue::{
+    Hidden, Offer, Offered, UpstreamTool, build, read_listing, unlisted, without_text,
+};
 use crate::config::{Config, Transport};
-use crate::upstream::{ToUpstream, Upstream, UpstreamError};
+use crate::upstream::{ToUpstream, Upstream, UpstreamError, restart_delay};
 
 /// Why a gateway could not be assembled.
 ///
 /// ```
 /// use cairnloop_gateway::serve::StartError;
+/// use cairnloop_gateway::upstream::UpstreamError;
 ///
-/// let err = StartError::Listing("fs".into());
-/// assert_eq!(err.to_string(), "upstream `fs`: its tools/list answer has no `tools` array");
+/// let err = StartError::Upstream { id: "fs".into(), error: UpstreamError::Timeout };
+/// assert_eq!(err.to_string(), "upstream `fs`: the upstream did not answer in time");
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartError {
-    /// An upstream could not be started or listed.
+    /// An upstream cannot be reached as configured (its credential's variable holds no
+    /// token).
     #[error("upstream `{id}`: {error}")]
     Upstream {
         /// The upstream's id.
@@ -30,9 +36,6 @@ pub enum StartError {
         /// What went wrong.
         error: UpstreamError,
     },
-    /// Its `tools/list` answer could not be read.
-    #[error("upstream `{0}`: its tools/list answer has no `tools` array")]
-    Listing(String),
     /// An offered tool could not be declared to the crate.
     #[error("tool `{tool}`: {error}")]
     Declare {
@@ -50,8 +53,13 @@ pub enum StartError {
 pub struct Gateway {
     /// The governor over every offered tool.
     pub governor: Arc<Governor<(), SqliteStore>>,
-    /// What each upstream lists that is not offered, and why.
+    /// What each upstream lists that is not offered, and why; and the configured tools
+    /// withheld until their upstream lists them.
     pub hidden: Vec<(String, Hidden)>,
+    /// The upstreams that did not start or list at start, and why: each is tried again
+    /// in the background (waits of [`restart_delay`] between tries), and its configured
+    /// tools are offered once it lists them.
+    pub unstarted: Vec<(String, String)>,
     /// The running upstreams (they stop when the gateway is dropped).
     pub upstreams: Vec<Arc<Upstream>>,
     /// Moves on each time an upstream's changed listing changed what the gateway offers
@@ -85,16 +93,22 @@ fn configured(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
 
 /// Starts every upstream of `config`, declares what it offers, and makes the governor.
 ///
+/// An upstream that does not start or list is left for later, not fatal: the others are
+/// served, its configured tools are declared from the configuration and withheld
+/// (hidden, blocked as unknown), and it is tried again in the background until it lists
+/// them ([`Gateway::unstarted`] says which and why).
+///
 /// The tools live for the rest of the process (their entries borrow their text): a
 /// gateway assembles its catalogue once, at start.
 ///
 /// # Errors
 ///
-/// [`StartError`]: an upstream that does not start, list or declare (one reached by
-/// `url` whose `token_env` holds no token).
+/// [`StartError`]: an upstream reached by `url` whose `token_env` holds no token, or a
+/// tool that cannot be declared.
 pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, StartError> {
     let mut entries: Vec<ToolEntry<()>> = Vec::new();
     let mut hidden = Vec::new();
+    let mut unstarted = Vec::new();
     let mut upstreams = Vec::new();
     let mut watched = Vec::new();
     for declared in &config.upstreams {
@@ -121,8 +135,7 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                     }
                 }
                 handed.extend(env.iter().cloned());
-                let env = handed;
-                Upstream::start(command, args, &env, declared.call_timeout).await
+                Upstream::command(command, args, &handed, declared.call_timeout)
             }
             Transport::Http { url, token_env } => {
                 let token = match token_env {
@@ -139,38 +152,36 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                     },
                     None => None,
                 };
-                Upstream::connect(url, token, declared.call_timeout).await
+                Upstream::url(url, token, declared.call_timeout)
             }
-        }
-        .map_err(|error| StartError::Upstream {
-            id: declared.id.clone(),
-            error,
-        })?;
-        let listing = upstream
-            .listing()
-            .await
-            .map_err(|error| StartError::Upstream {
-                id: declared.id.clone(),
-                error,
-            })?;
-        let (tools, set_aside) =
-            read_listing(&listing).map_err(|_| StartError::Listing(declared.id.clone()))?;
-        let mentioned: Vec<String> = tools
-            .iter()
-            .map(|tool| tool.name.clone())
-            .chain(set_aside.iter().filter_map(|aside| aside.name.clone()))
-            .collect();
-        for aside in set_aside {
-            hidden.push((
-                declared.id.clone(),
-                Hidden::new(aside.name.unwrap_or_default(), aside.reason),
-            ));
-        }
-        let offer = build(config, &declared.id, tools);
+        };
+        let (offer, later) = match listed(&upstream).await {
+            Ok((tools, set_aside)) => {
+                let mentioned: Vec<String> = tools
+                    .iter()
+                    .map(|tool| tool.name.clone())
+                    .chain(set_aside.iter().filter_map(|aside| aside.name.clone()))
+                    .collect();
+                for aside in set_aside {
+                    hidden.push((
+                        declared.id.clone(),
+                        Hidden::new(aside.name.unwrap_or_default(), aside.reason),
+                    ));
+                }
+                let mentioned: Vec<&str> = mentioned.iter().map(String::as_str).collect();
+                (
+                    build(config, &declared.id, tools),
+                    unlisted(config, &declared.id, &mentioned),
+                )
+            }
+            Err(why) => {
+                unstarted.push((declared.id.clone(), why));
+                (Offer::default(), unlisted(config, &declared.id, &[]))
+            }
+        };
+        let listed_at_start = unstarted.last().is_none_or(|(id, _)| *id != declared.id);
         // Configured tools the upstream does not list yet are declared now, withdrawn,
         // and offered when it lists them: the registry is made once.
-        let mentioned: Vec<&str> = mentioned.iter().map(String::as_str).collect();
-        let later = unlisted(config, &declared.id, &mentioned);
         let mut kept = Vec::new();
         let declarations = (offer.offered.iter().map(|offered| (offered, false)))
             .chain(later.offered.iter().map(|offered| (offered, true)));
@@ -184,13 +195,14 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
             let tool: &'static _ = Box::leak(Box::new(tool));
             if late {
                 tool.withdraw();
+                let reason = if listed_at_start {
+                    "configured, but not listed by the upstream: offered when it lists it"
+                } else {
+                    "configured; its upstream has not started: offered when it lists it"
+                };
                 hidden.push((
                     declared.id.clone(),
-                    Hidden::new(
-                        offered.tool.clone(),
-                        "configured, but not listed by the upstream: offered when it lists it"
-                            .into(),
-                    ),
+                    Hidden::new(offered.tool.clone(), reason.into()),
                 ));
             }
             kept.push(Kept {
@@ -210,7 +222,12 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                 .chain(later.hidden)
                 .map(|h| (declared.id.clone(), h)),
         );
-        watched.push((declared.id.clone(), Arc::clone(&upstream), kept));
+        watched.push((
+            declared.id.clone(),
+            Arc::clone(&upstream),
+            kept,
+            listed_at_start,
+        ));
         upstreams.push(upstream);
     }
     let entries: &'static [ToolEntry<()>] = Box::leak(entries.into_boxed_slice());
@@ -220,13 +237,43 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
     let governor = Arc::new(Governor::new(registry).with_store(store));
     let (changed, catalogue) = tokio::sync::watch::channel(0u64);
     let changed = Arc::new(changed);
-    for (id, upstream, kept) in watched {
+    for (id, upstream, kept, listed_at_start) in watched {
         let (config, changed) = (config.clone(), Arc::clone(&changed));
         tokio::spawn(async move {
+            let apply = |tools: Vec<UpstreamTool>| {
+                if reconcile(&config, &id, tools, &kept) {
+                    changed.send_modify(|count| *count += 1);
+                }
+            };
+            if !listed_at_start {
+                // Tried again, with growing waits, until it lists its tools.
+                let mut failures = 1;
+                loop {
+                    tokio::time::sleep(restart_delay(failures)).await;
+                    match listed(&upstream).await {
+                        Ok((tools, _)) => {
+                            eprintln!("cairnloop-gateway: {id}: started");
+                            apply(tools);
+                            break;
+                        }
+                        Err(why) => {
+                            failures = failures.saturating_add(1);
+                            eprintln!(
+                                "cairnloop-gateway: {id}: not started: {why}; tried again in \
+                                 {} ms",
+                                restart_delay(failures).as_millis()
+                            );
+                        }
+                    }
+                }
+            }
             loop {
                 upstream.listing_changed().await;
-                if refresh(&config, &id, &upstream, &kept).await {
-                    changed.send_modify(|count| *count += 1);
+                match listed(&upstream).await {
+                    Ok((tools, _)) => apply(tools),
+                    Err(why) => eprintln!(
+                        "cairnloop-gateway: {id}: its listing changed but cannot be read: {why}"
+                    ),
                 }
             }
         });
@@ -234,12 +281,24 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
     Ok(Gateway {
         governor,
         hidden,
+        unstarted,
         upstreams,
         catalogue,
     })
 }
 
-/// Reads upstream `id`'s listing again and brings its tools in line with it: a tool it
+/// The upstream's listing, read: its tools, and what was set aside.
+async fn listed(
+    upstream: &Upstream,
+) -> Result<(Vec<UpstreamTool>, Vec<crate::catalogue::SetAside>), String> {
+    let listing = upstream
+        .listing()
+        .await
+        .map_err(|error| error.to_string())?;
+    read_listing(&listing).map_err(|error| error.to_string())
+}
+
+/// Brings upstream `id`'s tools in line with the listing that gave `tools`: a tool it
 /// offers as it was declared at start is offered with the schema it lists now; one it
 /// no longer lists, hides, or lists with another declaration (tier, mode, scopes,
 /// title: what the approval binds or a person reads) is withdrawn, hidden and blocked.
@@ -247,21 +306,9 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
 /// upstream's own text (it was declared with the configuration's). Tools the
 /// configuration does not name stay hidden: the catalogue is the configuration's.
 /// Whether anything changed.
-async fn refresh(config: &Config, id: &str, upstream: &Upstream, kept: &[Kept]) -> bool {
-    let offer = match upstream.listing().await {
-        Ok(listing) => read_listing(&listing).map(|(tools, _)| {
-            let plain = build(config, id, without_text(tools.clone()));
-            (build(config, id, tools), plain)
-        }),
-        Err(error) => {
-            eprintln!("cairnloop-gateway: {id}: its listing changed but cannot be read: {error}");
-            return false;
-        }
-    };
-    let Ok((offer, plain)) = offer else {
-        eprintln!("cairnloop-gateway: {id}: its new listing has no `tools` array");
-        return false;
-    };
+fn reconcile(config: &Config, id: &str, tools: Vec<UpstreamTool>, kept: &[Kept]) -> bool {
+    let plain = build(config, id, without_text(tools.clone()));
+    let offer = build(config, id, tools);
     let mut changed = false;
     for Kept {
         declaration,

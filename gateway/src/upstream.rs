@@ -113,6 +113,8 @@ enum Launch {
 struct Connection {
     /// The connection and its process, until it ends or [`Upstream::shutdown`].
     running: Option<RunningService<RoleClient, Listener>>,
+    /// Whether it was ever started: a start after that is a restart.
+    started: bool,
     /// Set by [`Upstream::shutdown`]: nothing is started again.
     stopped: bool,
     /// Failed starts in a row, and when the next may be tried.
@@ -210,21 +212,78 @@ impl Upstream {
         .await
     }
 
-    async fn reach(launch: Launch, call_timeout: Duration) -> Result<Arc<Self>, UpstreamError> {
-        let listener = Listener::default();
-        let running = launch.connect(listener.clone()).await?;
-        Ok(Arc::new(Self {
+    /// The upstream `command` starts (as [`Upstream::start`] starts it), not started
+    /// yet: the first listing or call that needs it starts it, and after a failed start
+    /// the next waits for [`restart_delay`].
+    ///
+    /// ```
+    /// # use cairnloop_gateway::upstream::Upstream;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    /// let timeout = std::time::Duration::from_secs(1);
+    /// let upstream = Upstream::command("/nonexistent/server", &[], &[], timeout);
+    /// // Nothing is started until it is needed; then the failure is said.
+    /// assert!(runtime.block_on(upstream.listing()).is_err());
+    /// ```
+    #[must_use]
+    pub fn command(
+        command: &str,
+        args: &[String],
+        env: &[(String, String)],
+        call_timeout: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self::new(
+            Launch::Command {
+                command: command.to_owned(),
+                args: args.to_vec(),
+                env: env.to_vec(),
+            },
+            call_timeout,
+        ))
+    }
+
+    /// The upstream at `url` (as [`Upstream::connect`] reaches it), not reached yet:
+    /// the first listing or call that needs it connects.
+    ///
+    /// ```
+    /// # use cairnloop_gateway::upstream::Upstream;
+    /// let timeout = std::time::Duration::from_secs(1);
+    /// let upstream = Upstream::url("http://127.0.0.1:9/mcp", None, timeout);
+    /// # let _ = upstream;
+    /// ```
+    #[must_use]
+    pub fn url(url: &str, token: Option<String>, call_timeout: Duration) -> Arc<Self> {
+        Arc::new(Self::new(
+            Launch::Http {
+                url: url.to_owned(),
+                token,
+            },
+            call_timeout,
+        ))
+    }
+
+    fn new(launch: Launch, call_timeout: Duration) -> Self {
+        Self {
             launch,
-            listener,
+            listener: Listener::default(),
             connection: tokio::sync::Mutex::new(Connection {
-                running: Some(running),
+                running: None,
+                started: false,
                 stopped: false,
                 failures: 0,
                 retry_at: None,
                 restarts: 0,
             }),
             call_timeout,
-        }))
+        }
+    }
+
+    async fn reach(launch: Launch, call_timeout: Duration) -> Result<Arc<Self>, UpstreamError> {
+        let mut upstream = Self::new(launch, call_timeout);
+        let running = upstream.launch.connect(upstream.listener.clone()).await?;
+        let connection = upstream.connection.get_mut();
+        connection.running = Some(running);
+        connection.started = true;
+        Ok(Arc::new(upstream))
     }
 
     /// How many times the upstream was started again after its process went away.
@@ -240,15 +299,10 @@ impl Upstream {
 
     /// The connection to send on: the running one, or a new one when the old one has
     /// gone away (nothing was sent on it, so nothing is lost by starting again).
-    async fn peer(&self) -> Result<Peer<RoleClient>, RunError> {
-        let not_running = |why: String| {
-            RunError::Failed(format!(
-                "not forwarded: the upstream is not running ({why})"
-            ))
-        };
+    async fn peer(&self) -> Result<Peer<RoleClient>, UpstreamError> {
         let mut connection = self.connection.lock().await;
         if connection.stopped {
-            return Err(not_running("the gateway is stopping".into()));
+            return Err(UpstreamError::Start("the gateway is stopping".into()));
         }
         if let Some(running) = &connection.running
             && !running.is_transport_closed()
@@ -259,7 +313,7 @@ impl Upstream {
         if let Some(at) = connection.retry_at
             && now < at
         {
-            return Err(not_running(format!(
+            return Err(UpstreamError::Start(format!(
                 "it failed to start {} time(s) in a row; next attempt in {} ms",
                 connection.failures,
                 at.duration_since(now).as_millis()
@@ -273,14 +327,18 @@ impl Upstream {
                 connection.running = Some(running);
                 connection.failures = 0;
                 connection.retry_at = None;
-                connection.restarts += 1;
-                self.listener.changed.notify_one();
+                if connection.started {
+                    // A new process may list other tools.
+                    connection.restarts += 1;
+                    self.listener.changed.notify_one();
+                }
+                connection.started = true;
                 Ok(peer)
             }
             Err(error) => {
                 connection.failures = connection.failures.saturating_add(1);
                 connection.retry_at = Some(now + restart_delay(connection.failures));
-                Err(not_running(error.to_string()))
+                Err(error)
             }
         }
     }
@@ -306,10 +364,7 @@ impl Upstream {
     ///
     /// The upstream does not answer, or not in time.
     pub async fn listing(&self) -> Result<Value, UpstreamError> {
-        let peer = self
-            .peer()
-            .await
-            .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
+        let peer = self.peer().await?;
         let tools = tokio::time::timeout(START_TIMEOUT, every_page(&peer))
             .await
             .map_err(|_| UpstreamError::Timeout)??;
@@ -347,7 +402,11 @@ impl Upstream {
         let arguments = arguments.as_object().cloned().unwrap_or_default();
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let unknown = |why: String| RunError::OutcomeUnknown(why);
-        let peer = self.peer().await?;
+        let peer = self.peer().await.map_err(|error| {
+            RunError::Failed(format!(
+                "not forwarded: the upstream is not running ({error})"
+            ))
+        })?;
         // A call given up on (its timeout, or the client cancelling its own request) is
         // dropped, and rmcp's client then tells the upstream (`notifications/cancelled`).
         // Whether the upstream stopped in time is not known.

@@ -550,15 +550,73 @@ async fn listing_refused(mode: &str, says: &str) {
     .unwrap();
     let started = std::time::Instant::now();
     let store = SqliteStore::open(dir.join("lanes.db")).unwrap();
-    let Err(error) = cairnloop_gateway::serve::start(&config, store).await else {
-        panic!("{mode}: a gateway started on a listing past its bounds");
+    let gateway = cairnloop_gateway::serve::start(&config, store)
+        .await
+        .unwrap();
+    // The gateway serves without it, and says why.
+    let [(id, message)] = &gateway.unstarted[..] else {
+        panic!("{mode}: {:?}", gateway.unstarted);
     };
-    let message = error.to_string();
+    assert_eq!(id, "bad");
     assert!(message.contains(says), "{mode}: {message}");
+    assert_eq!(
+        gateway
+            .governor
+            .visible(&Actor::new("agent", &[]), &())
+            .count(),
+        0
+    );
     // Not the start timeout (30 s): the bound on pages ended it.
     assert!(
         started.elapsed() < std::time::Duration::from_secs(25),
         "{message}"
     );
+    gateway.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An upstream that will not start (it exits at once until its test says otherwise)
+/// does not stop the gateway: the gateway serves, withholds the upstream's configured
+/// tool (blocked as unknown, never forwarded), tries it again with growing waits, and
+/// offers the tool once the upstream starts and lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_will_not_start_is_tried_again_and_its_tools_withheld_until_it_lists_them()
+{
+    if python().is_none() {
+        return;
+    }
+    let (gateway, dir, log) = gateway_against("wakes", "read_only").await;
+    let governor = &gateway.governor;
+    let agent = Actor::new("agent", &[]);
+    let call = ToolCall::new("bad_write", r#"{"text": "hi"}"#);
+    assert_eq!(gateway.unstarted.len(), 1, "{:?}", gateway.unstarted);
+    assert_eq!(governor.visible(&agent, &()).count(), 0);
+    assert!(matches!(
+        governor.call(&call, &agent, &()).await.unwrap(),
+        Outcome::Blocked(cairnloop::Blocked::UnknownTool)
+    ));
+    assert!(
+        gateway
+            .hidden
+            .iter()
+            .any(|(_, hidden)| hidden.tool == "write" && hidden.reason.contains("not started")),
+        "{:?}",
+        gateway.hidden
+    );
+
+    let mut catalogue = gateway.catalogue.clone();
+    std::fs::write(log.with_extension("log.awake"), "").unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(20), catalogue.changed())
+        .await
+        .expect("the tool is offered once its upstream starts")
+        .unwrap();
+    assert_eq!(governor.visible(&agent, &()).count(), 1);
+    assert!(matches!(
+        governor.call(&call, &agent, &()).await.unwrap(),
+        Outcome::Executed(_)
+    ));
+    let reached = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(reached.lines().count(), 1, "{reached}");
+    gateway.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,7 +12,9 @@ and when log + ".retype" appears it lists `write` again with `text` an integer, 
 time saying so with notifications/tools/list_changed), snoops (answers like fine,
 and first writes the environment it was started with, as JSON, to log + ".env"), pages
 (its listing never ends: every page of `tools/list` names another page after it), bulky
-(its listing is two pages of one tool each, with a 9 MiB description)."""
+(its listing is two pages of one tool each, with a 9 MiB description), wakes (exits at
+once, as a server that cannot start, until the file log + ".awake" appears; then
+answers like fine)."""
 
 import json
 import os
@@ -21,6 +23,9 @@ import threading
 import time
 
 mode, log = sys.argv[1], sys.argv[2]
+
+if mode == "wakes" and not os.path.exists(log + ".awake"):
+    sys.exit(4)
 
 
 WRITING = threading.Lock()
