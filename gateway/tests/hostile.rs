@@ -51,6 +51,20 @@ fn served_config(dir: &Path, mode: &str, more: &str) -> (PathBuf, PathBuf) {
     (config, log)
 }
 
+/// Makes the file `trigger` (what the hostile upstream waits for to change its
+/// listing, or to start) and waits for the gateway's catalogue to change after it.
+async fn catalogue_changes_after(
+    catalogue: &mut tokio::sync::watch::Receiver<u64>,
+    trigger: &Path,
+    what: &str,
+) {
+    std::fs::write(trigger, "").unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(20), catalogue.changed())
+        .await
+        .unwrap_or_else(|_| panic!("{what}"))
+        .unwrap();
+}
+
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile/upstream.py")
 }
@@ -284,11 +298,12 @@ async fn a_changed_listing_withdraws_or_reoffers_a_tool_and_an_approval_never_re
 
     // The upstream renames `write`: the gateway withdraws `bad_write`.
     let mut catalogue = gateway.catalogue.clone();
-    std::fs::write(dir.join("calls.log.rename"), "").unwrap();
-    tokio::time::timeout(std::time::Duration::from_secs(10), catalogue.changed())
-        .await
-        .expect("the catalogue changes after the upstream's notification")
-        .unwrap();
+    catalogue_changes_after(
+        &mut catalogue,
+        &dir.join("calls.log.rename"),
+        "the catalogue changes after the upstream's notification",
+    )
+    .await;
     assert!(listed().is_empty(), "{:?}", listed());
     assert_eq!(governor.visible(&agent, &()).count(), 0);
     assert!(matches!(
@@ -306,11 +321,12 @@ async fn a_changed_listing_withdraws_or_reoffers_a_tool_and_an_approval_never_re
     );
 
     // `write` comes back with `text` an integer: offered again, checked by its new schema.
-    std::fs::write(dir.join("calls.log.retype"), "").unwrap();
-    tokio::time::timeout(std::time::Duration::from_secs(10), catalogue.changed())
-        .await
-        .expect("the catalogue changes again")
-        .unwrap();
+    catalogue_changes_after(
+        &mut catalogue,
+        &dir.join("calls.log.retype"),
+        "the catalogue changes again",
+    )
+    .await;
     let now = listed();
     assert_eq!(now.len(), 1, "{now:?}");
     assert_eq!(now[0].1["properties"]["text"]["type"], "integer");
@@ -377,11 +393,12 @@ async fn a_configured_tool_the_upstream_lists_later_is_withheld_until_then() {
 
     // The upstream now lists `write2` (and no longer `write`).
     let mut catalogue = gateway.catalogue.clone();
-    std::fs::write(dir.join("calls.log.rename"), "").unwrap();
-    tokio::time::timeout(std::time::Duration::from_secs(10), catalogue.changed())
-        .await
-        .expect("the catalogue changes after the upstream's notification")
-        .unwrap();
+    catalogue_changes_after(
+        &mut catalogue,
+        &dir.join("calls.log.rename"),
+        "the catalogue changes after the upstream's notification",
+    )
+    .await;
     assert_eq!(visible(), ["bad_write2"]);
     let offered = governor
         .visible(&agent, &())
@@ -605,11 +622,12 @@ async fn an_upstream_that_will_not_start_is_tried_again_and_its_tools_withheld_u
     );
 
     let mut catalogue = gateway.catalogue.clone();
-    std::fs::write(log.with_extension("log.awake"), "").unwrap();
-    tokio::time::timeout(std::time::Duration::from_secs(20), catalogue.changed())
-        .await
-        .expect("the tool is offered once its upstream starts")
-        .unwrap();
+    catalogue_changes_after(
+        &mut catalogue,
+        &log.with_extension("log.awake"),
+        "the tool is offered once its upstream starts",
+    )
+    .await;
     assert_eq!(governor.visible(&agent, &()).count(), 1);
     assert!(matches!(
         governor.call(&call, &agent, &()).await.unwrap(),
