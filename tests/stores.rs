@@ -493,6 +493,45 @@ fn a_store_locked_by_another_process_gives_a_typed_error_and_loses_nothing() {
     assert!(pollster::block_on(governor.approve(&key, "lead")).is_ok());
 }
 
+/// A move is its lane and its event together: when the event cannot be written, the
+/// lane's change is undone with it (the move's savepoint), and the store goes on.
+#[test]
+fn a_move_whose_event_cannot_be_written_leaves_its_lane_as_it_was() {
+    let scratch = Scratch::new("half-move");
+    let path = scratch.file("approvals.db");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    let call = ToolCall::new("refund_order", REFUND);
+    let governor = governor(&path, &clock);
+    let key = propose_refund(&governor, &call);
+    // Another connection makes the approval's event fail, after the lane is written.
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other
+        .execute_batch(
+            "CREATE TRIGGER refuse_approvals BEFORE INSERT ON events \
+             WHEN NEW.record LIKE '%\"approved\"%' \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;",
+        )
+        .unwrap();
+    let refused = pollster::block_on(governor.approve(&key, "lead"));
+    assert!(
+        matches!(refused, Err(ApprovalError::Store(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        pollster::block_on(governor.lane(&key)).unwrap().state(),
+        LaneState::Pending,
+        "the lane was changed without its event"
+    );
+    other
+        .execute_batch("DROP TRIGGER refuse_approvals")
+        .unwrap();
+    pollster::block_on(governor.approve(&key, "lead")).unwrap();
+    assert_eq!(
+        pollster::block_on(governor.lane(&key)).unwrap().state(),
+        LaneState::Approved
+    );
+}
+
 #[test]
 fn a_recorded_output_of_null_survives_the_file_and_is_given_back() {
     let scratch = Scratch::new("null-output");

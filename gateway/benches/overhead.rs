@@ -13,6 +13,11 @@
 //! cargo bench -p cairnloop-gateway --bench overhead -- 10000   # more
 //! ```
 //!
+//! A third instance is reached through a relay that does no work: this bench's own
+//! binary, started with `--relay`, copying lines between its standard streams and the
+//! server's. Any proxy pays what the relay adds (two more pipes, one more process to
+//! wake): it is the floor the gateway's figures are read against.
+//!
 //! Needs `node` and the server from `npm ci` in `tests/mcp-ts` (or
 //! `CAIRNLOOP_FILESYSTEM_SERVER`). Prints the figures and whether the goal is met
 //! (≤ 1 ms added at the median, ≤ 10 % at the 99th percentile); it asserts nothing about
@@ -74,7 +79,44 @@ fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
+/// The relay: starts `program` with `args` and copies each line between this process's
+/// standard streams and the program's, doing nothing else.
+fn relay(program: &str, args: &[String]) {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the relayed server");
+    let mut to_child = child.stdin.take().expect("stdin");
+    let from_child = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        let mut out = std::io::stdout().lock();
+        for line in std::io::BufReader::new(from_child).lines() {
+            let Ok(line) = line else { break };
+            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                break;
+            }
+        }
+    });
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if writeln!(to_child, "{line}").is_err() {
+            break;
+        }
+    }
+    drop(to_child);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|arg| arg == "--relay") {
+        return relay(&args[at + 1], &args[at + 2..]);
+    }
     let rounds = std::env::args()
         .skip(1)
         .find_map(|arg| arg.parse::<usize>().ok())
@@ -107,10 +149,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (direct, through) = runtime.block_on(async {
-        let direct = connect(
-            Path::new("node"),
-            &[&script.display().to_string(), &share.display().to_string()],
+    let (direct, relayed, through) = runtime.block_on(async {
+        let server = [script.display().to_string(), share.display().to_string()];
+        let direct = connect(Path::new("node"), &[&server[0], &server[1]]).await;
+        let relayed = connect(
+            &std::env::current_exe().expect("this bench"),
+            &["--relay", "node", &server[0], &server[1]],
         )
         .await;
         let gateway = PathBuf::from(env!("CARGO_BIN_EXE_cairnloop-gateway"));
@@ -125,43 +169,60 @@ fn main() {
         )
         .await;
         let arguments = json!({ "path": file.display().to_string() });
+        // Each round calls all three, in an order that turns with the round.
+        let arms = [
+            (&direct, "read_text_file", false),
+            (&relayed, "read_text_file", false),
+            (&through, "fs_read_text_file", true),
+        ];
         for _ in 0..WARM_UP {
-            timed(&direct, "read_text_file", &arguments, false).await;
-            timed(&through, "fs_read_text_file", &arguments, true).await;
-        }
-        let mut direct_times = Vec::with_capacity(rounds);
-        let mut through_times = Vec::with_capacity(rounds);
-        for round in 0..rounds {
-            if round % 2 == 0 {
-                direct_times.push(timed(&direct, "read_text_file", &arguments, false).await);
-                through_times.push(timed(&through, "fs_read_text_file", &arguments, true).await);
-            } else {
-                through_times.push(timed(&through, "fs_read_text_file", &arguments, true).await);
-                direct_times.push(timed(&direct, "read_text_file", &arguments, false).await);
+            for (client, tool, gateway) in arms {
+                timed(client, tool, &arguments, gateway).await;
             }
         }
-        let _ = direct.cancel().await;
-        let _ = through.cancel().await;
-        (direct_times, through_times)
+        let mut times = [(); 3].map(|()| Vec::with_capacity(rounds));
+        for round in 0..rounds {
+            for turn in 0..3 {
+                let arm = (round + turn) % 3;
+                let (client, tool, gateway) = arms[arm];
+                times[arm].push(timed(client, tool, &arguments, gateway).await);
+            }
+        }
+        for client in [direct, relayed, through] {
+            let _ = client.cancel().await;
+        }
+        let [direct, relayed, through] = times;
+        (direct, relayed, through)
     });
     let _ = std::fs::remove_dir_all(&dir);
-    report(rounds, direct, through);
+    report(rounds, direct, relayed, through);
 }
 
-fn report(rounds: usize, mut direct: Vec<Duration>, mut through: Vec<Duration>) {
-    direct.sort_unstable();
-    through.sort_unstable();
+fn report(
+    rounds: usize,
+    mut direct: Vec<Duration>,
+    mut relayed: Vec<Duration>,
+    mut through: Vec<Duration>,
+) {
+    for times in [&mut direct, &mut relayed, &mut through] {
+        times.sort_unstable();
+    }
     println!(
         "gateway overhead: read_text_file of a 5-byte file, {rounds} interleaved rounds after {WARM_UP} warm-up calls each"
     );
     println!(
         "gateway: `cairnloop-gateway serve`, SQLite store (one file); audit sink: that store (one record per decision)"
     );
+    println!("relay: a process that copies lines both ways and does nothing else");
     println!(
         "{:<10} {:>10} {:>10} {:>10}",
         "", "p50 ms", "p90 ms", "p99 ms"
     );
-    for (name, times) in [("direct", &direct), ("gateway", &through)] {
+    for (name, times) in [
+        ("direct", &direct),
+        ("relay", &relayed),
+        ("gateway", &through),
+    ] {
         println!(
             "{name:<10} {:>10.3} {:>10.3} {:>10.3}",
             ms(percentile(times, 0.50)),
@@ -169,12 +230,23 @@ fn report(rounds: usize, mut direct: Vec<Duration>, mut through: Vec<Duration>) 
             ms(percentile(times, 0.99)),
         );
     }
-    let added_p50 = ms(percentile(&through, 0.50)) - ms(percentile(&direct, 0.50));
-    let p99_ratio = ms(percentile(&through, 0.99)) / ms(percentile(&direct, 0.99));
+    let added_p50 =
+        |times: &[Duration]| ms(percentile(times, 0.50)) - ms(percentile(&direct, 0.50));
+    let p99_ratio =
+        |times: &[Duration]| ms(percentile(times, 0.99)) / ms(percentile(&direct, 0.99));
     let verdict = |met: bool| if met { "met" } else { "NOT met" };
     println!(
-        "added at p50: {added_p50:.3} ms (goal <= 1 ms: {}); p99 ratio: {p99_ratio:.3}x (goal <= 1.10x: {})",
-        verdict(added_p50 <= 1.0),
-        verdict(p99_ratio <= 1.10),
+        "relay (the floor of any proxy): added at p50 {:.3} ms, p99 ratio {:.3}x",
+        added_p50(&relayed),
+        p99_ratio(&relayed),
+    );
+    println!(
+        "gateway: added at p50: {:.3} ms (goal <= 1 ms: {}); p99 ratio: {:.3}x (goal <= 1.10x: {}); \
+         p99 against the relay's: {:.3}x",
+        added_p50(&through),
+        verdict(added_p50(&through) <= 1.0),
+        p99_ratio(&through),
+        verdict(p99_ratio(&through) <= 1.10),
+        ms(percentile(&through, 0.99)) / ms(percentile(&relayed, 0.99)),
     );
 }

@@ -248,6 +248,9 @@ impl SqliteStore {
         connection
             .busy_timeout(options.busy_timeout)
             .map_err(classify)?;
+        // Room for every statement the store prepares (transactions, savepoints, moves,
+        // the listings' variants), so none is parsed again under load.
+        connection.set_prepared_statement_cache_capacity(64);
         if options.read_only {
             let version = user_version(&connection)?;
             if version != SCHEMA_VERSION {
@@ -429,10 +432,27 @@ fn in_move<T>(
     connection: &mut Connection,
     body: impl FnOnce(&Connection) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    let savepoint = connection.savepoint().map_err(classify)?;
-    let value = body(&savepoint)?;
-    savepoint.commit().map_err(classify)?;
-    Ok(value)
+    // The statements are prepared once per connection: every move runs them.
+    run_cached(connection, "SAVEPOINT move")?;
+    let done = body(connection).and_then(|value| {
+        run_cached(connection, "RELEASE move")?;
+        Ok(value)
+    });
+    if done.is_err() {
+        // Undone to where the move began; the batch's other moves are kept.
+        let _ = run_cached(connection, "ROLLBACK TO move");
+        let _ = run_cached(connection, "RELEASE move");
+    }
+    done
+}
+
+/// Runs one statement that returns no rows, prepared once per connection.
+fn run_cached(connection: &Connection, sql: &str) -> Result<(), StoreError> {
+    connection
+        .prepare_cached(sql)
+        .and_then(|mut statement| statement.execute([]))
+        .map(|_| ())
+        .map_err(classify)
 }
 
 /// The store's connection, and the last `data_version` it saw: SQLite moves that number
@@ -469,13 +489,12 @@ impl std::ops::DerefMut for Watched {
 
 impl Batch for Watched {
     fn begin(&mut self) -> Result<(), StoreError> {
-        self.execute_batch("BEGIN IMMEDIATE").map_err(classify)
+        run_cached(self, "BEGIN IMMEDIATE")
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
-        self.execute_batch("COMMIT").map_err(|error| {
-            let _ = self.execute_batch("ROLLBACK");
-            classify(error)
+        run_cached(self, "COMMIT").inspect_err(|_| {
+            let _ = run_cached(self, "ROLLBACK");
         })
     }
 
@@ -591,7 +610,8 @@ impl ApprovalStore for SqliteStore {
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.worker.run(Access::Write, move |connection| {
             let text = encode(&record)?;
-            in_move(connection, |connection| append_event(connection, &text))
+            // One statement: undone by itself if it fails, so no savepoint is needed.
+            append_event(connection, &text)
         })
     }
 
