@@ -174,7 +174,11 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                     unlisted(config, &declared.id, &mentioned),
                 )
             }
-            Err(why) => {
+            Err(not_read) => {
+                let why = match not_read {
+                    Unlisted::Stopped => UpstreamError::Stopped.to_string(),
+                    Unlisted::Failed(why) => why,
+                };
                 unstarted.push((declared.id.clone(), why));
                 (Offer::default(), unlisted(config, &declared.id, &[]))
             }
@@ -256,7 +260,8 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                             apply(tools);
                             break;
                         }
-                        Err(why) => {
+                        Err(Unlisted::Stopped) => return,
+                        Err(Unlisted::Failed(why)) => {
                             failures = failures.saturating_add(1);
                             eprintln!(
                                 "cairnloop-gateway: {id}: not started: {why}; tried again in \
@@ -271,7 +276,8 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                 upstream.listing_changed().await;
                 match listed(&upstream).await {
                     Ok((tools, _)) => apply(tools),
-                    Err(why) => eprintln!(
+                    Err(Unlisted::Stopped) => return,
+                    Err(Unlisted::Failed(why)) => eprintln!(
                         "cairnloop-gateway: {id}: its listing changed but cannot be read: {why}"
                     ),
                 }
@@ -290,12 +296,20 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
 /// The upstream's listing, read: its tools, and what was set aside.
 async fn listed(
     upstream: &Upstream,
-) -> Result<(Vec<UpstreamTool>, Vec<crate::catalogue::SetAside>), String> {
-    let listing = upstream
-        .listing()
-        .await
-        .map_err(|error| error.to_string())?;
-    read_listing(&listing).map_err(|error| error.to_string())
+) -> Result<(Vec<UpstreamTool>, Vec<crate::catalogue::SetAside>), Unlisted> {
+    let listing = upstream.listing().await.map_err(|error| match error {
+        UpstreamError::Stopped => Unlisted::Stopped,
+        other => Unlisted::Failed(other.to_string()),
+    })?;
+    read_listing(&listing).map_err(|error| Unlisted::Failed(error.to_string()))
+}
+
+/// Why an upstream's listing was not read.
+enum Unlisted {
+    /// The gateway is stopping: nothing more is tried.
+    Stopped,
+    /// Why, for a person.
+    Failed(String),
 }
 
 /// Brings upstream `id`'s tools in line with the listing that gave `tools`: a tool it

@@ -67,6 +67,9 @@ pub enum UpstreamError {
     /// It took longer than [`START_TIMEOUT`].
     #[error("the upstream did not answer in time")]
     Timeout,
+    /// [`Upstream::shutdown`] was called: nothing is started again.
+    #[error("the gateway is stopping")]
+    Stopped,
 }
 
 /// The first wait before an upstream that would not start is started again; each failure
@@ -302,7 +305,7 @@ impl Upstream {
     async fn peer(&self) -> Result<Peer<RoleClient>, UpstreamError> {
         let mut connection = self.connection.lock().await;
         if connection.stopped {
-            return Err(UpstreamError::Start("the gateway is stopping".into()));
+            return Err(UpstreamError::Stopped);
         }
         if let Some(running) = &connection.running
             && !running.is_transport_closed()
@@ -375,6 +378,15 @@ impl Upstream {
 
     /// Stops talking to the upstream and ends its process: its input is closed, then it
     /// is asked to stop (`SIGTERM`) and killed if it does not (a few seconds each).
+    /// Nothing starts it again.
+    ///
+    /// ```
+    /// # use cairnloop_gateway::upstream::{Upstream, UpstreamError};
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    /// let upstream = Upstream::command("/nonexistent/server", &[], &[], std::time::Duration::from_secs(1));
+    /// runtime.block_on(upstream.shutdown());
+    /// assert!(matches!(runtime.block_on(upstream.listing()), Err(UpstreamError::Stopped)));
+    /// ```
     pub async fn shutdown(&self) {
         let mut connection = self.connection.lock().await;
         connection.stopped = true;
