@@ -431,18 +431,24 @@ impl rmcp::ClientHandler for Told {
 }
 
 /// Through the binary, over stdio: the gateway says its tools list changes, and tells its
-/// client when an upstream's new listing changed it.
+/// client when an upstream's new listing changed it; an upstream that would not start
+/// does not stop the gateway, and its tool appears, the client told, once it starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_is_told_when_an_upstream_listing_changes_what_is_offered() {
-    use rmcp::ServiceExt;
-    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
-
     if python().is_none() {
         return;
     }
-    let dir = fresh_dir("told");
-    let (config, log) = served_config(&dir, "renames", "");
-    let rename = log.with_extension("log.rename");
+    // The mode, the file that changes the upstream, and the tools listed before and after.
+    told_when("renames", "log.rename", 1, 0).await;
+    told_when("wakes", "log.awake", 0, 1).await;
+}
+
+async fn told_when(mode: &str, trigger: &str, before: usize, after: usize) {
+    use rmcp::ServiceExt;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+
+    let dir = fresh_dir(&format!("told-{mode}"));
+    let (config, log) = served_config(&dir, mode, "");
     let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway")).configure(
         |command| {
             command
@@ -463,13 +469,22 @@ async fn a_client_is_told_when_an_upstream_listing_changes_what_is_offered() {
         capabilities.and_then(|tools| tools.list_changed),
         Some(true)
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 1);
-    std::fs::write(&rename, "").unwrap();
-    tokio::time::timeout(std::time::Duration::from_secs(10), told.0.notified())
+    assert_eq!(
+        client.list_all_tools().await.unwrap().len(),
+        before,
+        "{mode}"
+    );
+    std::fs::write(log.with_extension(trigger), "").unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(20), told.0.notified())
         .await
-        .expect("the client is told the list changed");
-    assert!(client.list_all_tools().await.unwrap().is_empty());
+        .unwrap_or_else(|_| panic!("{mode}: the client is told the list changed"));
+    assert_eq!(
+        client.list_all_tools().await.unwrap().len(),
+        after,
+        "{mode}"
+    );
     client.cancel().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An upstream reads its environment, which the gateway started it with: what it needs
