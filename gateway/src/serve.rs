@@ -112,49 +112,7 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
     let mut upstreams = Vec::new();
     let mut watched = Vec::new();
     for declared in &config.upstreams {
-        let upstream = match &declared.transport {
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                pass_env,
-            } => {
-                // Handed on by name from the gateway's environment, then the file's own
-                // values. A name the gateway does not have is left out, and said: an
-                // upstream missing its credential fails later, and less clearly.
-                let mut handed = Vec::with_capacity(pass_env.len() + env.len());
-                for name in pass_env {
-                    match std::env::var(name) {
-                        Ok(value) => handed.push((name.clone(), value)),
-                        Err(_) => eprintln!(
-                            "cairnloop-gateway: {}: `pass_env` names {name}, which the \
-                             gateway's environment does not hold (or not as text): the \
-                             upstream starts without it",
-                            declared.id
-                        ),
-                    }
-                }
-                handed.extend(env.iter().cloned());
-                Upstream::command(command, args, &handed, declared.call_timeout)
-            }
-            Transport::Http { url, token_env } => {
-                let token = match token_env {
-                    Some(name) => match std::env::var(name) {
-                        Ok(token) if !token.is_empty() => Some(token),
-                        _ => {
-                            return Err(StartError::Upstream {
-                                id: declared.id.clone(),
-                                error: UpstreamError::Start(format!(
-                                    "the environment variable {name} holds no token"
-                                )),
-                            });
-                        }
-                    },
-                    None => None,
-                };
-                Upstream::url(url, token, declared.call_timeout)
-            }
-        };
+        let upstream = upstream_of(declared)?;
         let (offer, later) = match listed(&upstream).await {
             Ok((tools, set_aside)) => {
                 let mentioned: Vec<String> = tools
@@ -243,46 +201,7 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
     let changed = Arc::new(changed);
     for (id, upstream, kept, listed_at_start) in watched {
         let (config, changed) = (config.clone(), Arc::clone(&changed));
-        tokio::spawn(async move {
-            let apply = |tools: Vec<UpstreamTool>| {
-                if reconcile(&config, &id, tools, &kept) {
-                    changed.send_modify(|count| *count += 1);
-                }
-            };
-            if !listed_at_start {
-                // Tried again, with growing waits, until it lists its tools.
-                let mut failures = 1;
-                loop {
-                    tokio::time::sleep(restart_delay(failures)).await;
-                    match listed(&upstream).await {
-                        Ok((tools, _)) => {
-                            eprintln!("cairnloop-gateway: {id}: started");
-                            apply(tools);
-                            break;
-                        }
-                        Err(Unlisted::Stopped) => return,
-                        Err(Unlisted::Failed(why)) => {
-                            failures = failures.saturating_add(1);
-                            eprintln!(
-                                "cairnloop-gateway: {id}: not started: {why}; tried again in \
-                                 {} ms",
-                                restart_delay(failures).as_millis()
-                            );
-                        }
-                    }
-                }
-            }
-            loop {
-                upstream.listing_changed().await;
-                match listed(&upstream).await {
-                    Ok((tools, _)) => apply(tools),
-                    Err(Unlisted::Stopped) => return,
-                    Err(Unlisted::Failed(why)) => eprintln!(
-                        "cairnloop-gateway: {id}: its listing changed but cannot be read: {why}"
-                    ),
-                }
-            }
-        });
+        tokio::spawn(follow(config, id, upstream, kept, listed_at_start, changed));
     }
     Ok(Gateway {
         governor,
@@ -290,6 +209,104 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
         unstarted,
         upstreams,
         catalogue,
+    })
+}
+
+/// Keeps upstream `id`'s tools in line with its listing for as long as the gateway
+/// runs: first, if it did not list at start, tries it again with growing waits until it
+/// does; then reads its listing again each time it says it changed (or restarts).
+/// `changed` moves on when what the gateway offers changed.
+async fn follow(
+    config: Config,
+    id: String,
+    upstream: Arc<Upstream>,
+    kept: Vec<Kept>,
+    listed_at_start: bool,
+    changed: Arc<tokio::sync::watch::Sender<u64>>,
+) {
+    let apply = |tools: Vec<UpstreamTool>| {
+        if reconcile(&config, &id, tools, &kept) {
+            changed.send_modify(|count| *count += 1);
+        }
+    };
+    if !listed_at_start {
+        let mut failures = 1;
+        loop {
+            tokio::time::sleep(restart_delay(failures)).await;
+            match listed(&upstream).await {
+                Ok((tools, _)) => {
+                    eprintln!("cairnloop-gateway: {id}: started");
+                    apply(tools);
+                    break;
+                }
+                Err(Unlisted::Stopped) => return,
+                Err(Unlisted::Failed(why)) => {
+                    failures = failures.saturating_add(1);
+                    eprintln!(
+                        "cairnloop-gateway: {id}: not started: {why}; tried again in {} ms",
+                        restart_delay(failures).as_millis()
+                    );
+                }
+            }
+        }
+    }
+    loop {
+        upstream.listing_changed().await;
+        match listed(&upstream).await {
+            Ok((tools, _)) => apply(tools),
+            Err(Unlisted::Stopped) => return,
+            Err(Unlisted::Failed(why)) => {
+                eprintln!("cairnloop-gateway: {id}: its listing changed but cannot be read: {why}")
+            }
+        }
+    }
+}
+
+/// The upstream `declared` describes, not started yet: its environment made (a
+/// `pass_env` name the gateway lacks is said, and left out), its credential read.
+fn upstream_of(declared: &crate::config::Upstream) -> Result<Arc<Upstream>, StartError> {
+    Ok(match &declared.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            pass_env,
+        } => {
+            // Handed on by name from the gateway's environment, then the file's own
+            // values. A name the gateway does not have is left out, and said: an
+            // upstream missing its credential fails later, and less clearly.
+            let mut handed = Vec::with_capacity(pass_env.len() + env.len());
+            for name in pass_env {
+                match std::env::var(name) {
+                    Ok(value) => handed.push((name.clone(), value)),
+                    Err(_) => eprintln!(
+                        "cairnloop-gateway: {}: `pass_env` names {name}, which the \
+                         gateway's environment does not hold (or not as text): the \
+                         upstream starts without it",
+                        declared.id
+                    ),
+                }
+            }
+            handed.extend(env.iter().cloned());
+            Upstream::command(command, args, &handed, declared.call_timeout)
+        }
+        Transport::Http { url, token_env } => {
+            let token = match token_env {
+                Some(name) => match std::env::var(name) {
+                    Ok(token) if !token.is_empty() => Some(token),
+                    _ => {
+                        return Err(StartError::Upstream {
+                            id: declared.id.clone(),
+                            error: UpstreamError::Start(format!(
+                                "the environment variable {name} holds no token"
+                            )),
+                        });
+                    }
+                },
+                None => None,
+            };
+            Upstream::url(url, token, declared.call_timeout)
+        }
     })
 }
 
