@@ -1,10 +1,17 @@
 //! cairnloop's gateway: tiers, approvals bound to the exact call, four eyes and audit in
-//! front of MCP servers cairnloop did not write. Built so far: its configuration
-//! ([`config`], checked by `cairnloop-gateway check CONFIG`, which prints every problem of
-//! a file at once), and what it offers from an upstream's tool listing ([`catalogue`]:
-//! each tool matched with its declaration, the upstream's hints only ever tightening,
-//! declared to the crate as a [`cairnloop::json::DeclaredTool`]). It does not yet start
-//! upstreams or serve.
+//! front of MCP servers cairnloop did not write.
+//!
+//! - [`config`]: the TOML file (upstreams, and per upstream tool its tier, scopes, mode,
+//!   preview and accounts), checked by `cairnloop-gateway check CONFIG`, which prints
+//!   every problem of a file at once with its line.
+//! - [`catalogue`]: what the gateway offers from an upstream's listing, each tool matched
+//!   with its declaration, the upstream's hints only ever tightening, declared to the
+//!   crate as a [`cairnloop::json::DeclaredTool`].
+//! - [`upstream`]: an upstream started by a command or reached by URL, started again
+//!   with growing waits when it goes away, its listing and calls bounded.
+//! - [`serve`]: one governor over every upstream's tools, with a SQLite store; the
+//!   catalogue kept in line with each upstream's listing. The `cairnloop-gateway` binary
+//!   serves it over stdio or Streamable HTTP, with the console if configured.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -24,8 +24,9 @@ const USAGE: &str = "usage: cairnloop-gateway check CONFIG
 
   check CONFIG      read CONFIG (TOML), print every problem with its line and column, and
                     exit 1 if there is one; otherwise list what it declares
-  serve CONFIG      start every upstream, and serve the tools CONFIG declares over stdio
-                    (MCP), for [gateway] local_actor with its local_scopes; lanes in PATH.
+  serve CONFIG      start every upstream (one that does not start is tried again, its
+                    tools withheld until then), and serve the tools CONFIG declares over
+                    stdio (MCP), for [gateway] local_actor with its local_scopes; lanes in PATH.
                     With --http: over Streamable HTTP as [gateway.http] says, each
                     request with an OAuth access token, for the token's subject.
                     With [console]: the approval console too, at its address
