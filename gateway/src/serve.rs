@@ -235,7 +235,19 @@ async fn follow(
             tokio::time::sleep(restart_delay(failures)).await;
             match listed(&upstream).await {
                 Ok((tools, _)) => {
-                    eprintln!("cairnloop-gateway: {id}: started");
+                    let by_default = config
+                        .upstreams
+                        .iter()
+                        .any(|upstream| upstream.id == id && upstream.default_tier.is_some());
+                    // The registry was made at start: only the tools declared then can be
+                    // offered now.
+                    let note = if by_default {
+                        "; its configured tools are offered, the ones its `default_tier` \
+                         would take in only after a restart"
+                    } else {
+                        "; its configured tools are offered"
+                    };
+                    eprintln!("cairnloop-gateway: {id}: started{note}");
                     apply(tools);
                     break;
                 }
