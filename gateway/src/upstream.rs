@@ -440,12 +440,12 @@ impl Upstream {
                 }
                 other => unknown(format!("the upstream failed: {other}")),
             })?;
-        let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
-        if result.to_string().len() > MAX_RESULT_BYTES {
+        if !fits(&result, MAX_RESULT_BYTES) {
             return Err(unknown(format!(
                 "the upstream's result is larger than {MAX_RESULT_BYTES} bytes"
             )));
         }
+        let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return Err(RunError::Failed(error_text(&result)));
         }
@@ -560,6 +560,27 @@ async fn connect_http(
         .await
         .map_err(|_| UpstreamError::Timeout)?
         .map_err(|error| UpstreamError::Protocol(error.to_string()))
+}
+
+/// Whether `value`, written as JSON, takes at most `most` bytes: counted as it is
+/// written, and stopped at the first byte past the bound (no copy of the text is made).
+fn fits(value: &rmcp::model::CallToolResult, most: usize) -> bool {
+    struct Counter {
+        left: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.left = self
+                .left
+                .checked_sub(bytes.len())
+                .ok_or_else(|| std::io::Error::other("past the bound"))?;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Counter { left: most }, value).is_ok()
 }
 
 /// The text of an error result, as the upstream wrote it.
