@@ -113,24 +113,19 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
     let mut watched = Vec::new();
     for declared in &config.upstreams {
         let upstream = upstream_of(declared)?;
-        let (offer, later) = match listed(&upstream).await {
+        let (offer, later, listed_at_start) = match listed(&upstream).await {
             Ok((tools, set_aside)) => {
-                let mentioned: Vec<String> = tools
-                    .iter()
-                    .map(|tool| tool.name.clone())
-                    .chain(set_aside.iter().filter_map(|aside| aside.name.clone()))
+                let mentioned: Vec<&str> = (tools.iter().map(|tool| tool.name.as_str()))
+                    .chain(set_aside.iter().filter_map(|aside| aside.name.as_deref()))
                     .collect();
+                let later = unlisted(config, &declared.id, &mentioned);
                 for aside in set_aside {
                     hidden.push((
                         declared.id.clone(),
                         Hidden::new(aside.name.unwrap_or_default(), aside.reason),
                     ));
                 }
-                let mentioned: Vec<&str> = mentioned.iter().map(String::as_str).collect();
-                (
-                    build(config, &declared.id, tools),
-                    unlisted(config, &declared.id, &mentioned),
-                )
+                (build(config, &declared.id, tools), later, true)
             }
             Err(not_read) => {
                 let why = match not_read {
@@ -138,10 +133,9 @@ pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, Start
                     Unlisted::Failed(why) => why,
                 };
                 unstarted.push((declared.id.clone(), why));
-                (Offer::default(), unlisted(config, &declared.id, &[]))
+                (Offer::default(), unlisted(config, &declared.id, &[]), false)
             }
         };
-        let listed_at_start = unstarted.last().is_none_or(|(id, _)| *id != declared.id);
         // Configured tools the upstream does not list yet are declared now, withdrawn,
         // and offered when it lists them: the registry is made once.
         let mut kept = Vec::new();
@@ -350,7 +344,12 @@ enum Unlisted {
 /// configuration does not name stay hidden: the catalogue is the configuration's.
 /// Whether anything changed.
 fn reconcile(config: &Config, id: &str, tools: Vec<UpstreamTool>, kept: &[Kept]) -> bool {
-    let plain = build(config, id, without_text(tools.clone()));
+    // Only tools declared late are compared without the upstream's text.
+    let plain = if kept.iter().any(|kept| kept.late) {
+        build(config, id, without_text(tools.clone()))
+    } else {
+        Offer::default()
+    };
     let offer = build(config, id, tools);
     let mut changed = false;
     for Kept {
