@@ -29,7 +29,6 @@ pub(crate) fn canonical_text<T: Serialize + ?Sized>(input: &T) -> Result<String,
     let mut state = State {
         out: String::with_capacity(128),
         entries: Entries::new(),
-        scratch: String::new(),
     };
     if input.serialize(Canonical { state: &mut state }).is_ok() {
         return Ok(state.out);
@@ -65,8 +64,6 @@ impl ser::Error for Unsure {
 struct State {
     out: String,
     entries: Entries,
-    /// Where an object's entries wait while they are put in order.
-    scratch: String,
 }
 
 /// One entry of an object, by where it is in the text: its key (without the quotes),
@@ -89,19 +86,17 @@ impl Entry {
         prefix: 0,
     };
 
-    /// The key, in `text`, which begins at `from` of the whole text.
-    fn key(self, text: &str, from: usize) -> &[u8] {
-        text.get(self.key_start - from..self.key_end - from)
+    /// The key, in the whole text.
+    fn key(self, text: &str) -> &[u8] {
+        text.get(self.key_start..self.key_end)
             .unwrap_or_default()
             .as_bytes()
     }
-
-    /// The whole entry, `"key":value`, in `text`, which begins at `from`.
-    fn whole(self, text: &str, from: usize) -> &str {
-        text.get(self.key_start - 1 - from..self.value_end - from)
-            .unwrap_or_default()
-    }
 }
+
+/// How many bytes of an object's text wait on the stack while its entries are put in
+/// order; a longer object's wait on the heap.
+const ROOM: usize = 256;
 
 /// How many entries are kept on the stack before they move to the heap: most inputs
 /// have fewer, and then cost no allocation for them.
@@ -547,26 +542,18 @@ impl Object<'_> {
     }
 
     fn close(self) -> Result<(), Unsure> {
-        let State {
-            out,
-            entries,
-            scratch,
-        } = self.state;
+        let State { out, entries } = self.state;
         let mine = entries.from(self.base);
         let basic = self.basic;
+        let key = |entry: &Entry| entry.key(out);
         let in_order = basic
             && mine
                 .windows(2)
                 .all(|pair| match pair[0].prefix.cmp(&pair[1].prefix) {
-                    Ordering::Equal => pair[0].key(out, 0) < pair[1].key(out, 0),
+                    Ordering::Equal => key(&pair[0]) < key(&pair[1]),
                     order => order == Ordering::Less,
                 });
         if !in_order {
-            scratch.clear();
-            scratch.push_str(out.get(self.start..).unwrap_or_default());
-            out.truncate(self.start);
-            let start = self.start;
-            let key = |entry: &Entry| entry.key(scratch, start);
             if basic {
                 mine.sort_unstable_by(|a, b| {
                     a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b)))
@@ -585,11 +572,31 @@ impl Object<'_> {
                 // The value route keeps the last of a repeated key.
                 return Err(Unsure);
             }
+            // The entries as they came wait on the stack (most objects are small) while
+            // they are written back in order.
+            let start = self.start;
+            let mut room = [0_u8; ROOM];
+            let mut spilled = String::new();
+            let came = out.get(start..).unwrap_or_default();
+            let came = match room.get_mut(..came.len()) {
+                Some(room) => {
+                    room.copy_from_slice(came.as_bytes());
+                    core::str::from_utf8(room).map_err(|_| Unsure)?
+                }
+                None => {
+                    spilled.push_str(came);
+                    &spilled
+                }
+            };
+            out.truncate(start);
             for (i, entry) in mine.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(entry.whole(scratch, start));
+                let whole = came
+                    .get(entry.key_start - 1 - start..entry.value_end - start)
+                    .ok_or(Unsure)?;
+                out.push_str(whole);
             }
         }
         entries.truncate(self.base);
@@ -787,7 +794,6 @@ mod tests {
         let mut state = State {
             out: String::new(),
             entries: Entries::new(),
-            scratch: String::new(),
         };
         input.serialize(Canonical { state: &mut state }).ok()?;
         Some(state.out)
@@ -1020,13 +1026,17 @@ mod tests {
         let written = direct(&outer).expect("vouched for");
         assert_eq!(written, by_value(&outer));
         assert!(written.starts_with(r#"{"a":{"z0":0,"z1":1,"#), "{written}");
+        // 40 entries out of order, whose text is longer than the room the stack keeps
+        // for it.
         let wide = AsGiven(
             (0..40)
                 .rev()
                 .map(|i| (alloc::format!("w{i:02}"), 1))
                 .collect(),
         );
-        assert_eq!(direct(&wide).unwrap(), by_value(&wide));
+        let written = direct(&wide).unwrap();
+        assert!(written.len() > super::ROOM, "{written}");
+        assert_eq!(written, by_value(&wide));
     }
 
     #[test]
