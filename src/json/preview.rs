@@ -190,27 +190,68 @@ const SECRET_WORDS: [&str; 8] = [
 ];
 
 pub(crate) fn is_secret_name(name: &str) -> bool {
-    // Names are short: each place is looked at once, with the byte after it, and
-    // compared whole only with the words those two letters begin (`| 0x20` lowers an
-    // ASCII letter, and turns no other byte into one). The words are `SECRET_WORDS`; a
-    // test holds the two lists together.
+    // Names are short: each place whose letter begins a word is looked at with the byte
+    // after it, and compared whole only with the words those two letters begin (`| 0x20`
+    // lowers an ASCII letter, and turns no other byte into one). The words are
+    // `SECRET_WORDS`; a test holds the two lists together.
     let name = name.as_bytes();
     let word_at = |at: usize, word: &[u8]| {
         name.get(at..at + word.len())
             .is_some_and(|here| here.eq_ignore_ascii_case(word))
     };
-    name.windows(2)
-        .enumerate()
-        .any(|(at, pair)| match [pair[0] | 0x20, pair[1] | 0x20] {
-            [b'p', b'a'] => word_at(at, b"password") || word_at(at, b"passwd"),
-            [b's', b'e'] => word_at(at, b"secret"),
-            [b't', b'o'] => word_at(at, b"token"),
-            [b'k', b'e'] => word_at(at, b"key"),
-            [b'c', b'r'] => word_at(at, b"credential"),
-            [b'c', b'o'] => word_at(at, b"cookie"),
-            [b'a', b'u'] => word_at(at, b"authorization"),
-            _ => false,
-        })
+    name.windows(2).enumerate().any(|(at, pair)| {
+        class(pair[0]) & BEGINS_SECRET != 0
+            && match [pair[0] | 0x20, pair[1] | 0x20] {
+                [b'p', b'a'] => word_at(at, b"password") || word_at(at, b"passwd"),
+                [b's', b'e'] => word_at(at, b"secret"),
+                [b't', b'o'] => word_at(at, b"token"),
+                [b'k', b'e'] => word_at(at, b"key"),
+                [b'c', b'r'] => word_at(at, b"credential"),
+                [b'c', b'o'] => word_at(at, b"cookie"),
+                [b'a', b'u'] => word_at(at, b"authorization"),
+                _ => false,
+            }
+    })
+}
+
+/// A byte that may be part of a key shown bare: `[A-Za-z0-9_-]`.
+const PLAIN: u8 = 1;
+/// A byte that ends a string's plain run: its closing quote or an escape.
+const ENDS_RUN: u8 = 2;
+/// A byte that ends a number or literal in canonical text.
+const ENDS_SCALAR: u8 = 4;
+/// A letter a secret word begins with, in either case.
+const BEGINS_SECRET: u8 = 8;
+
+/// What each byte is to the scanner: one load per byte, where comparisons would be
+/// several.
+const CLASSES: [u8; 256] = {
+    let mut classes = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        #[allow(clippy::cast_possible_truncation, reason = "below 256")]
+        let b = byte as u8;
+        let mut class = 0;
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            class |= PLAIN;
+        }
+        if b == b'"' || b == b'\\' {
+            class |= ENDS_RUN;
+        }
+        if b == b',' || b == b'}' || b == b']' {
+            class |= ENDS_SCALAR;
+        }
+        if matches!(b | 0x20, b'p' | b's' | b't' | b'k' | b'c' | b'a') && b.is_ascii_alphabetic() {
+            class |= BEGINS_SECRET;
+        }
+        classes[byte] = class;
+        byte += 1;
+    }
+    classes
+};
+
+fn class(byte: u8) -> u8 {
+    CLASSES[usize::from(byte)]
 }
 
 /// The rows of a preview, written into one text: a row is two ranges of it, so that
@@ -277,29 +318,36 @@ impl<'t> Scan<'t> {
         next
     }
 
-    /// The string starting here, quotes included.
-    fn string(&mut self) -> &'t str {
+    /// The string starting here, quotes included, and whether it is a plain name (not
+    /// empty, every byte [`PLAIN`]).
+    fn string(&mut self) -> (&'t str, bool) {
         let bytes = self.text.as_bytes();
         let start = self.at;
         let mut at = start + 1;
+        let mut plain = true;
         while let Some(&byte) = bytes.get(at) {
-            match byte {
-                b'"' => {
+            let class = class(byte);
+            if class & ENDS_RUN != 0 {
+                if byte == b'"' {
                     at += 1;
                     break;
                 }
-                b'\\' => at += 2,
-                _ => at += 1,
+                plain = false;
+                at += 2;
+            } else {
+                plain &= class & PLAIN != 0;
+                at += 1;
             }
         }
         self.at = at.min(bytes.len());
-        self.text.get(start..self.at).unwrap_or_default()
+        let plain = plain && self.at > start + 2;
+        (self.text.get(start..self.at).unwrap_or_default(), plain)
     }
 
     /// A value without rows of its own (a string, number, literal, `{}` or `[]`).
     fn scalar(&mut self) -> &'t str {
         if self.peek() == Some(b'"') {
-            return self.string();
+            return self.string().0;
         }
         let start = self.at;
         let bytes = self.text.as_bytes();
@@ -307,8 +355,8 @@ impl<'t> Scan<'t> {
         if matches!(bytes.get(at), Some(b'{' | b'[')) {
             at += 2;
         }
-        while let Some(byte) = bytes.get(at) {
-            if matches!(byte, b',' | b'}' | b']') {
+        while let Some(&byte) = bytes.get(at) {
+            if class(byte) & ENDS_SCALAR != 0 {
                 break;
             }
             at += 1;
@@ -347,11 +395,11 @@ impl Rows {
                 let first = self.path.is_empty();
                 push_part(&mut self.path, part, first, self.invisible);
                 loop {
-                    let quoted = scan.string();
+                    let (quoted, plain) = scan.string();
                     if !scan.eat(b':') {
                         break;
                     }
-                    let (key, secret) = key_part(quoted);
+                    let (key, secret) = key_part(quoted, plain);
                     self.value(scan, masked || secret, key);
                     if !scan.eat(b',') {
                         scan.eat(b'}');
@@ -449,18 +497,13 @@ impl Rows {
     }
 }
 
-/// The path part of `quoted` (a key as canonical text): bare if it is plain; and whether
-/// it names a secret.
-fn key_part(quoted: &str) -> (Part<'_>, bool) {
+/// The path part of `quoted` (a key as canonical text, `plain` if it is a plain name):
+/// bare if it is plain; and whether it names a secret.
+fn key_part(quoted: &str, plain: bool) -> (Part<'_>, bool) {
     let bare = quoted
         .strip_prefix('"')
         .and_then(|key| key.strip_suffix('"'))
         .unwrap_or(quoted);
-    // One pass without an early exit: most keys are plain.
-    let plain = !bare.is_empty()
-        && bare.bytes().fold(true, |plain, b| {
-            plain & (b.is_ascii_alphanumeric() | (b == b'_') | (b == b'-'))
-        });
     if plain {
         return (Part::Key(bare, false), is_secret_name(bare));
     }
