@@ -515,11 +515,11 @@ impl Object<'_> {
         let quote = out.len();
         write(out)?;
         self.key = quote + 1..out.len() - 1;
-        let mut prefix = [0; 8];
         let key = out.as_bytes().get(self.key.clone()).unwrap_or_default();
-        let len = key.len().min(8);
-        prefix[..len].copy_from_slice(&key[..len]);
-        self.prefix = u64::from_be_bytes(prefix);
+        // Byte by byte: a copy of a length known only now would be a call.
+        self.prefix = key.iter().take(8).enumerate().fold(0, |prefix, (i, byte)| {
+            prefix | u64::from(*byte) << (56 - 8 * i)
+        });
         if !key.is_ascii() && key.iter().any(|byte| *byte >= 0xF0) {
             self.basic = false;
         }
@@ -1063,6 +1063,13 @@ mod tests {
             };
             assert_eq!(direct(&pair(first, second)), Some(expected));
         }
+        // Every bit of each prefix byte counts: "\u{13f}" is C4 BF, "\u{140}" C5 80, so
+        // a prefix that let a byte's top bit reach the byte before would order them
+        // wrongly.
+        assert_eq!(
+            direct(&pair("\u{140}", "\u{13f}")).as_deref(),
+            Some("{\"\u{13f}\":2,\"\u{140}\":1}")
+        );
         // A repeat next to itself is still a repeat: the value route keeps the last.
         let repeated = pair("argument_a", "argument_a");
         assert_eq!(direct(&repeated), None);

@@ -426,8 +426,14 @@ impl Rows {
                 let value = scan.scalar();
                 self.text.push_str(ROW_START);
                 let path_start = self.text.len();
-                self.text.push_str(&self.path);
-                push_part(&mut self.text, part, self.path.is_empty(), self.invisible);
+                match part {
+                    // A field of a flat input: its path is its plain key.
+                    Part::Key(key, false) if self.path.is_empty() => self.text.push_str(key),
+                    _ => {
+                        self.text.push_str(&self.path);
+                        push_part(&mut self.text, part, self.path.is_empty(), self.invisible);
+                    }
+                }
                 let path_end = self.text.len();
                 self.text.push_str(": ");
                 let start = self.text.len();
