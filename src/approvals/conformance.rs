@@ -122,6 +122,7 @@ fn lane(n: u64) -> ApprovalLane {
         ),
         input,
         own_preview: None,
+        fallback: None,
         mode,
         host_floor: ApprovalMode::Auto,
     });
@@ -371,6 +372,7 @@ fn varied(
         ),
         input,
         own_preview: None,
+        fallback: None,
         mode,
         host_floor: ApprovalMode::Auto,
     });

@@ -517,8 +517,15 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     self.record(record).await?;
                     return self.reissued(lane, now, actor, context).await;
                 }
-                let keyed = keyed_call(entry, codec, &input, actor, call.dedupe_token())
-                    .map_err(ApprovalError::Encoding)?;
+                let keyed = keyed_call(
+                    entry,
+                    codec,
+                    &input,
+                    actor,
+                    call.dedupe_token(),
+                    Some(&mode),
+                )
+                .map_err(ApprovalError::Encoding)?;
                 let key = keyed.key;
                 if known.is_none() {
                     self.recent.insert(&parts, key);
@@ -726,6 +733,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     ),
                     input,
                     own_preview,
+                    fallback: None,
                     mode: *pending.mode(),
                     host_floor: self.governance.mode_policy().tier_floor(spec.risk_tier()),
                 });

@@ -5,8 +5,8 @@ use crate::declare::{
     Actor, Codec, ErasedInput, InputLimits, Registry, RunFuture, RunKey, ToolEntry,
 };
 use crate::gate::{Blocked, InputGate, ModePolicy, Subject, Verdict, run_gates};
-use crate::json::Proposal;
 use crate::json::proposal::Draft;
+use crate::json::{Preview, Proposal};
 
 /// What the host sets for every call: the approval-mode overrides and the input limits.
 ///
@@ -295,30 +295,38 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
         input: keyed.canonical,
         idempotency_key: keyed.key,
         own_preview,
+        fallback: keyed.fallback,
         mode,
         host_floor: policy.tier_floor(spec.risk_tier()),
     })
 }
 
 /// A call that awaits approval, as far as finding its lane needs: its input as canonical
-/// JSON and its key. A repeated call stops here (one store lookup finds its lane); only a
-/// new one goes on to a preview and snapshots ([`propose_call`]).
+/// JSON and its key (and a flat input's fallback preview, written on the way). A repeated
+/// call stops here (one store lookup finds its lane); only a new one goes on to the
+/// tool's own preview and the snapshots ([`propose_call`]).
 pub(crate) struct Keyed<'a> {
     pub(crate) canonical: String,
+    /// The fallback preview, when the canonical writer wrote it on its way.
+    pub(crate) fallback: Option<String>,
     pub(crate) key: crate::declare::IdempotencyKey,
     pub(crate) dedupe_token: Option<&'a str>,
 }
 
 /// The canonical input and key of a call that awaits approval; the error when the input
-/// cannot be written as JSON.
+/// cannot be written as JSON. Given the mode it awaits approval in, also the fallback
+/// preview of a flat input, written with its canonical text (so a repeat whose text
+/// differs pays for its rows, never for a preview read from the text, or the tool's).
 pub(crate) fn keyed_call<'a, C: ?Sized + 'static>(
     entry: &ToolEntry<C>,
     codec: &dyn Codec<C>,
     input: &ErasedInput,
     actor: &Actor<'_>,
     dedupe_token: Option<&'a str>,
+    mode: Option<&crate::gate::ModeResolution>,
 ) -> Result<Keyed<'a>, String> {
-    let canonical = codec.canonical(input)?;
+    let head = mode.map(|mode| Preview::fallback_head(entry.spec(), entry.scopes(), mode));
+    let (canonical, fallback) = codec.canonical_with_preview(input, head)?;
     let key = crate::declare::IdempotencyKey::for_canonical_call(
         entry.spec().name(),
         &canonical,
@@ -328,6 +336,7 @@ pub(crate) fn keyed_call<'a, C: ?Sized + 'static>(
     );
     Ok(Keyed {
         canonical,
+        fallback,
         key,
         dedupe_token,
     })
@@ -342,7 +351,7 @@ pub(crate) fn proposal_key<C: ?Sized + 'static>(
     actor: &Actor<'_>,
     dedupe_token: Option<&str>,
 ) -> Option<crate::declare::IdempotencyKey> {
-    keyed_call(entry, codec, input, actor, dedupe_token)
+    keyed_call(entry, codec, input, actor, dedupe_token, None)
         .ok()
         .map(|keyed| keyed.key)
 }

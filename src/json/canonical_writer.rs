@@ -22,20 +22,35 @@ use serde::ser::{
 };
 
 use super::canonical::{canonical_json, needs_escape, write_string};
+use super::preview::FlatRows;
 
 /// The canonical text of `input`: written straight from it, or, where the direct writer
 /// is unsure, through `serde_json::to_value` (whose error, if any, is returned).
 pub(crate) fn canonical_text<T: Serialize + ?Sized>(input: &T) -> Result<String, String> {
+    canonical_text_with_rows(input, None).map(|(text, _)| text)
+}
+
+/// [`canonical_text`], and, given `rows`, the fallback preview's rows of a flat input
+/// written as its fields are put in order ([`FlatRows`]): `None` for any other input,
+/// whose preview is then read from the text.
+pub(crate) fn canonical_text_with_rows<T: Serialize + ?Sized>(
+    input: &T,
+    rows: Option<FlatRows>,
+) -> Result<(String, Option<FlatRows>), String> {
     let mut state = State {
         out: String::with_capacity(128),
         entries: Entries::new(),
+        rows,
     };
     if input.serialize(Canonical { state: &mut state }).is_ok() {
-        return Ok(state.out);
+        // Rows are written when the outermost object closes: an input that is not an
+        // object has none.
+        let rows = state.rows.filter(|_| state.out.starts_with('{'));
+        return Ok((state.out, rows));
     }
     // Matched rather than mapped: closures here would be compiled again for every type.
     match serde_json::to_value(input) {
-        Ok(value) => Ok(canonical_json(&value)),
+        Ok(value) => Ok((canonical_json(&value), None)),
         Err(error) => Err(error.to_string()),
     }
 }
@@ -64,6 +79,8 @@ impl ser::Error for Unsure {
 struct State {
     out: String,
     entries: Entries,
+    /// The preview's rows, while the input may still be flat.
+    rows: Option<FlatRows>,
 }
 
 /// One entry of an object, by where it is in the text: its key (without the quotes),
@@ -542,7 +559,7 @@ impl Object<'_> {
     }
 
     fn close(self) -> Result<(), Unsure> {
-        let State { out, entries } = self.state;
+        let State { out, entries, rows } = self.state;
         let mine = entries.from(self.base);
         let basic = self.basic;
         let key = |entry: &Entry| entry.key(out);
@@ -572,6 +589,23 @@ impl Object<'_> {
                 // The value route keeps the last of a repeated key.
                 return Err(Unsure);
             }
+        }
+        // The outermost object (the only one that opens at the text's first byte): its
+        // fields in order are the preview's rows, if each fits one.
+        if self.start == 1
+            && let Some(flat) = rows
+        {
+            let fits = |entry: &Entry| {
+                let key = out.get(entry.key_start..entry.key_end);
+                let value = out.get(entry.key_end + 2..entry.value_end);
+                key.zip(value)
+                    .is_some_and(|(key, value)| flat.push(key, value))
+            };
+            if !mine.iter().all(fits) {
+                *rows = None;
+            }
+        }
+        if !in_order {
             // The entries as they came wait on the stack (most objects are small) while
             // they are written back in order.
             let start = self.start;
@@ -794,6 +828,7 @@ mod tests {
         let mut state = State {
             out: String::new(),
             entries: Entries::new(),
+            rows: None,
         };
         input.serialize(Canonical { state: &mut state }).ok()?;
         Some(state.out)

@@ -17,6 +17,8 @@ use crate::declare::{
 };
 use crate::gate::execute;
 use crate::json::canonical_text;
+use crate::json::canonical_writer::canonical_text_with_rows;
+use crate::json::preview::FlatRows;
 use crate::json::strict::decode_text;
 
 impl<C: ?Sized + 'static> ToolEntry<C> {
@@ -248,6 +250,20 @@ where
     fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
         match input.downcast_ref::<Option<T::Input>>() {
             Some(Some(input)) => canonical_text(input),
+            _ => Err(not_this_input()),
+        }
+    }
+
+    fn canonical_with_preview(
+        &self,
+        input: &ErasedInput,
+        head: Option<String>,
+    ) -> Result<(String, Option<String>), String> {
+        match input.downcast_ref::<Option<T::Input>>() {
+            Some(Some(input)) => {
+                let (text, rows) = canonical_text_with_rows(input, head.map(FlatRows::after))?;
+                Ok((text, rows.map(FlatRows::into_preview)))
+            }
             _ => Err(not_this_input()),
         }
     }

@@ -114,23 +114,7 @@ impl Preview {
         mode: &ModeResolution,
         canonical: &str,
     ) -> Self {
-        let mut text = String::with_capacity(256);
-        text.push_str(spec.title());
-        text.push_str("\nrisk: ");
-        text.push_str(spec.risk_tier().as_str());
-        text.push_str(", approval: ");
-        text.push_str(mode.resolved().as_str());
-        text.push_str("\nscopes: ");
-        if scopes.is_empty() {
-            text.push_str("none");
-        }
-        for (i, scope) in scopes.iter().enumerate() {
-            if i > 0 {
-                text.push_str(", ");
-            }
-            text.push_str(scope.as_str());
-        }
-        text.push_str("\ninput:");
+        let text = Self::fallback_head(spec, scopes, mode);
         // Each row is written where it will be shown, `\n  path: value`: rows come in
         // canonical order, which is nearly always path order too.
         let first = text.len();
@@ -163,6 +147,84 @@ impl Preview {
             text.push_str(" none");
         }
         Self::new(text, PreviewSource::Fallback)
+    }
+
+    /// What the fallback shows before the input's rows: title, tier and mode labels,
+    /// required scopes, then `input:`.
+    pub(crate) fn fallback_head(
+        spec: &ToolSpec,
+        scopes: &[Scope],
+        mode: &ModeResolution,
+    ) -> String {
+        let mut text = String::with_capacity(256);
+        text.push_str(spec.title());
+        text.push_str("\nrisk: ");
+        text.push_str(spec.risk_tier().as_str());
+        text.push_str(", approval: ");
+        text.push_str(mode.resolved().as_str());
+        text.push_str("\nscopes: ");
+        if scopes.is_empty() {
+            text.push_str("none");
+        }
+        for (i, scope) in scopes.iter().enumerate() {
+            if i > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(scope.as_str());
+        }
+        text.push_str("\ninput:");
+        text
+    }
+}
+
+/// The fallback preview of an input, written by the canonical writer as it puts the
+/// input's fields in order: the head ([`Preview::fallback_head`]), then a row for each
+/// field. Only for an object whose keys are plain names and whose values have no rows of
+/// their own, at most [`MAX_ROWS`] of them: its rows in key order are then in path order,
+/// all shown. Any other input is left to [`Preview::fallback_of_canonical`].
+pub(crate) struct FlatRows {
+    text: String,
+    count: usize,
+}
+
+impl FlatRows {
+    /// Rows to be written after `head`.
+    pub(crate) fn after(head: String) -> Self {
+        Self {
+            text: head,
+            count: 0,
+        }
+    }
+
+    /// The fallback's text: the same [`Preview::fallback_of_canonical`] makes of the
+    /// input.
+    pub(crate) fn into_preview(self) -> String {
+        let mut text = self.text;
+        if self.count == 0 {
+            text.push_str(" none");
+        }
+        text
+    }
+
+    /// Adds the row of a field, `key` and its `value` as canonical text; `false`, with
+    /// nothing written, when the field does not fit a flat input's rows.
+    pub(crate) fn push(&mut self, key: &str, value: &str) -> bool {
+        let plain = !key.is_empty() && key.bytes().all(|byte| class(byte) & PLAIN != 0);
+        let nested = matches!(value.as_bytes(), [b'{' | b'[', _, _, ..]);
+        if !plain || nested || self.count == MAX_ROWS {
+            return false;
+        }
+        self.text.push_str(ROW_START);
+        self.text.push_str(key);
+        self.text.push_str(": ");
+        write_value(
+            &mut self.text,
+            value,
+            is_secret_name(key),
+            !value.is_ascii(),
+        );
+        self.count += 1;
+        true
     }
 }
 
@@ -437,16 +499,7 @@ impl Rows {
                 let path_end = self.text.len();
                 self.text.push_str(": ");
                 let start = self.text.len();
-                if masked {
-                    self.text.push_str(MASK);
-                } else {
-                    // Canonical text already writes a string as the preview shows it.
-                    self.text.push_str(value);
-                    if self.invisible {
-                        escape_invisible(&mut self.text, start);
-                    }
-                    self.shorten(start);
-                }
+                write_value(&mut self.text, value, masked, self.invisible);
                 let row = Row {
                     path: path_start..path_end,
                     value: start..self.text.len(),
@@ -491,15 +544,27 @@ impl Rows {
         }
         text
     }
+}
 
-    fn shorten(&mut self, start: usize) {
-        // A text of at most MAX_VALUE_CHARS bytes has at most as many characters.
-        if self.text.len() - start > MAX_VALUE_CHARS
-            && let Some((cut, _)) = self.text[start..].char_indices().nth(MAX_VALUE_CHARS)
-        {
-            self.text.truncate(start + cut);
-            self.text.push('…');
-        }
+/// Writes a row's value, `value` as canonical text (which already writes a string as the
+/// preview shows it): masked, or with its invisible characters spelled out (when
+/// `invisible`: the text may hold one) and cut to [`MAX_VALUE_CHARS`] characters.
+fn write_value(text: &mut String, value: &str, masked: bool, invisible: bool) {
+    if masked {
+        text.push_str(MASK);
+        return;
+    }
+    let start = text.len();
+    text.push_str(value);
+    if invisible {
+        escape_invisible(text, start);
+    }
+    // A text of at most MAX_VALUE_CHARS bytes has at most as many characters.
+    if text.len() - start > MAX_VALUE_CHARS
+        && let Some((cut, _)) = text[start..].char_indices().nth(MAX_VALUE_CHARS)
+    {
+        text.truncate(start + cut);
+        text.push('…');
     }
 }
 
@@ -778,6 +843,94 @@ mod tests {
             let rows = preview.text().split_once("\ninput:").unwrap().1;
             proptest::prop_assert_eq!(rows, oracle_rows(&input));
         }
+    }
+
+    /// The fallback the canonical writer writes on its way, and the one read from its
+    /// text; `None` where the writer leaves it to the text.
+    fn both_ways<T: serde::Serialize>(input: &T) -> (Option<String>, String) {
+        let spec = ToolSpec::new("t", "T", "D.", RiskTier::LowWrite);
+        let mode = ModePolicy::<()>::new().resolve(&spec, &Actor::new("a", &[]), &());
+        let scopes = [Scope::new("a:read")];
+        let head = Preview::fallback_head(&spec, &scopes, &mode);
+        let (canonical, rows) = crate::json::canonical_writer::canonical_text_with_rows(
+            input,
+            Some(FlatRows::after(head)),
+        )
+        .unwrap();
+        let read = Preview::fallback_of_canonical(&spec, &scopes, &mode, &canonical);
+        (rows.map(FlatRows::into_preview), read.text().to_string())
+    }
+
+    /// Flat inputs: plain keys (some naming secrets), values without rows of their own.
+    fn flat_input() -> impl proptest::strategy::Strategy<Value = Map<String, Value>> {
+        use proptest::prelude::*;
+        let key = "(?:[a-z0-9_-]|Key|TOKEN|pass|word){1,6}";
+        let text = "(?:[a-z ]|\"|\\|\n|é|\u{202e}|\u{2028}|\u{1F600}){0,8}";
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-(1_i64 << 53)..(1_i64 << 53)).prop_map(Value::from),
+            text.prop_map(Value::String),
+            (1_usize..4, "[aé\u{202e}]").prop_map(|(n, s)| Value::String(s.repeat(60 * n))),
+            Just(Value::Object(Map::new())),
+            Just(Value::Array(Vec::new())),
+        ];
+        proptest::collection::btree_map(key, leaf, 0..=MAX_ROWS)
+            .prop_map(|map| map.into_iter().collect())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_flat_inputs_rows_written_with_its_text_are_the_rows_read_from_it(input in flat_input()) {
+            let (written, read) = both_ways(&input);
+            proptest::prop_assert_eq!(written.as_deref(), Some(read.as_str()));
+        }
+
+        #[test]
+        fn any_other_input_is_left_to_the_text_or_written_alike(input in input()) {
+            let (written, read) = both_ways(&input);
+            if let Some(written) = written {
+                proptest::prop_assert_eq!(written, read);
+            }
+        }
+    }
+
+    #[test]
+    fn nested_odd_or_too_many_fields_are_left_to_the_text() {
+        let left = |input: Value| both_ways(input.as_object().unwrap()).0.is_none();
+        assert!(left(serde_json::json!({"a": {"b": 1}})));
+        assert!(left(serde_json::json!({"a": [1]})));
+        assert!(left(serde_json::json!({"a b": 1})));
+        let many: Map<String, Value> = (0..=MAX_ROWS)
+            .map(|i| (format!("f{i:02}"), Value::from(i)))
+            .collect();
+        assert!(both_ways(&many).0.is_none());
+        assert!(!left(serde_json::json!({"a": {}, "b": [], "c": "x"})));
+    }
+
+    #[test]
+    fn a_structs_fields_are_rows_in_key_order_whatever_their_order_in_the_struct() {
+        #[derive(serde::Serialize)]
+        struct Transfer {
+            to: &'static str,
+            cents: u32,
+            api_token: &'static str,
+            memo: Option<&'static str>,
+        }
+        let transfer = Transfer {
+            to: "DE02 1203",
+            cents: 5000,
+            api_token: "sk-1",
+            memo: None,
+        };
+        let (written, read) = both_ways(&transfer);
+        assert_eq!(written.as_deref(), Some(read.as_str()));
+        assert!(
+            read.ends_with(
+                "input:\n  api_token: ******\n  cents: 5000\n  memo: null\n  to: \"DE02 1203\""
+            ),
+            "{read}"
+        );
     }
 
     #[test]

@@ -100,6 +100,8 @@ pub(crate) struct Draft<'a> {
     pub(crate) idempotency_key: IdempotencyKey,
     /// The tool's own preview, if it wrote one.
     pub(crate) own_preview: Option<String>,
+    /// The fallback preview, if the canonical writer wrote it with `input`.
+    pub(crate) fallback: Option<String>,
     pub(crate) mode: ModeResolution,
     pub(crate) host_floor: ApprovalMode,
 }
@@ -116,15 +118,17 @@ impl Proposal {
             input,
             idempotency_key,
             own_preview,
+            fallback,
             mode,
             host_floor,
         } = draft;
         // Written once: the snapshot of the input, the text its key was hashed from, and
         // the source of the fallback preview.
         let canonical_input = input;
-        let preview = match own_preview {
-            Some(text) => Preview::new(text, PreviewSource::Tool),
-            None => Preview::fallback_of_canonical(spec, scopes, &mode, &canonical_input),
+        let preview = match (own_preview, fallback) {
+            (Some(text), _) => Preview::new(text, PreviewSource::Tool),
+            (None, Some(text)) => Preview::new(text, PreviewSource::Fallback),
+            (None, None) => Preview::fallback_of_canonical(spec, scopes, &mode, &canonical_input),
         };
         Self {
             fields: alloc::sync::Arc::new(Fields {
