@@ -815,22 +815,14 @@ mod tests {
     /// floats), with keys and strings that test every rule of the rows.
     fn input() -> impl proptest::strategy::Strategy<Value = Map<String, Value>> {
         use proptest::prelude::*;
-        let text = "(?:[a-z_.\\-]|Key|TOKEN|pass|word| |\"|\\\\|\n|\u{7f}|é|\u{202e}|\u{2028}|\u{feff}|\u{2060}|\u{1F600}){0,8}";
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            (-(1_i64 << 53)..(1_i64 << 53)).prop_map(Value::from),
-            text.prop_map(Value::String),
-            (1_usize..4, "[aé\u{202e}]").prop_map(|(n, s)| Value::String(s.repeat(60 * n))),
-        ];
-        let value = leaf.prop_recursive(3, 48, 6, move |inner| {
+        let value = leaf().prop_recursive(3, 48, 6, move |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                proptest::collection::btree_map(text, inner, 0..6)
+                proptest::collection::btree_map(TEXT, inner, 0..6)
                     .prop_map(|map| Value::Object(map.into_iter().collect())),
             ]
         });
-        proptest::collection::btree_map(text, value, 0..50)
+        proptest::collection::btree_map(TEXT, value, 0..50)
             .prop_map(|map| map.into_iter().collect())
     }
 
@@ -861,21 +853,31 @@ mod tests {
         (rows.map(FlatRows::into_preview), read.text().to_string())
     }
 
+    /// Keys and strings that test every rule of the rows.
+    const TEXT: &str = "(?:[a-z_.\\-]|Key|TOKEN|pass|word| |\"|\\\\|\n|\u{7f}|é|\u{202e}|\u{2028}|\u{feff}|\u{2060}|\u{1F600}){0,8}";
+
+    /// A value without rows of its own, of any kind but a float.
+    fn leaf() -> impl proptest::strategy::Strategy<Value = Value> + Clone {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-(1_i64 << 53)..(1_i64 << 53)).prop_map(Value::from),
+            TEXT.prop_map(Value::String),
+            (1_usize..4, "[aé\u{202e}]").prop_map(|(n, s)| Value::String(s.repeat(60 * n))),
+        ]
+    }
+
     /// Flat inputs: plain keys (some naming secrets), values without rows of their own.
     fn flat_input() -> impl proptest::strategy::Strategy<Value = Map<String, Value>> {
         use proptest::prelude::*;
         let key = "(?:[a-z0-9_-]|Key|TOKEN|pass|word){1,6}";
-        let text = "(?:[a-z ]|\"|\\|\n|é|\u{202e}|\u{2028}|\u{1F600}){0,8}";
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            (-(1_i64 << 53)..(1_i64 << 53)).prop_map(Value::from),
-            text.prop_map(Value::String),
-            (1_usize..4, "[aé\u{202e}]").prop_map(|(n, s)| Value::String(s.repeat(60 * n))),
+        let value = prop_oneof![
+            leaf(),
             Just(Value::Object(Map::new())),
             Just(Value::Array(Vec::new())),
         ];
-        proptest::collection::btree_map(key, leaf, 0..=MAX_ROWS)
+        proptest::collection::btree_map(key, value, 0..=MAX_ROWS)
             .prop_map(|map| map.into_iter().collect())
     }
 
