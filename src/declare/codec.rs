@@ -47,18 +47,19 @@ pub(crate) trait Codec<C: ?Sized>: Sync {
     fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result>;
     /// The input as the tool receives it, as RFC 8785 canonical JSON: the text its
     /// snapshot, key and fallback preview are made from.
-    fn canonical(&self, input: &ErasedInput) -> Result<String, String>;
+    fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
+        self.canonical_with_preview(input, None)
+            .map(|(text, _)| text)
+    }
     /// `canonical`, and, given the fallback preview's `head`, the whole fallback of an
     /// input it can write as it goes (a flat object's fields, in the order they are
-    /// written): `None` when the preview is to be read from the text.
+    /// written): `None` when the preview is to be read from the text. One method, not
+    /// two, so that each tool type compiles one.
     fn canonical_with_preview(
         &self,
         input: &ErasedInput,
         head: Option<String>,
-    ) -> Result<(String, Option<String>), String> {
-        let _ = head;
-        self.canonical(input).map(|text| (text, None))
-    }
+    ) -> Result<(String, Option<String>), String>;
     /// Runs the tool through the one function that calls it.
     fn run<'a>(
         &'a self,

@@ -660,10 +660,15 @@ impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
         Some(out.write_str(&template.render(input)))
     }
 
-    fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
+    fn canonical_with_preview(
+        &self,
+        input: &ErasedInput,
+        _: Option<String>,
+    ) -> Result<(String, Option<String>), String> {
+        // Its preview is read from the text.
         input
             .downcast_ref::<Value>()
-            .map(canonical_json)
+            .map(|input| (canonical_json(input), None))
             .ok_or_else(|| RunError::InputType.to_string())
     }
 

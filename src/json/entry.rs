@@ -247,13 +247,6 @@ where
         }
     }
 
-    fn canonical(&self, input: &ErasedInput) -> Result<String, String> {
-        match input.downcast_ref::<Option<T::Input>>() {
-            Some(Some(input)) => canonical_text(input),
-            _ => Err(not_this_input()),
-        }
-    }
-
     fn canonical_with_preview(
         &self,
         input: &ErasedInput,
