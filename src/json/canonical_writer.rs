@@ -27,29 +27,39 @@ use super::preview::FlatRows;
 /// The canonical text of `input`: written straight from it, or, where the direct writer
 /// is unsure, through `serde_json::to_value` (whose error, if any, is returned).
 pub(crate) fn canonical_text<T: Serialize + ?Sized>(input: &T) -> Result<String, String> {
-    canonical_text_with_rows(input, None).map(|(text, _)| text)
+    text_alone(canonical_text_with_preview(input, None))
 }
 
-/// [`canonical_text`], and, given `rows`, the fallback preview's rows of a flat input
-/// written as its fields are put in order ([`FlatRows`]): `None` for any other input,
-/// whose preview is then read from the text.
-pub(crate) fn canonical_text_with_rows<T: Serialize + ?Sized>(
+/// [`canonical_text`], and, given the fallback preview's `head`, that preview when the
+/// input is flat, its rows written as its fields are put in order ([`FlatRows`]): `None`
+/// for any other input, whose preview is then read from the text.
+///
+/// Generic code here is compiled for every tool's input: what does not need the type is
+/// in functions of its own.
+pub(crate) fn canonical_text_with_preview<T: Serialize + ?Sized>(
     input: &T,
-    rows: Option<FlatRows>,
-) -> Result<(String, Option<FlatRows>), String> {
-    let mut state = State {
-        out: String::with_capacity(128),
-        entries: Entries::new(),
-        rows,
-    };
+    head: Option<String>,
+) -> Result<(String, Option<String>), String> {
+    let mut state = State::new(head);
     if input.serialize(Canonical { state: &mut state }).is_ok() {
-        // Rows are written when the outermost object closes: an input that is not an
-        // object has none.
-        let rows = state.rows.filter(|_| state.out.starts_with('{'));
-        return Ok((state.out, rows));
+        return Ok(state.finish());
     }
-    // Matched rather than mapped: closures here would be compiled again for every type.
-    match serde_json::to_value(input) {
+    by_value(serde_json::to_value(input))
+}
+
+fn text_alone(written: Result<(String, Option<String>), String>) -> Result<String, String> {
+    match written {
+        Ok((text, _)) => Ok(text),
+        Err(error) => Err(error),
+    }
+}
+
+/// The text through `serde_json::to_value`, where the direct writer is unsure; its error,
+/// if any.
+fn by_value(
+    value: Result<serde_json::Value, serde_json::Error>,
+) -> Result<(String, Option<String>), String> {
+    match value {
         Ok(value) => Ok((canonical_json(&value), None)),
         Err(error) => Err(error.to_string()),
     }
@@ -81,6 +91,27 @@ struct State {
     entries: Entries,
     /// The preview's rows, while the input may still be flat.
     rows: Option<FlatRows>,
+}
+
+impl State {
+    /// A text to be written, and a preview after `head` if one is given.
+    fn new(head: Option<String>) -> Self {
+        Self {
+            out: String::with_capacity(128),
+            entries: Entries::new(),
+            rows: head.map(FlatRows::after),
+        }
+    }
+
+    /// The text, and the preview of a flat input (rows are written when the outermost
+    /// object closes: an input that is not an object has none).
+    fn finish(self) -> (String, Option<String>) {
+        let preview = self
+            .rows
+            .filter(|_| self.out.starts_with('{'))
+            .map(FlatRows::into_preview);
+        (self.out, preview)
+    }
 }
 
 /// One entry of an object, by where it is in the text: its key (without the quotes),

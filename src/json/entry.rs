@@ -17,8 +17,7 @@ use crate::declare::{
 };
 use crate::gate::execute;
 use crate::json::canonical_text;
-use crate::json::canonical_writer::canonical_text_with_rows;
-use crate::json::preview::FlatRows;
+use crate::json::canonical_writer::canonical_text_with_preview;
 use crate::json::strict::decode_text;
 
 impl<C: ?Sized + 'static> ToolEntry<C> {
@@ -253,10 +252,7 @@ where
         head: Option<String>,
     ) -> Result<(String, Option<String>), String> {
         match input.downcast_ref::<Option<T::Input>>() {
-            Some(Some(input)) => {
-                let (text, rows) = canonical_text_with_rows(input, head.map(FlatRows::after))?;
-                Ok((text, rows.map(FlatRows::into_preview)))
-            }
+            Some(Some(input)) => canonical_text_with_preview(input, head),
             _ => Err(not_this_input()),
         }
     }

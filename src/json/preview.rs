@@ -844,13 +844,10 @@ mod tests {
         let mode = ModePolicy::<()>::new().resolve(&spec, &Actor::new("a", &[]), &());
         let scopes = [Scope::new("a:read")];
         let head = Preview::fallback_head(&spec, &scopes, &mode);
-        let (canonical, rows) = crate::json::canonical_writer::canonical_text_with_rows(
-            input,
-            Some(FlatRows::after(head)),
-        )
-        .unwrap();
+        let (canonical, written) =
+            crate::json::canonical_writer::canonical_text_with_preview(input, Some(head)).unwrap();
         let read = Preview::fallback_of_canonical(&spec, &scopes, &mode, &canonical);
-        (rows.map(FlatRows::into_preview), read.text().to_string())
+        (written, read.text().to_string())
     }
 
     /// Keys and strings that test every rule of the rows.
