@@ -439,7 +439,7 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
         records.push(Record::Transition {
             id: short(&event.key),
             at_minutes: (event.at.unix_millis() - START) / 60_000,
-            tool: event.tool,
+            tool: event.tool.into_owned(),
             proposer: event.proposer,
             from: event.from.map(|s| s.as_str().into()),
             to: event.to.as_str().into(),

@@ -1,3 +1,4 @@
+use alloc::borrow::Cow;
 use alloc::string::{String, ToString};
 
 use serde_json::Value;
@@ -331,8 +332,8 @@ impl ApprovalLane {
 pub struct TransitionEvent {
     /// The lane's key (the proposal's idempotency key).
     pub key: IdempotencyKey,
-    /// The tool.
-    pub tool: String,
+    /// The tool (borrowed from its declaration when the lane was proposed here).
+    pub tool: Cow<'static, str>,
     /// Who proposed the call.
     pub proposer: String,
     /// The account the call acts in.
@@ -365,7 +366,7 @@ impl TransitionEvent {
         let proposal = after.proposal();
         Self {
             key: after.key(),
-            tool: proposal.tool().to_string(),
+            tool: proposal.tool_name(),
             proposer: proposal.actor_id().to_string(),
             account_id: proposal.account_id().map(ToString::to_string),
             action,

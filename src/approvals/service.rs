@@ -694,11 +694,10 @@ fn revalidate<C: ?Sized + 'static>(
         );
     }
     let required = entry.scopes();
-    let same_scopes = required.len() == proposal.required_scopes().len()
-        && required
-            .iter()
-            .zip(proposal.required_scopes())
-            .all(|(now, was)| now.as_str() == was);
+    let same_scopes = required
+        .iter()
+        .map(|scope| scope.as_str())
+        .eq(proposal.required_scopes().iter());
     if !same_scopes {
         let now: alloc::vec::Vec<&str> = required.iter().map(|scope| scope.as_str()).collect();
         return changed(

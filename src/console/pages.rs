@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::approvals::{ApprovalLane, AuditRecord, LaneMark, LaneQuery};
 use crate::declare::{ApprovalMode, RiskTier};
 use crate::gate::{LaneState, ModeSource, Timestamp};
-use crate::json::{Preview, PreviewSource, is_secret_name};
+use crate::json::{Preview, PreviewSource, ScopeNames, is_secret_name};
 
 use super::Rendered;
 use super::config::{Accounts, Operator};
@@ -582,7 +582,7 @@ const fn approval_words(mode: ApprovalMode) -> &'static str {
     }
 }
 
-fn scopes(list: &[String]) -> Markup {
+fn scopes(list: &ScopeNames) -> Markup {
     html! {
         @if list.is_empty() { "none" }
         @for (i, scope) in list.iter().enumerate() {

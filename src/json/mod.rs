@@ -18,6 +18,7 @@ mod preview;
 mod proposal;
 #[cfg(feature = "schemars")]
 pub(crate) mod schema;
+mod scope_names;
 mod stand_in;
 pub(crate) mod strict;
 mod template;
@@ -40,4 +41,5 @@ pub(crate) use preview::is_secret_name;
 pub use preview::{Preview, PreviewSource};
 pub(crate) use proposal::Draft;
 pub use proposal::{PolicySnapshot, Proposal};
+pub use scope_names::ScopeNames;
 pub use template::{Template, TemplateError};

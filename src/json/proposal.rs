@@ -1,10 +1,9 @@
 use alloc::borrow::Cow;
 use alloc::string::{String, ToString};
-use alloc::vec::Vec;
 
 use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, Scope, ToolSpec};
 use crate::gate::{ModeResolution, ModeSource};
-use crate::json::{Preview, PreviewSource};
+use crate::json::{Preview, PreviewSource, ScopeNames};
 
 /// The policy in force when a call was decided: what the spec declared, what was
 /// resolved, which source decided, and the justification of a loosened spec.
@@ -81,8 +80,8 @@ struct Fields {
     input: String,
     idempotency_key: IdempotencyKey,
     preview: Preview,
-    required_scopes: Vec<String>,
-    granted_scopes: Vec<String>,
+    required_scopes: ScopeNames,
+    granted_scopes: ScopeNames,
     policy: PolicySnapshot,
 }
 
@@ -141,15 +140,8 @@ impl Proposal {
                 input: canonical_input,
                 idempotency_key,
                 preview,
-                required_scopes: scopes
-                    .iter()
-                    .map(|scope| scope.as_str().to_string())
-                    .collect(),
-                granted_scopes: actor
-                    .scopes()
-                    .iter()
-                    .map(|scope| (*scope).to_string())
-                    .collect::<Vec<_>>(),
+                required_scopes: ScopeNames::declared(scopes),
+                granted_scopes: ScopeNames::copied(actor.scopes()),
                 policy: PolicySnapshot::new(&mode, host_floor),
             }),
         }
@@ -165,6 +157,12 @@ impl Proposal {
     #[must_use]
     pub fn tool(&self) -> &str {
         &self.fields.tool
+    }
+
+    /// The tool's name as kept: borrowed from its declaration when proposed here, so a
+    /// record of the proposal shares it.
+    pub(crate) fn tool_name(&self) -> Cow<'static, str> {
+        self.fields.tool.clone()
     }
 
     /// The tool's title.
@@ -266,24 +264,24 @@ impl Proposal {
     /// The scopes the tool requires, in declared order.
     ///
     /// ```
-    /// # fn f(p: &cairnloop::json::Proposal) -> &[String] {
-    /// p.required_scopes()
+    /// # fn f(p: &cairnloop::json::Proposal) -> String {
+    /// p.required_scopes().join(" ")
     /// # }
     /// ```
     #[must_use]
-    pub fn required_scopes(&self) -> &[String] {
+    pub fn required_scopes(&self) -> &ScopeNames {
         &self.fields.required_scopes
     }
 
     /// The scopes the actor held when the call was proposed.
     ///
     /// ```
-    /// # fn f(p: &cairnloop::json::Proposal) -> &[String] {
-    /// p.granted_scopes()
+    /// # fn f(p: &cairnloop::json::Proposal) -> bool {
+    /// p.granted_scopes().iter().any(|scope| scope == "orders:read")
     /// # }
     /// ```
     #[must_use]
-    pub fn granted_scopes(&self) -> &[String] {
+    pub fn granted_scopes(&self) -> &ScopeNames {
         &self.fields.granted_scopes
     }
 
