@@ -464,14 +464,14 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         });
         match verdict {
             Verdict::Blocked(blocked) => {
-                self.record(record).await?;
+                self.record(&mut record).await?;
                 Ok(Outcome::Blocked(blocked))
             }
             Verdict::Execute {
                 input: Admitted { codec, input, .. },
                 ..
             } => {
-                self.record(record).await?;
+                self.record(&mut record).await?;
                 let dedupe_token = call.dedupe_token();
                 let run = run_ready(
                     codec,
@@ -514,7 +514,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     if let Some(record) = &mut record {
                         record.idempotency_key = Some(key);
                     }
-                    self.record(record).await?;
+                    self.record(&mut record).await?;
                     return self.reissued(lane, now, actor, context).await;
                 }
                 let keyed = keyed_call(
@@ -537,7 +537,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     && let Some(lane) = self.approvals.store().get(&key).await?
                     && lane.state() != LaneState::Closed
                 {
-                    self.record(record).await?;
+                    self.record(&mut record).await?;
                     return self.reissued(lane, now, actor, context).await;
                 }
                 let proposal = propose_call(
@@ -549,14 +549,14 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     mode,
                     self.governance.mode_policy(),
                 );
-                self.record(record).await?;
+                self.record(&mut record).await?;
                 let lane = match self.approvals.propose(proposal, now).await {
                     Ok(lane) => lane,
                     Err(error) => {
                         // The trail says what happened: the decision to await approval,
                         // then that no proposal was opened, and why. Appended, never
                         // rewritten; if this too cannot be kept, the error still stands.
-                        let failed = self.audits().then(|| {
+                        let mut failed = self.audits().then(|| {
                             let mut failed = AuditEvent::decided(
                                 entry.spec().name().into(),
                                 actor.id(),
@@ -569,7 +569,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                             failed.mode = Some(mode.resolved());
                             failed
                         });
-                        let _ = self.record(failed).await;
+                        let _ = self.record(&mut failed).await;
                         return Err(error);
                     }
                 };
@@ -685,11 +685,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             .then(|| AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict));
         match decision {
             Decision::Blocked(blocked) => {
-                self.record(record).await?;
+                self.record(&mut record).await?;
                 Ok(TypedOutcome::Blocked(blocked))
             }
             Decision::Execute { call, .. } => {
-                self.record(record).await?;
+                self.record(&mut record).await?;
                 let call = call.with_key_on_demand(None, derive_key::<T>);
                 Ok(match execute(call).await {
                     Ok(output) => TypedOutcome::Executed(output),
@@ -709,7 +709,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         actor,
                         &Verdict::<()>::Blocked(blocked.clone()),
                     );
-                    self.record(Some(refused)).await?;
+                    self.record(&mut Some(refused)).await?;
                     return Ok(TypedOutcome::Blocked(blocked));
                 };
                 let mut own = String::new();
@@ -740,7 +740,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 if let Some(record) = &mut record {
                     record.idempotency_key = Some(proposal.idempotency_key());
                 }
-                self.record(record).await?;
+                self.record(&mut record).await?;
                 let lane = self.approvals.propose(proposal, self.now()?).await?;
                 Ok(TypedOutcome::AwaitingApproval(Box::new(lane)))
             }
@@ -1116,8 +1116,13 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         self.sink.as_ref().is_none_or(|sink| sink.keeps_records())
     }
 
-    async fn record(&self, event: Option<AuditEvent>) -> Result<(), ApprovalError> {
-        let Some(event) = event else {
+    ///
+    /// By reference: a call's future then carries no copy of a record that is not kept.
+    async fn record(&self, event: &mut Option<AuditEvent>) -> Result<(), ApprovalError> {
+        if event.is_none() {
+            return Ok(());
+        }
+        let Some(event) = event.take() else {
             return Ok(());
         };
         let record = AuditRecord::Decision(event);

@@ -1,4 +1,5 @@
 use alloc::borrow::Cow;
+use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 
 use serde_json::Value;
@@ -25,7 +26,7 @@ pub struct ApprovalLane {
     proposed_at: Timestamp,
     expires_at: Timestamp,
     updated_at: Timestamp,
-    decided_by: Option<String>,
+    decided_by: Option<Box<str>>,
     reason: Option<String>,
     attempts: u32,
     /// Who holds the execution claim, and until when (absent before the first claim).
@@ -33,7 +34,7 @@ pub struct ApprovalLane {
     claim: Option<Claim>,
     /// What the run returned, once it is recorded as executed.
     #[serde(default)]
-    output: Option<Recorded>,
+    output: Option<Box<Recorded>>,
     version: u64,
 }
 
@@ -134,7 +135,7 @@ impl ApprovalLane {
 
     /// The same lane, with the run's output recorded.
     pub(crate) fn with_output(mut self, output: Value) -> Self {
-        self.output = Some(Recorded { value: output });
+        self.output = Some(Box::new(Recorded { value: output }));
         self
     }
 
@@ -185,7 +186,7 @@ impl ApprovalLane {
                 | LaneAction::MarkFailed
                 | LaneAction::Close
         ) {
-            next.decided_by = by.map(ToString::to_string);
+            next.decided_by = by.map(Box::from);
         }
         if let Some(reason) = reason {
             next.reason = Some(reason.to_string());
