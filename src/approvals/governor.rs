@@ -1109,19 +1109,15 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         self.clock.now().ok_or(ApprovalError::ClockUnavailable)
     }
 
-    /// Records a decision: to the host's sink, or to the store's log.
     /// Whether decisions are recorded at all: not when the host's sink discards them,
     /// so that a record nobody keeps is never built.
     fn audits(&self) -> bool {
         self.sink.as_ref().is_none_or(|sink| sink.keeps_records())
     }
 
-    ///
-    /// By reference: a call's future then carries no copy of a record that is not kept.
+    /// Records a decision: to the host's sink, or to the store's log. By reference: a
+    /// call's future then carries no copy of a record that is not kept.
     async fn record(&self, event: &mut Option<AuditEvent>) -> Result<(), ApprovalError> {
-        if event.is_none() {
-            return Ok(());
-        }
         let Some(event) = event.take() else {
             return Ok(());
         };

@@ -232,6 +232,10 @@ mod tests {
         assert_eq!(copied, declared);
         assert_eq!(read, ["orders:read", "refunds:write"]);
         assert_ne!(read, ScopeNames::copied(&["orders:read"]));
+        assert_ne!(
+            declared,
+            ScopeNames::copied(&["orders:read", "refunds:read"])
+        );
         assert_ne!(ScopeNames::copied(&[]), ScopeNames::copied(&[""]));
         assert_eq!(
             alloc::format!("{declared:?}"),
