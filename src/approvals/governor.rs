@@ -460,7 +460,12 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         check_actor(actor)?;
         let (entry, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
         let mut record = self.audits().then(|| {
-            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
+            AuditRecord::Decision(AuditEvent::of_verdict(
+                call.name(),
+                entry.map(ToolEntry::spec),
+                actor,
+                &verdict,
+            ))
         });
         match verdict {
             Verdict::Blocked(blocked) => {
@@ -511,9 +516,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     && let Some(lane) = self.approvals.store().get(&key).await?
                     && lane.state() != LaneState::Closed
                 {
-                    if let Some(record) = &mut record {
-                        record.idempotency_key = Some(key);
-                    }
+                    with_key(&mut record, key);
                     self.record(&mut record).await?;
                     return self.reissued(lane, now, actor, context).await;
                 }
@@ -530,9 +533,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 if known.is_none() {
                     self.recent.insert(&parts, key);
                 }
-                if let Some(record) = &mut record {
-                    record.idempotency_key = Some(key);
-                }
+                with_key(&mut record, key);
                 if known.is_none()
                     && let Some(lane) = self.approvals.store().get(&key).await?
                     && lane.state() != LaneState::Closed
@@ -567,7 +568,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                             failed.reason = Some(error.to_string());
                             failed.idempotency_key = Some(key);
                             failed.mode = Some(mode.resolved());
-                            failed
+                            AuditRecord::Decision(failed)
                         });
                         let _ = self.record(&mut failed).await;
                         return Err(error);
@@ -680,9 +681,14 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             },
             Decision::Blocked(blocked) => Verdict::Blocked(blocked.clone()),
         };
-        let mut record = self
-            .audits()
-            .then(|| AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict));
+        let mut record = self.audits().then(|| {
+            AuditRecord::Decision(AuditEvent::of_verdict(
+                spec.name(),
+                Some(spec),
+                actor,
+                &verdict,
+            ))
+        });
         match decision {
             Decision::Blocked(blocked) => {
                 self.record(&mut record).await?;
@@ -709,7 +715,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         actor,
                         &Verdict::<()>::Blocked(blocked.clone()),
                     );
-                    self.record(&mut Some(refused)).await?;
+                    self.record(&mut Some(AuditRecord::Decision(refused)))
+                        .await?;
                     return Ok(TypedOutcome::Blocked(blocked));
                 };
                 let mut own = String::new();
@@ -737,9 +744,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     mode: *pending.mode(),
                     host_floor: self.governance.mode_policy().tier_floor(spec.risk_tier()),
                 });
-                if let Some(record) = &mut record {
-                    record.idempotency_key = Some(proposal.idempotency_key());
-                }
+                with_key(&mut record, proposal.idempotency_key());
                 self.record(&mut record).await?;
                 let lane = self.approvals.propose(proposal, self.now()?).await?;
                 Ok(TypedOutcome::AwaitingApproval(Box::new(lane)))
@@ -1116,19 +1121,34 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     }
 
     /// Records a decision: to the host's sink, or to the store's log. By reference: a
-    /// call's future then carries no copy of a record that is not kept.
-    async fn record(&self, event: &mut Option<AuditEvent>) -> Result<(), ApprovalError> {
-        let Some(event) = event.take() else {
-            return Ok(());
-        };
-        let record = AuditRecord::Decision(event);
-        match &self.sink {
-            Some(sink) => {
+    /// call's future then carries no copy of a record that is not kept. The record is
+    /// handed on before the returned future is first polled, so it is not moved into
+    /// that future's state (and out again) on its way.
+    fn record(
+        &self,
+        record: &mut Option<AuditRecord>,
+    ) -> impl Future<Output = Result<(), ApprovalError>> + Send + '_ {
+        let appending = match (record.take(), &self.sink) {
+            (None, _) => None,
+            (Some(record), Some(sink)) => {
                 sink.record(&record);
-                Ok(())
+                None
             }
-            None => Ok(self.approvals.store().append(record).await?),
+            (Some(record), None) => Some(self.approvals.store().append(record)),
+        };
+        async move {
+            if let Some(appending) = appending {
+                appending.await?;
+            }
+            Ok(())
         }
+    }
+}
+
+/// Puts the call's idempotency key in its decision record, if one is kept.
+fn with_key(record: &mut Option<AuditRecord>, key: IdempotencyKey) {
+    if let Some(AuditRecord::Decision(event)) = record {
+        event.idempotency_key = Some(key);
     }
 }
 

@@ -394,6 +394,7 @@ struct Memory {
 #[cfg(feature = "std")]
 impl Memory {
     /// Appends `record` under the next sequence number, making room in a full ring.
+    #[inline]
     fn push(&mut self, record: AuditRecord, event_capacity: usize) {
         if event_capacity == 0 {
             self.next_seq += 1;
@@ -663,6 +664,7 @@ impl ApprovalStore for MemoryStore {
         }
     }
 
+    #[inline]
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
         ready(
             self.lock()
