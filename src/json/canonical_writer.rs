@@ -95,7 +95,6 @@ struct State {
 
 impl State {
     /// A text to be written, and a preview after `head` if one is given.
-    #[inline]
     fn new(head: Option<String>) -> Self {
         Self {
             out: String::with_capacity(128),
@@ -105,9 +104,7 @@ impl State {
     }
 
     /// The text, and the preview of a flat input (rows are written when the outermost
-    /// object closes: an input that is not an object has none). Inlined into each
-    /// input's writer: called there, the state (328 bytes) would be copied to be passed.
-    #[inline]
+    /// object closes: an input that is not an object has none).
     fn finish(self) -> (String, Option<String>) {
         let preview = self
             .rows
