@@ -460,12 +460,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         check_actor(actor)?;
         let (entry, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
         let mut record = self.audits().then(|| {
-            AuditRecord::Decision(AuditEvent::of_verdict(
-                call.name(),
-                entry.map(ToolEntry::spec),
-                actor,
-                &verdict,
-            ))
+            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
         });
         match verdict {
             Verdict::Blocked(blocked) => {
@@ -516,7 +511,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     && let Some(lane) = self.approvals.store().get(&key).await?
                     && lane.state() != LaneState::Closed
                 {
-                    with_key(&mut record, key);
+                    if let Some(record) = &mut record {
+                        record.idempotency_key = Some(key);
+                    }
                     self.record(&mut record).await?;
                     return self.reissued(lane, now, actor, context).await;
                 }
@@ -533,7 +530,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 if known.is_none() {
                     self.recent.insert(&parts, key);
                 }
-                with_key(&mut record, key);
+                if let Some(record) = &mut record {
+                    record.idempotency_key = Some(key);
+                }
                 if known.is_none()
                     && let Some(lane) = self.approvals.store().get(&key).await?
                     && lane.state() != LaneState::Closed
@@ -568,7 +567,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                             failed.reason = Some(error.to_string());
                             failed.idempotency_key = Some(key);
                             failed.mode = Some(mode.resolved());
-                            AuditRecord::Decision(failed)
+                            failed
                         });
                         let _ = self.record(&mut failed).await;
                         return Err(error);
@@ -681,14 +680,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             },
             Decision::Blocked(blocked) => Verdict::Blocked(blocked.clone()),
         };
-        let mut record = self.audits().then(|| {
-            AuditRecord::Decision(AuditEvent::of_verdict(
-                spec.name(),
-                Some(spec),
-                actor,
-                &verdict,
-            ))
-        });
+        let mut record = self
+            .audits()
+            .then(|| AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict));
         match decision {
             Decision::Blocked(blocked) => {
                 self.record(&mut record).await?;
@@ -715,8 +709,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         actor,
                         &Verdict::<()>::Blocked(blocked.clone()),
                     );
-                    self.record(&mut Some(AuditRecord::Decision(refused)))
-                        .await?;
+                    self.record(&mut Some(refused)).await?;
                     return Ok(TypedOutcome::Blocked(blocked));
                 };
                 let mut own = String::new();
@@ -744,7 +737,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     mode: *pending.mode(),
                     host_floor: self.governance.mode_policy().tier_floor(spec.risk_tier()),
                 });
-                with_key(&mut record, proposal.idempotency_key());
+                if let Some(record) = &mut record {
+                    record.idempotency_key = Some(proposal.idempotency_key());
+                }
                 self.record(&mut record).await?;
                 let lane = self.approvals.propose(proposal, self.now()?).await?;
                 Ok(TypedOutcome::AwaitingApproval(Box::new(lane)))
@@ -1121,34 +1116,19 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     }
 
     /// Records a decision: to the host's sink, or to the store's log. By reference: a
-    /// call's future then carries no copy of a record that is not kept. The record is
-    /// handed on before the returned future is first polled, so it is not moved into
-    /// that future's state (and out again) on its way.
-    fn record(
-        &self,
-        record: &mut Option<AuditRecord>,
-    ) -> impl Future<Output = Result<(), ApprovalError>> + Send + '_ {
-        let appending = match (record.take(), &self.sink) {
-            (None, _) => None,
-            (Some(record), Some(sink)) => {
-                sink.record(&record);
-                None
-            }
-            (Some(record), None) => Some(self.approvals.store().append(record)),
+    /// call's future then carries no copy of a record that is not kept.
+    async fn record(&self, event: &mut Option<AuditEvent>) -> Result<(), ApprovalError> {
+        let Some(event) = event.take() else {
+            return Ok(());
         };
-        async move {
-            if let Some(appending) = appending {
-                appending.await?;
+        let record = AuditRecord::Decision(event);
+        match &self.sink {
+            Some(sink) => {
+                sink.record(&record);
+                Ok(())
             }
-            Ok(())
+            None => Ok(self.approvals.store().append(record).await?),
         }
-    }
-}
-
-/// Puts the call's idempotency key in its decision record, if one is kept.
-fn with_key(record: &mut Option<AuditRecord>, key: IdempotencyKey) {
-    if let Some(AuditRecord::Decision(event)) = record {
-        event.idempotency_key = Some(key);
     }
 }
 

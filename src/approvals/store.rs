@@ -394,7 +394,6 @@ struct Memory {
 #[cfg(feature = "std")]
 impl Memory {
     /// Appends `record` under the next sequence number, making room in a full ring.
-    #[inline]
     fn push(&mut self, record: AuditRecord, event_capacity: usize) {
         if event_capacity == 0 {
             self.next_seq += 1;
@@ -664,7 +663,6 @@ impl ApprovalStore for MemoryStore {
         }
     }
 
-    #[inline]
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
         ready(
             self.lock()
