@@ -608,16 +608,16 @@ async fn an_approval_by_elicitation_over_http_runs_the_call_once() {
 
 #[tokio::test]
 async fn the_identity_table_through_the_remote_server() {
-    use identities::{VARIANTS, Verdict};
+    use identities::{Verdict, variants};
     let limits = HttpLimits::new()
         .with_requests_per_minute(10_000)
         .with_burst(1_000);
     let server = serve(limits, None).await;
-    for (variant, what, verdict) in VARIANTS {
-        let token = server.token(&server.claims(variant, "orders:read"));
+    for (variant, what, verdict) in variants() {
+        let token = server.token(&server.claims(&variant, "orders:read"));
         let body = call(1, "lookup_order", r#"{"order": 1001}"#);
         let response = server.post(Some(&token), &body, &[]).await;
-        if *verdict == Verdict::Refused {
+        if verdict == Verdict::Refused {
             assert_eq!(response.status(), 401, "{what}");
             let said: Value = response.json().await.unwrap();
             let said = said["error_description"].as_str().unwrap_or_default();

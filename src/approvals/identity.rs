@@ -32,6 +32,10 @@ pub enum IdentityError {
     /// The id begins or ends with whitespace.
     #[error("the id begins or ends with whitespace")]
     EdgeWhitespace,
+    /// The id holds a space or separator other than the ASCII space (its code point),
+    /// anywhere: a no-break, em or ideographic space reads as a plain one.
+    #[error("the id holds the space U+{0:04X}, which is not the ASCII space")]
+    Space(u32),
     /// The id holds a control character (its code point).
     #[error("the id holds the control character U+{0:04X}")]
     Control(u32),
@@ -44,13 +48,16 @@ pub enum IdentityError {
 /// operator, an approver, a token's subject, an account).
 ///
 /// An id is **refused** when it is empty, longer than [`MAX_ID_BYTES`], begins or ends
-/// with whitespace, or holds a control character or an invisible one: a default-ignorable
+/// with whitespace, holds whitespace other than the ASCII space anywhere (a no-break,
+/// narrow no-break, em or ideographic space, …: each reads as a plain space, so two ids
+/// that differ by one would look alike), or holds a control character or an invisible
+/// one: a default-ignorable
 /// code point (zero-width spaces and joiners, the byte-order mark, soft hyphen, variation
 /// selectors, tag characters, Hangul fillers, …), a format character, a line or paragraph
 /// separator, a private-use, surrogate or unassigned code point, or the one blank that
 /// Unicode files as a symbol (U+2800 BRAILLE PATTERN BLANK). All of these come from the
 /// Unicode Character Database (through `icu_properties`), not from a list of our own, save
-/// that last one. Whitespace inside an id is allowed (`alice via desktop`).
+/// that last one. The ASCII space inside an id is allowed (`alice via desktop`).
 ///
 /// # Errors
 ///
@@ -62,6 +69,8 @@ pub enum IdentityError {
 /// assert_eq!(check_id(""), Err(IdentityError::Empty));
 /// assert_eq!(check_id("\u{FEFF}agent-7"), Err(IdentityError::Invisible(0xFEFF)));
 /// assert_eq!(check_id("agent\u{7}"), Err(IdentityError::Control(7)));
+/// assert_eq!(check_id("agent\u{A0}7"), Err(IdentityError::Space(0xA0)));
+/// assert_eq!(check_id("alice via desktop"), Ok(()));
 /// ```
 pub fn check_id(id: &str) -> Result<(), IdentityError> {
     if id.is_empty() {
@@ -81,18 +90,21 @@ pub fn check_id(id: &str) -> Result<(), IdentityError> {
         }
         return Ok(());
     }
-    for c in id.chars() {
-        if c.is_control() {
-            return Err(IdentityError::Control(u32::from(c)));
-        }
-        if is_invisible(c) {
-            return Err(IdentityError::Invisible(u32::from(c)));
-        }
-    }
     let white = CodePointSetData::new::<WhiteSpace>();
     let edges = [id.chars().next(), id.chars().next_back()];
     if edges.into_iter().flatten().any(|c| white.contains(c)) {
         return Err(IdentityError::EdgeWhitespace);
+    }
+    for c in id.chars() {
+        if c.is_control() {
+            return Err(IdentityError::Control(u32::from(c)));
+        }
+        if c != ' ' && white.contains(c) {
+            return Err(IdentityError::Space(u32::from(c)));
+        }
+        if is_invisible(c) {
+            return Err(IdentityError::Invisible(u32::from(c)));
+        }
     }
     Ok(())
 }
@@ -140,37 +152,50 @@ pub fn is_mixed_script(id: &str) -> bool {
     !id.is_single_script()
 }
 
-/// The form two ids are compared in for four eyes: NFKC, case-folded, and reduced to its
-/// confusable skeleton.
+/// The form two ids are compared in for four eyes: NFKC, case-folded (full folding, also
+/// where it changes length), stripped of combining marks that sit on another letter, and
+/// reduced to its confusable skeleton.
 ///
 /// ```
 /// use cairnloop::approvals::comparison_form;
 /// assert_eq!(comparison_form("ÉMILE"), comparison_form("émile"));
 /// assert_eq!(comparison_form("ａｇｅｎｔ"), comparison_form("agent"));
+/// assert_eq!(comparison_form("ALİCE"), comparison_form("alice")); // U+0130 folds to i + U+0307
 /// ```
 #[must_use]
 pub fn comparison_form(id: &str) -> String {
     let compatible: String = id.nfkc().collect();
-    let folded: String = caseless::default_case_fold_str(&compatible)
-        .nfkc()
+    let marks = CodePointMapData::<GeneralCategory>::new();
+    // Folding can lengthen a letter into a base and a mark (`İ` → `i̇`), and a reader
+    // sees a letter with a dot, an accent or a ring as that letter: the marks go.
+    let bare: String = caseless::default_case_fold_str(&compatible)
+        .nfkd()
+        .filter(|&c| {
+            !matches!(
+                marks.get(c),
+                GeneralCategory::NonspacingMark | GeneralCategory::EnclosingMark
+            )
+        })
         .collect();
-    unicode_security::skeleton(&folded).collect()
+    unicode_security::skeleton(&bare.nfkc().collect::<String>()).collect()
 }
 
 /// Whether two ids name the same person for four eyes.
 ///
 /// Two ids are the same person when their [`comparison_form`]s are equal: the id
-/// compatibility-normalised (NFKC: fullwidth `ａ` is `a`), case-folded (`ÉMILE` is
-/// `émile`, `STRASSE` is `straße`), then reduced to its UTS #39 confusable skeleton (a
-/// Cyrillic `а` is a Latin `a`, and so is an all-Cyrillic spelling of a Latin name). The
-/// skeleton errs towards "the same": `op1` and `opl` count as one person, so the one
-/// cannot approve the other's call. Refusing a genuine second person is safe; letting a
-/// proposer approve under a look-alike name is not.
+/// compatibility-normalised (NFKC: fullwidth `ａ` is `a`), case-folded with the full
+/// folding (`ÉMILE` is `émile`, `STRASSE` is `straße`, `ALİCE` is `alice`), stripped of
+/// its combining marks (`émile` is `emile`), then reduced to its UTS #39 confusable
+/// skeleton (a Cyrillic `а` is a Latin `a`, and so is an all-Cyrillic spelling of a Latin
+/// name). The comparison errs towards "the same": `op1` and `opl` count as one person, and
+/// so do `José` and `Jose`, so the one cannot approve the other's call. Refusing a genuine
+/// second person is safe; letting a proposer approve under a look-alike name is not.
 ///
 /// ```
 /// use cairnloop::approvals::same_person;
 /// assert!(same_person("agent-7", "AGENT-7"));
 /// assert!(same_person("paypal", "раураl")); // Cyrillic look-alikes
+/// assert!(same_person("alice", "ALİCE")); // the dotted capital I
 /// assert!(!same_person("agent-7", "agent-8"));
 /// ```
 #[must_use]
