@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod catalogue;
+mod child;
 pub mod config;
 pub mod serve;
 pub mod upstream;

@@ -2,14 +2,17 @@
 //! and output: its listing for the catalogue, and the calls the gates let through.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use cairnloop::Actor;
 use cairnloop::declare::{RunError, RunFuture};
 use cairnloop::json::Forward;
+
+use crate::child::BoundedChild;
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{Peer, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::ConfigureCommandExt;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
@@ -45,8 +48,28 @@ pub const MAX_LISTED_TOOLS: usize = 4_096;
 pub const MAX_LISTING_BYTES: usize = 16 * 1024 * 1024;
 
 /// The largest result taken from an upstream, written as JSON; a larger one is a failed
-/// call (the upstream's work may be done: the lane says so).
+/// call (the upstream's work may be done: the lane says so). An upstream started by a
+/// command is read within it too: the moment one of its frames runs past this bound and
+/// [`FRAME_ENVELOPE_BYTES`], reading stops, what was read is dropped, the call is answered
+/// at once, and the process is started again for the next call.
 pub const MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
+
+/// What a frame from an upstream may hold beyond [`MAX_RESULT_BYTES`]: its JSON-RPC
+/// envelope. A listing's page is a frame too, so one page takes at most the sum.
+///
+/// ```
+/// use cairnloop_gateway::upstream::{FRAME_ENVELOPE_BYTES, MAX_RESULT_BYTES};
+/// assert_eq!(MAX_RESULT_BYTES + FRAME_ENVELOPE_BYTES, 4 * 1024 * 1024 + 64 * 1024);
+/// ```
+pub const FRAME_ENVELOPE_BYTES: usize = 64 * 1024;
+
+/// What a call or a listing is told when an answer ran past the bound.
+fn oversize() -> String {
+    format!(
+        "the upstream's answer exceeded {} MiB",
+        MAX_RESULT_BYTES >> 20
+    )
+}
 
 /// Why an upstream could not be started or listed.
 ///
@@ -114,8 +137,9 @@ enum Launch {
 
 /// The connection, and what restarting it has met.
 struct Connection {
-    /// The connection and its process, until it ends or [`Upstream::shutdown`].
-    running: Option<RunningService<RoleClient, Listener>>,
+    /// The connection and its process, until it ends or [`Upstream::shutdown`]; and
+    /// whether it ended because a frame crossed its bound.
+    running: Option<(RunningService<RoleClient, Listener>, Arc<AtomicBool>)>,
     /// Whether it was ever started: a start after that is a restart.
     started: bool,
     /// Set by [`Upstream::shutdown`]: nothing is started again.
@@ -301,16 +325,17 @@ impl Upstream {
     }
 
     /// The connection to send on: the running one, or a new one when the old one has
-    /// gone away (nothing was sent on it, so nothing is lost by starting again).
-    async fn peer(&self) -> Result<Peer<RoleClient>, UpstreamError> {
+    /// gone away (nothing was sent on it, so nothing is lost by starting again); and
+    /// the flag that says whether that connection ended on a frame past its bound.
+    async fn peer(&self) -> Result<(Peer<RoleClient>, Arc<AtomicBool>), UpstreamError> {
         let mut connection = self.connection.lock().await;
         if connection.stopped {
             return Err(UpstreamError::Stopped);
         }
-        if let Some(running) = &connection.running
+        if let Some((running, crossed)) = &connection.running
             && !running.is_transport_closed()
         {
-            return Ok(running.peer().clone());
+            return Ok((running.peer().clone(), Arc::clone(crossed)));
         }
         let now = Instant::now();
         if let Some(at) = connection.retry_at
@@ -326,7 +351,7 @@ impl Upstream {
         connection.running = None;
         match self.launch.connect(self.listener.clone()).await {
             Ok(running) => {
-                let peer = running.peer().clone();
+                let peer = (running.0.peer().clone(), Arc::clone(&running.1));
                 connection.running = Some(running);
                 connection.failures = 0;
                 connection.retry_at = None;
@@ -367,10 +392,14 @@ impl Upstream {
     ///
     /// The upstream does not answer, or not in time.
     pub async fn listing(&self) -> Result<Value, UpstreamError> {
-        let peer = self.peer().await?;
+        let (peer, crossed) = self.peer().await?;
         let tools = tokio::time::timeout(START_TIMEOUT, every_page(&peer))
             .await
-            .map_err(|_| UpstreamError::Timeout)??;
+            .map_err(|_| UpstreamError::Timeout)?
+            .map_err(|error| match crossed.load(Ordering::SeqCst) {
+                true => UpstreamError::Protocol(oversize()),
+                false => error,
+            })?;
         let tools = serde_json::to_value(tools)
             .map_err(|error| UpstreamError::Protocol(error.to_string()))?;
         Ok(serde_json::json!({ "tools": tools }))
@@ -390,7 +419,7 @@ impl Upstream {
     pub async fn shutdown(&self) {
         let mut connection = self.connection.lock().await;
         connection.stopped = true;
-        if let Some(mut running) = connection.running.take() {
+        if let Some((mut running, _)) = connection.running.take() {
             let _ = running.close_with_timeout(SHUTDOWN_TIMEOUT).await;
             // The transport kills a process still running from a task of its own, as
             // it is dropped: give that task its turn before the runtime may end.
@@ -414,7 +443,7 @@ impl Upstream {
         let arguments = arguments.as_object().cloned().unwrap_or_default();
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let unknown = |why: String| RunError::OutcomeUnknown(why);
-        let peer = self.peer().await.map_err(|error| {
+        let (peer, crossed) = self.peer().await.map_err(|error| {
             RunError::Failed(format!(
                 "not forwarded: the upstream is not running ({error})"
             ))
@@ -438,12 +467,16 @@ impl Upstream {
                 rmcp::ServiceError::McpError(error) => {
                     RunError::Failed(format!("the upstream refused the call: {}", error.message))
                 }
+                // The connection was ended under the call: by a frame past its
+                // bound (this call's answer, or another's on the same connection),
+                // or by the upstream itself.
+                _ if crossed.load(Ordering::SeqCst) => {
+                    unknown(format!("{}; the upstream is started again", oversize()))
+                }
                 other => unknown(format!("the upstream failed: {other}")),
             })?;
         if !fits(&result, MAX_RESULT_BYTES) {
-            return Err(unknown(format!(
-                "the upstream's result is larger than {MAX_RESULT_BYTES} bytes"
-            )));
+            return Err(unknown(oversize()));
         }
         let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
@@ -458,15 +491,22 @@ impl Launch {
     async fn connect(
         &self,
         listener: Listener,
-    ) -> Result<RunningService<RoleClient, Listener>, UpstreamError> {
+    ) -> Result<(RunningService<RoleClient, Listener>, Arc<AtomicBool>), UpstreamError> {
+        let crossed = Arc::new(AtomicBool::new(false));
         let (command, args, env) = match self {
             Self::Command { command, args, env } => (command, args, env),
             Self::Http { url, token } => {
-                return connect_http(url, token.as_deref(), listener).await;
+                let running = connect_http(url, token.as_deref(), listener).await?;
+                return Ok((running, crossed));
             }
         };
         let command = tokio::process::Command::new(command).configure(|command| {
             command.args(args);
+            command.stdin(std::process::Stdio::piped());
+            command.stdout(std::process::Stdio::piped());
+            // Its standard error is discarded: an upstream that hangs must not hold the
+            // gateway's own open (not yet logged).
+            command.stderr(std::process::Stdio::null());
             command.env_clear();
             for name in INHERITED_ENV {
                 if let Some(value) = std::env::var_os(name) {
@@ -475,18 +515,22 @@ impl Launch {
             }
             command.envs(env.iter().map(|(name, value)| (name, value)));
         });
-        // Its standard error is discarded: an upstream that hangs must not hold the
-        // gateway's own open (not yet logged).
         let mut command = process_wrap::tokio::CommandWrap::from(command);
         command.wrap(process_wrap::tokio::KillOnDrop);
-        let (transport, _) = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::null())
+        let child = command
             .spawn()
             .map_err(|error| UpstreamError::Start(error.to_string()))?;
-        tokio::time::timeout(START_TIMEOUT, listener.serve(transport))
+        let bound = MAX_RESULT_BYTES + FRAME_ENVELOPE_BYTES;
+        let transport = BoundedChild::new(child, bound, Arc::clone(&crossed))
+            .map_err(|error| UpstreamError::Start(error.to_string()))?;
+        let running = tokio::time::timeout(START_TIMEOUT, listener.serve(transport))
             .await
             .map_err(|_| UpstreamError::Timeout)?
-            .map_err(|error| UpstreamError::Protocol(error.to_string()))
+            .map_err(|error| match crossed.load(Ordering::SeqCst) {
+                true => UpstreamError::Protocol(oversize()),
+                false => UpstreamError::Protocol(error.to_string()),
+            })?;
+        Ok((running, crossed))
     }
 }
 

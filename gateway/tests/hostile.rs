@@ -135,7 +135,7 @@ async fn an_upstream_that_misbehaves_mid_call_never_runs_an_approved_call_twice(
         (
             "huge",
             LaneState::OutcomeUnknown,
-            "larger than 4194304 bytes",
+            "the upstream's answer exceeded 4 MiB",
         ),
         ("garbage", LaneState::OutcomeUnknown, "outcome unknown"),
         (
@@ -260,6 +260,107 @@ async fn a_cancelled_call_is_cancelled_upstream_too() {
     assert_eq!(reached(&log), 1, "and the call was not sent again");
     let _ = client.cancel().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The gateway's resident memory now and at its peak, in KiB, from `/proc`.
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches(" kB").parse().ok())
+            .unwrap()
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// An upstream whose answer to a read is 5 MiB, 1 GiB or endless: the gateway stops
+/// reading the moment the answer crosses its bound, answers at once with the bound (well
+/// inside the call timeout, which would otherwise be what ended it), holds no more than
+/// about the bound in memory meanwhile, and serves the next call from a new process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_past_the_bound_is_cut_there_at_once_and_the_gateway_serves_on() {
+    use cairnloop_gateway::upstream::{FRAME_ENVELOPE_BYTES, MAX_RESULT_BYTES};
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+
+    if python().is_none() {
+        return;
+    }
+    let bound_kib = ((MAX_RESULT_BYTES + FRAME_ENVELOPE_BYTES) / 1024) as u64;
+    for mode in ["huge", "flood", "endless"] {
+        let dir = fresh_dir(&format!("oversize-{mode}"));
+        // A call timeout of a minute: an answer in seconds is the bound's doing.
+        let (config, log) = served_config(&dir, mode, "call_timeout_secs = 60");
+        let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"))
+            .configure(|command| {
+                command
+                    .arg("serve")
+                    .arg(&config)
+                    .arg("--store")
+                    .arg(dir.join("lanes.db"));
+            });
+        let transport = TokioChildProcess::new(command).unwrap();
+        let pid = transport.id().unwrap();
+        let client = ().serve(transport).await.unwrap();
+        let call = || {
+            let params = CallToolRequestParams::new("bad_write").with_arguments(
+                serde_json::json!({"text": "read"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            );
+            client.call_tool(params)
+        };
+        let (idle_kib, _) = memory_kib(pid);
+        let started = std::time::Instant::now();
+        let answer = call().await.unwrap();
+        let answered_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let took = started.elapsed();
+        let (_, peak_kib) = memory_kib(pid);
+        let text = serde_json::to_string(&answer).unwrap();
+        assert_eq!(answer.is_error, Some(true), "{mode}: {text}");
+        assert!(
+            text.contains("the upstream's answer exceeded 4 MiB"),
+            "{mode}: {text}"
+        );
+        assert!(
+            took < std::time::Duration::from_secs(30),
+            "{mode}: {took:?}"
+        );
+        if mode != "huge" {
+            // The upstream wrote down when its next MiB would cross the bound.
+            let crossing: f64 = std::fs::read_to_string(format!("{}.crossed", log.display()))
+                .unwrap()
+                .parse()
+                .unwrap();
+            let after = answered_at - crossing;
+            assert!(
+                after < 1.0,
+                "{mode}: answered {after:.3} s after the crossing"
+            );
+            eprintln!("{mode}: answered {after:.3} s after the crossing");
+        }
+        eprintln!(
+            "{mode}: resident {idle_kib} KiB before the call, peak {peak_kib} KiB (bound {bound_kib} KiB)"
+        );
+        assert!(
+            peak_kib.saturating_sub(idle_kib) < 2 * bound_kib,
+            "{mode}: {idle_kib} KiB before, {peak_kib} KiB at the peak"
+        );
+        // The gateway serves on: the next call reaches a new process of the upstream.
+        let again = call().await.unwrap();
+        assert_eq!(again.is_error, Some(true), "{mode}");
+        let reached = std::fs::read_to_string(&log).unwrap().lines().count();
+        assert_eq!(reached, 2, "{mode}: each call reached the upstream once");
+        let _ = client.cancel().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// An upstream that renames its tool after a call was approved, then lists it again with

@@ -3,7 +3,9 @@ way its first argument names, and appends one line to the file named by its seco
 argument for every call it receives (so a test can count what reached it).
 
 Modes: exit (dies mid-call), hang (never answers, but keeps reading: a cancellation it
-receives is appended to the file named by the log's name + ".cancelled"), huge (answers 5 MiB), garbage (writes
+receives is appended to the file named by the log's name + ".cancelled"), huge (answers 5 MiB),
+flood (answers 1 GiB, written 1 MiB at a time; once its first 4 MiB are read, the time
+is put in log + ".crossed" just before the next MiB, which crosses the gateway's bound), endless (an answer that never ends), garbage (writes
 a line that is not JSON-RPC, then nothing), refuse (answers a JSON-RPC error, as a server
 that renamed the tool would), exit-once (dies on the first call the log ever records, in
 whichever process; answers every later one), fine (answers a small result), renames
@@ -12,7 +14,7 @@ and when log + ".retype" appears it lists `write` again with `text` an integer, 
 time saying so with notifications/tools/list_changed), snoops (answers like fine,
 and first writes the environment it was started with, as JSON, to log + ".env"), pages
 (its listing never ends: every page of `tools/list` names another page after it), bulky
-(its listing is two pages of one tool each, with a 9 MiB description), wakes (exits at
+(its listing is five pages of one tool each, with a 3.5 MiB description), wakes (exits at
 once, as a server that cannot start, until the file log + ".awake" appears; then
 answers like fine)."""
 
@@ -86,8 +88,8 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools, "nextCursor": str(page + 1)}})
     elif method == "tools/list" and mode == "bulky":
         page = int((request.get("params") or {}).get("cursor") or 0)
-        tools = [dict(TOOLS[0], name=f"write{page}", description="x" * (9 * 1024 * 1024))]
-        result = {"tools": tools, "nextCursor": "1"} if page == 0 else {"tools": tools}
+        tools = [dict(TOOLS[0], name=f"write{page}", description="x" * (7 * 512 * 1024))]
+        result = {"tools": tools, "nextCursor": str(page + 1)} if page < 4 else {"tools": tools}
         send({"jsonrpc": "2.0", "id": ident, "result": result})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
@@ -103,6 +105,23 @@ for line in sys.stdin:
         elif mode == "huge":
             text = "x" * (5 * 1024 * 1024)
             send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
+        elif mode in ("flood", "endless"):
+            head = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": ""}]}})
+            opening, closing = head.split('""')
+            sys.stdout.write(opening + '"')
+            chunk, written = "x" * (1024 * 1024), 0
+            try:
+                while mode == "endless" or written < 1024:
+                    if written == 4:
+                        sys.stdout.flush()
+                        with open(log + ".crossed", "w") as crossed:
+                            crossed.write(repr(time.time()))
+                    sys.stdout.write(chunk)
+                    written += 1
+                sys.stdout.write('"' + closing + "\n")
+                sys.stdout.flush()
+            except BrokenPipeError:
+                sys.exit(0)
         elif mode == "garbage":
             sys.stdout.write("{this is not json\n")
             sys.stdout.flush()

@@ -1,0 +1,219 @@
+//! An upstream's process as an MCP transport whose output is read within a bound per
+//! frame: the moment a frame crosses it, reading stops, what was read is dropped, and the
+//! connection ends, so a call waiting on that frame is answered at once with the reason.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use process_wrap::tokio::ChildWrapper;
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::process::{ChildStdin, ChildStdout};
+
+/// How long a closing upstream is given to end by itself, and again after `SIGTERM`,
+/// before it is killed.
+const EXIT_WAIT: Duration = Duration::from_secs(3);
+
+/// Reads `inner`, and fails the read in which a line (a JSON-RPC frame) runs past `bound`
+/// bytes before its newline, after setting `crossed`: nothing of that read is handed on.
+pub(crate) struct FrameBound<R> {
+    inner: R,
+    bound: usize,
+    /// Bytes of the line still open, read so far.
+    open: usize,
+    crossed: Arc<AtomicBool>,
+}
+
+impl<R> FrameBound<R> {
+    pub(crate) fn new(inner: R, bound: usize, crossed: Arc<AtomicBool>) -> Self {
+        Self {
+            inner,
+            bound,
+            open: 0,
+            crossed,
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for FrameBound<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let this = &mut *self;
+        std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        let mut rest = &buf.filled()[before..];
+        let mut open = this.open;
+        let mut crossed = false;
+        loop {
+            match rest.iter().position(|&byte| byte == b'\n') {
+                Some(end) => {
+                    crossed |= open.saturating_add(end) > this.bound;
+                    open = 0;
+                    rest = &rest[end + 1..];
+                }
+                None => {
+                    open = open.saturating_add(rest.len());
+                    crossed |= open > this.bound;
+                    break;
+                }
+            }
+        }
+        this.open = open;
+        if crossed {
+            this.crossed.store(true, Ordering::SeqCst);
+            buf.set_filled(before);
+            return Poll::Ready(Err(io::Error::other("a frame crossed its bound")));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// A child process spoken to over its standard input and output, its output read through
+/// [`FrameBound`]. Closing it closes its input, waits for it to end, asks it to stop
+/// (`SIGTERM`), and kills it; one whose frame crossed the bound is killed at once (its
+/// stream cannot be followed again, and the calls waiting on it are answered only once
+/// it is closed); dropping it kills it.
+pub(crate) struct BoundedChild {
+    transport: AsyncRwTransport<RoleClient, FrameBound<ChildStdout>, ChildStdin>,
+    crossed: Arc<AtomicBool>,
+    /// Killed as it is dropped (`KillOnDrop`), unless it ended first.
+    child: Option<Box<dyn ChildWrapper>>,
+}
+
+impl BoundedChild {
+    /// Takes `child`'s input and output; its frames are cut at `bound` bytes, and a cut
+    /// sets `crossed`.
+    pub(crate) fn new(
+        mut child: Box<dyn ChildWrapper>,
+        bound: usize,
+        crossed: Arc<AtomicBool>,
+    ) -> io::Result<Self> {
+        let taken = |what| io::Error::other(format!("the child's {what} was not piped"));
+        let stdin = child
+            .inner_mut()
+            .stdin()
+            .take()
+            .ok_or_else(|| taken("input"))?;
+        let stdout = child
+            .inner_mut()
+            .stdout()
+            .take()
+            .ok_or_else(|| taken("output"))?;
+        let read = FrameBound::new(stdout, bound, Arc::clone(&crossed));
+        Ok(Self {
+            // rmcp's own bound on a line is larger: ours ends the connection first.
+            transport: AsyncRwTransport::new_client(read, stdin),
+            crossed,
+            child: Some(child),
+        })
+    }
+
+    async fn shut_down(&mut self) -> io::Result<()> {
+        self.transport.close().await?;
+        let Some(child) = self.child.as_mut() else {
+            return Ok(());
+        };
+        let crossed = self.crossed.load(Ordering::SeqCst);
+        if crossed || tokio::time::timeout(EXIT_WAIT, child.wait()).await.is_err() {
+            #[cfg(unix)]
+            if !crossed
+                && child.signal(libc::SIGTERM).is_ok()
+                && tokio::time::timeout(EXIT_WAIT, child.wait()).await.is_ok()
+            {
+                self.child = None;
+                return Ok(());
+            }
+            Box::into_pin(child.kill()).await?;
+        }
+        self.child = None;
+        Ok(())
+    }
+}
+
+impl Transport<RoleClient> for BoundedChild {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.transport.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.transport.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.shut_down()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// Hands out one chunk per read, as a pipe would.
+    struct Chunks(VecDeque<Vec<u8>>);
+
+    impl AsyncRead for Chunks {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if let Some(chunk) = self.0.pop_front() {
+                buf.put_slice(&chunk);
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// What a reader bounded at `bound` hands on from `chunks`, and whether it was cut.
+    fn read_through(chunks: &[&str], bound: usize) -> (String, bool) {
+        let chunks = Chunks(chunks.iter().map(|c| c.as_bytes().to_vec()).collect());
+        let crossed = Arc::new(AtomicBool::new(false));
+        let mut bounded = FrameBound::new(chunks, bound, Arc::clone(&crossed));
+        let mut out = Vec::new();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let _ = runtime.block_on(bounded.read_to_end(&mut out));
+        (
+            String::from_utf8(out).unwrap(),
+            crossed.load(Ordering::SeqCst),
+        )
+    }
+
+    #[test]
+    fn frames_within_the_bound_pass_whole_however_they_are_split() {
+        let (out, crossed) = read_through(&["abcd\nab", "cd\n", "a", "bcd", "\n"], 4);
+        assert_eq!((out.as_str(), crossed), ("abcd\nabcd\nabcd\n", false));
+    }
+
+    #[test]
+    fn the_read_that_crosses_the_bound_fails_and_hands_nothing_on() {
+        // A line split over reads: the third byte past the bound's first two.
+        assert_eq!(read_through(&["ab\nab", "cde"], 4), ("ab\nab".into(), true));
+        // A whole long line inside one read, followed by a short one.
+        assert_eq!(
+            read_through(&["ok\n", "abcde\nok\n"], 4),
+            ("ok\n".into(), true)
+        );
+        // A line exactly at the bound passes; its newline does not count.
+        assert_eq!(read_through(&["abcd", "\n"], 4), ("abcd\n".into(), false));
+    }
+}
