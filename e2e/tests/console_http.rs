@@ -773,6 +773,64 @@ async fn an_interrupted_run_is_settled_with_a_note() {
 }
 
 #[tokio::test]
+async fn settling_a_run_takes_the_same_tier_right_as_deciding_it() {
+    let config = operators().with_operator(
+        Operator::new("junior", Credential::token("junior-token"), Accounts::All)
+            .deciding_only([cairnloop::RiskTier::ReadOnly, cairnloop::RiskTier::LowWrite]),
+    );
+    let app = app(config);
+    let key = propose(&app, "wire", r#"{"cents": 9}"#, None).await;
+    app.governor.approve(&key, "ops-lead").await.unwrap();
+    let actor = Actor::new("agent-7", SCOPES);
+    let run = app.governor.execute(&key, &actor, &());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), run)
+            .await
+            .is_err()
+    );
+    assert_eq!(state(&app, &key).await.0, LaneState::Interrupted);
+    // Listed for the junior, with the reason and no form.
+    let junior = sign_in(&app.router, "junior", "junior-token").await;
+    let page = send(&app.router, "GET", "/reconcile", Some(&junior), None).await;
+    assert!(page.body.contains(&key.to_string()), "{}", page.body);
+    assert!(
+        page.body
+            .contains("may not decide or settle high_write calls"),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains(r#"action="/proposals/"#),
+        "{}",
+        page.body
+    );
+    // Posted anyway, with a genuine token and the current version: refused, unchanged.
+    let version = state(&app, &key).await.1;
+    let uri = format!("/proposals/{key}/reconcile");
+    for resolution in ["executed", "failed", "closed"] {
+        let queue = send(&app.router, "GET", "/queue", Some(&junior), None).await;
+        let form = format!(
+            "csrf={}&version={version}&resolution={resolution}&note=looked",
+            tokens(&queue.body)[0]
+        );
+        let refused = send(&app.router, "POST", &uri, Some(&junior), Some(&form)).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+        assert!(refused.body.contains("Not your tier"));
+        assert_eq!(state(&app, &key).await, (LaneState::Interrupted, version));
+    }
+    // The lead, who may decide it, settles it.
+    let lead = sign_in(&app.router, "ops-lead", "lead-token").await;
+    let page = send(&app.router, "GET", "/reconcile", Some(&lead), None).await;
+    let form = format!(
+        "csrf={}&version={version}&resolution=closed&note=checked",
+        tokens(&page.body)[0]
+    );
+    let done = send(&app.router, "POST", &uri, Some(&lead), Some(&form)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    assert_ne!(state(&app, &key).await.0, LaneState::Interrupted);
+}
+
+#[tokio::test]
 async fn a_trusted_header_signs_in_only_when_configured() {
     let plain = app(operators());
     let ignored = send_with(
@@ -938,17 +996,18 @@ async fn a_write_from_another_site_is_refused_even_with_a_valid_token() {
 
 #[tokio::test]
 async fn the_identity_table_through_the_console() {
-    use identities::{PROPOSER, VARIANTS, Verdict};
+    use identities::{PROPOSER, Verdict, variants};
+    let variants = variants();
     let mut config = ConsoleConfig::new().with_login_limit(1_000, Duration::from_secs(60));
-    for (index, (variant, _, _)) in VARIANTS.iter().enumerate() {
+    for (index, (variant, _, _)) in variants.iter().enumerate() {
         config = config.with_operator(Operator::new(
-            *variant,
+            variant,
             Credential::token(&format!("token-{index}")),
             Accounts::All,
         ));
     }
     let app = app(config);
-    for (index, (variant, what, verdict)) in VARIANTS.iter().enumerate() {
+    for (index, (variant, what, verdict)) in variants.iter().enumerate() {
         let key = propose(&app, "send_message", &message(&format!("v{index}")), None).await;
         let page = send(&app.router, "GET", "/login", None, None).await;
         let form = format!(
@@ -1012,7 +1071,8 @@ async fn an_operator_limited_to_some_tiers_sees_but_cannot_decide_the_others() {
     let page = proposal_page(&app.router, &wire, &junior).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(
-        page.body.contains("may not decide high_write proposals"),
+        page.body
+            .contains("may not decide or settle high_write calls"),
         "{}",
         page.body
     );

@@ -710,6 +710,18 @@ where
     }))
 }
 
+/// Why the operator may not move this lane, if they may not: deciding a call and
+/// settling what became of it are one authority, the tier right.
+fn not_their_tier(operator: &Operator, lane: &ApprovalLane) -> Option<String> {
+    let tier = lane.proposal().risk_tier();
+    (!operator.may_decide(tier)).then(|| {
+        format!(
+            "You may not decide or settle {} calls; another operator does.",
+            tier.as_str()
+        )
+    })
+}
+
 /// What the signed-in operator may do with a pending lane: the page shows only the
 /// decisions that would be accepted, and says why the others are not there.
 fn decidable<C: ?Sized + Sync + 'static, S: ApprovalStore>(
@@ -718,12 +730,8 @@ fn decidable<C: ?Sized + Sync + 'static, S: ApprovalStore>(
     lane: &ApprovalLane,
 ) -> pages::Decidable {
     let proposal = lane.proposal();
-    let tier = proposal.risk_tier();
-    if !operator.may_decide(tier) {
-        return pages::Decidable::Nothing(format!(
-            "You may not decide {} proposals; another operator decides this one.",
-            tier.as_str()
-        ));
+    if let Some(why) = not_their_tier(operator, lane) {
+        return pages::Decidable::Nothing(why);
     }
     if !inner.governor.config().allows_self_approval()
         && crate::approvals::same_person(operator.id(), proposal.actor_id())
@@ -762,8 +770,9 @@ where
         .into_response()
 }
 
-/// What every decision form of a signed-in operator passes first: a genuine single-use
-/// token, a lane they may see, and a page made from the lane as it is now.
+/// What every form that moves a lane passes first: a genuine single-use token, a lane
+/// the operator may see, the tier right to move it, and a page made from the lane as it
+/// is now.
 async fn checked_form<C, S>(
     inner: &Inner<C, S>,
     signed: Signed,
@@ -781,6 +790,15 @@ where
     let Some(lane) = inner.visible_lane(key, &signed.operator).await else {
         return Err(not_found(&signed.operator));
     };
+    if let Some(why) = not_their_tier(&signed.operator, &lane) {
+        return Err(pages::refusal_with_link(
+            StatusCode::FORBIDDEN,
+            "Not your tier",
+            &format!("{why} Nothing was changed."),
+            Some(signed.operator.id()),
+            key,
+        ));
+    }
     if version != lane.version().to_string() {
         return Err(pages::stale(signed.operator.id(), &lane));
     }
@@ -835,20 +853,6 @@ where
         Err(refused) => return refused,
     };
     let operator = signed.operator.id();
-    let tier = lane.proposal().risk_tier();
-    if !signed.operator.may_decide(tier) {
-        return pages::refusal_with_link(
-            StatusCode::FORBIDDEN,
-            "Not your tier",
-            &format!(
-                "You may not decide {} proposals; another operator decides this one. Nothing \
-                 was changed.",
-                tier.as_str()
-            ),
-            Some(operator),
-            &key,
-        );
-    }
     let reason = form.reason.trim();
     let decided = match form.decision.as_str() {
         "approve" => inner.governor.approve(&lane.key(), operator).await,
@@ -898,8 +902,15 @@ where
             Err(error) => return store_failure(&error),
         }
     }
-    let tokens: Vec<String> = lanes.iter().map(|_| signed.token(&inner)).collect();
-    signed.with_cookie(pages::reconcile(signed.operator.id(), &lanes, &tokens))
+    // A lane of a tier the operator may not settle is listed with the reason, no form.
+    let settle: Vec<Result<String, String>> = lanes
+        .iter()
+        .map(|lane| match not_their_tier(&signed.operator, lane) {
+            Some(why) => Err(why),
+            None => Ok(signed.token(&inner)),
+        })
+        .collect();
+    signed.with_cookie(pages::reconcile(signed.operator.id(), &lanes, &settle))
 }
 
 #[derive(Deserialize)]

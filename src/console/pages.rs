@@ -719,7 +719,13 @@ fn fields(field: Field<'_>) -> Markup {
     }
 }
 
-pub(crate) fn reconcile(operator: &str, lanes: &[ApprovalLane], tokens: &[String]) -> Response {
+/// The runs to settle; beside each, its form's token, or why the operator may not settle
+/// it.
+pub(crate) fn reconcile(
+    operator: &str,
+    lanes: &[ApprovalLane],
+    settle: &[Result<String, String>],
+) -> Response {
     let body = html! {
         h1 { "Outcomes to settle" }
         p {
@@ -727,7 +733,7 @@ pub(crate) fn reconcile(operator: &str, lanes: &[ApprovalLane], tokens: &[String
              written. Find out what happened, then mark each one."
         }
         @if lanes.is_empty() { p.empty { "Nothing to settle." } }
-        @for (lane, token) in lanes.iter().zip(tokens) {
+        @for (lane, settle) in lanes.iter().zip(settle) {
             @let proposal = lane.proposal();
             @let key = lane.key();
             @let state = lane.state().as_str();
@@ -738,6 +744,20 @@ pub(crate) fn reconcile(operator: &str, lanes: &[ApprovalLane], tokens: &[String
                 }
                 p class={ "state state-" (state) } { (state) }
                 p { "Proposed by " (Person(proposal.actor_id())) " · " (lane.attempts()) " attempt(s)" }
+                @match settle {
+                    Err(why) => p.notice.why-not { (Text(why)) },
+                    Ok(token) => (settle_form(lane, token)),
+                }
+            }
+        }
+    };
+    respond(StatusCode::OK, page("Reconcile", Some(operator), body))
+}
+
+/// The form that marks what became of an interrupted or unknown run.
+fn settle_form(lane: &ApprovalLane, token: &str) -> Markup {
+    let key = lane.key();
+    html! {
                 form method="post" action={ "/proposals/" (key) "/reconcile" } {
                     input type="hidden" name="csrf" value=(Attr(token));
                     input type="hidden" name="version" value=(lane.version());
@@ -752,10 +772,7 @@ pub(crate) fn reconcile(operator: &str, lanes: &[ApprovalLane], tokens: &[String
                     label { "Note " input name="note" required maxlength="500"; }
                     button type="submit" { "Settle" }
                 }
-            }
-        }
-    };
-    respond(StatusCode::OK, page("Reconcile", Some(operator), body))
+    }
 }
 
 pub(crate) fn audit(

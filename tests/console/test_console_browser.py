@@ -186,7 +186,7 @@ def test_an_operator_sees_but_cannot_decide_a_tier_beyond_their_rights(desk, bro
     context, page, _ = signed_in(browser, desk["base"], "junior", "junior-token")
     page.goto(f"{desk['base']}/proposals/{desk['big']}")
     expect(page.locator("h1")).to_contain_text("Refund order")
-    expect(page.locator("p.why-not")).to_contain_text("may not decide high_write proposals")
+    expect(page.locator("p.why-not")).to_contain_text("may not decide or settle high_write calls")
     assert page.locator("section.decide form").count() == 0
     assert lane(desk["store"], desk["big"])["state"] == "pending"
     context.close()

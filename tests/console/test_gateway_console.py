@@ -145,3 +145,91 @@ def test_a_write_through_the_gateway_is_approved_in_its_console_and_runs_once(se
     again = gateway.call(*write)
     assert again["status"] == "executed", again
     assert target.read_text() == "sentinel", "the approved call ran once"
+
+
+HOSTILE = ROOT / "gateway/tests/hostile/upstream.py"
+
+
+@pytest.fixture(scope="module")
+def died():
+    """The gateway's console over a lane whose high_write call the upstream died under
+    (outcome unknown), with an operator who may decide only read_only and low_write."""
+    work = Path(tempfile.mkdtemp(prefix="cairnloop-gateway-settle-"))
+    port = free_port()
+    config = work / "gateway.toml"
+    config.write_text(
+        '[gateway]\nlocal_actor = "alice"\n\n'
+        f'[upstreams.bad]\ncommand = "python3"\nargs = [{json.dumps(str(HOSTILE))}, "exit", '
+        f'{json.dumps(str(work / "calls.log"))}]\n\n'
+        '[tools.bad.write]\ntier = "high_write"\n\n'
+        f'[console]\naddress = "127.0.0.1:{port}"\n\n'
+        '[console.operators.ops-lead]\ntoken_env = "CONSOLE_LEAD_TOKEN"\n\n'
+        '[console.operators.junior]\ntoken_env = "CONSOLE_JUNIOR_TOKEN"\n'
+        'tiers = ["read_only", "low_write"]\n'
+    )
+    env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789",
+               CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
+    gateway = Gateway(str(config), str(work / "lanes.db"), env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/login", timeout=1)
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "the gateway's console did not start"
+            time.sleep(0.1)
+    write = ("bad_write", {"text": "move the money"})
+    waiting = gateway.call(*write)
+    assert waiting["status"] == "awaiting_approval", waiting
+    yield {"gateway": gateway, "base": base, "write": write, "proposal": waiting["proposal_id"]}
+    gateway.close()
+
+
+def test_settling_a_run_takes_the_tier_right_that_deciding_it_takes(died, browser):
+    gateway, base, proposal = died["gateway"], died["base"], died["proposal"]
+    context, page = signed_in(browser, base, "ops-lead", "lead-token-0123456789")
+    page.goto(f"{base}/proposals/{proposal}")
+    page.click("button.approve")
+    expect(page.locator("p.state")).to_have_text("approved")
+    context.close()
+    # The upstream dies under the approved call: nobody knows whether it acted.
+    died_under = gateway.call(*died["write"])
+    assert died_under["status"] == "outcome_unknown", died_under
+
+    # The lead sees the form, and the lane's version in it.
+    lead, page = signed_in(browser, base, "ops-lead", "lead-token-0123456789")
+    page.goto(f"{base}/reconcile")
+    version = page.locator("section.settle input[name=version]").get_attribute("value")
+    lead.close()
+
+    context, page = signed_in(browser, base, "junior", "junior-token-0123456789")
+    page.goto(f"{base}/reconcile")
+    settle = page.locator("section.settle")
+    expect(settle).to_have_count(1)
+    expect(settle.locator("p.why-not")).to_contain_text("may not decide or settle high_write calls")
+    assert settle.locator("form").count() == 0
+    # Posted anyway, with a genuine form token and the lane's version: refused.
+    page.goto(f"{base}/queue")
+    token = page.locator("form.logout input[name=csrf]").get_attribute("value")
+    answer = page.request.post(
+        f"{base}/proposals/{proposal}/reconcile",
+        form={"csrf": token, "version": version, "resolution": "closed", "note": "looked"},
+        headers={"origin": base},
+        max_redirects=0,
+    )
+    assert answer.status == 403, answer.text()
+    assert "Not your tier" in answer.text()
+    page.goto(f"{base}/reconcile")
+    expect(page.locator("section.settle p.state")).to_have_text("outcome_unknown")
+    context.close()
+
+    # The lead, who may decide it, may settle it.
+    context, page = signed_in(browser, base, "ops-lead", "lead-token-0123456789")
+    page.goto(f"{base}/reconcile")
+    settle = page.locator("section.settle")
+    settle.locator("select[name=resolution]").select_option("closed")
+    settle.locator("input[name=note]").fill("the bank shows no transfer")
+    settle.locator("button[type=submit]").click()
+    expect(page.locator("p.empty")).to_have_text("Nothing to settle.")
+    context.close()
