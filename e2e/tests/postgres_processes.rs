@@ -1,6 +1,8 @@
 //! Operating-system processes sharing one PostgreSQL store: four racing to execute one
-//! approved lane (one run), and one SIGKILLed while it holds a claim (the lane becomes
-//! an unknown outcome after the lease, in another process, and is never run again).
+//! approved lane (one run), two whose clocks are two seconds apart racing for twenty
+//! (one run each, every loser told why, expiry decided by the server's clock), and one
+//! SIGKILLed while it holds a claim (the lane becomes an unknown outcome after the lease,
+//! in another process, and is never run again).
 //!
 //! The processes are this test binary started again with `CAIRNLOOP_CHILD` set: the test
 //! `child` then plays one process and the others do nothing.
@@ -10,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cairnloop::approvals::{ApprovalConfig, ApprovalStore};
-use cairnloop::gate::{LaneState, Ttl};
+use cairnloop::approvals::{ApprovalConfig, ApprovalStore, Clock, SystemClock};
+use cairnloop::gate::{LaneState, Timestamp, Ttl};
 use cairnloop::stores::PostgresStore;
 use cairnloop::{
     Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
@@ -89,7 +91,14 @@ fn unix_millis() -> u64 {
 
 /// An approved lane for order `id`, and the governor that proposed it.
 fn approved(database: &str, id: u32) -> IdempotencyKey {
-    let governor = Governor::new(&TOOLS).with_store(PostgresStore::connect(database).unwrap());
+    approved_within(database, id, ApprovalConfig::new())
+}
+
+/// An approved lane for order `id`, proposed under `config` (its time to live).
+fn approved_within(database: &str, id: u32, config: ApprovalConfig) -> IdempotencyKey {
+    let governor = Governor::new(&TOOLS)
+        .with_store(PostgresStore::connect(database).unwrap())
+        .with_config(config);
     let agent = Actor::new("agent-7", &[]);
     let arguments = format!(r#"{{"id": {id}}}"#);
     let Ok(Outcome::AwaitingApproval(lane)) =
@@ -114,8 +123,10 @@ fn spawn(role: &str, envs: &[(&str, String)]) -> Child {
     command.spawn().unwrap()
 }
 
-/// One process: `race` executes the lane at the agreed instant and writes what happened;
-/// `hang` executes it with a tool that never returns.
+/// One process: `race` executes each lane of `CAIRNLOOP_KEYS` at its agreed instant
+/// (`CAIRNLOOP_START_AT`, then one every `CAIRNLOOP_ROUND_MS`) and writes what happened,
+/// on a clock `CAIRNLOOP_SKEW_MS` off the host's; `hang` executes one with a tool that
+/// never returns.
 #[test]
 fn child() {
     let Ok(role) = std::env::var("CAIRNLOOP_CHILD") else {
@@ -125,32 +136,43 @@ fn child() {
     if role == "approve" {
         return approve_each(&database);
     }
-    let key: IdempotencyKey = std::env::var("CAIRNLOOP_KEY").unwrap().parse().unwrap();
+    let skew: i64 = std::env::var("CAIRNLOOP_SKEW_MS").map_or(0, |skew| skew.parse().unwrap());
+    // This host's clock, as far off as the test says.
+    let skewed = move || {
+        SystemClock
+            .now()
+            .map(|now| Timestamp::from_unix_millis(now.unix_millis().saturating_add_signed(skew)))
+    };
     let governor = Governor::new(&TOOLS)
         .with_store(PostgresStore::connect(&database).unwrap())
         .with_config(ApprovalConfig::new().with_lease(Ttl::from_secs(1)))
+        .with_clock(skewed)
         .with_holder(format!("process-{}", std::process::id()));
     let agent = Actor::new("agent-7", &[]);
-    if role == "race" {
-        // A barrier across processes: every contender starts at the same instant.
-        let at: u64 = std::env::var("CAIRNLOOP_START_AT")
-            .unwrap()
-            .parse()
-            .unwrap();
-        while unix_millis() < at {
-            std::hint::spin_loop();
-        }
-    }
-    let result = pollster::block_on(governor.execute(&key, &agent, &()));
+    let keys = std::env::var("CAIRNLOOP_KEYS").unwrap();
+    let round: u64 = std::env::var("CAIRNLOOP_ROUND_MS").map_or(0, |ms| ms.parse().unwrap());
+    let start: u64 = std::env::var("CAIRNLOOP_START_AT").map_or(0, |at| at.parse().unwrap());
     let outcomes = std::env::var("CAIRNLOOP_OUTCOMES").unwrap();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(outcomes)
         .unwrap();
-    // One write per line: the processes append to one file at once.
-    let told = if result.is_ok() { "ran\n" } else { "refused\n" };
-    file.write_all(told.as_bytes()).unwrap();
+    for (index, key) in keys.split(',').enumerate() {
+        let key: IdempotencyKey = key.parse().unwrap();
+        // A barrier across processes: every contender starts each round at one instant.
+        let at = start + round * index as u64;
+        while unix_millis() < at {
+            std::hint::spin_loop();
+        }
+        let result = pollster::block_on(governor.execute(&key, &agent, &()));
+        // One write per line: the processes append to one file at once.
+        let told = match result {
+            Ok(_) => format!("{index} ran\n"),
+            Err(error) => format!("{index} refused: {error}\n"),
+        };
+        file.write_all(told.as_bytes()).unwrap();
+    }
 }
 
 /// The console's process: approves each key of `CAIRNLOOP_KEYS` in turn, a little apart,
@@ -279,7 +301,7 @@ fn four_processes_racing_for_one_approved_lane_run_it_once() {
                 "race",
                 &[
                     ("CAIRNLOOP_DATABASE", database.clone()),
-                    ("CAIRNLOOP_KEY", key.to_string()),
+                    ("CAIRNLOOP_KEYS", key.to_string()),
                     ("CAIRNLOOP_START_AT", start_at.to_string()),
                     ("CAIRNLOOP_RUNS", runs.display().to_string()),
                     ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
@@ -291,9 +313,120 @@ fn four_processes_racing_for_one_approved_lane_run_it_once() {
         assert!(child.wait().unwrap().success());
     }
     assert_eq!(lines(&runs).len(), 1, "runs: {:?}", lines(&runs));
-    let mut told = lines(&outcomes);
-    told.sort();
-    assert_eq!(told, ["ran", "refused", "refused", "refused"]);
+    let told = lines(&outcomes);
+    assert_eq!(told.iter().filter(|line| line.ends_with(" ran")).count(), 1);
+    for loser in told.iter().filter(|line| !line.ends_with(" ran")) {
+        assert!(names_what_happened(loser), "{loser}");
+    }
+    assert_eq!(told.len(), 4);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Whether a loser's refusal names what happened: running elsewhere, or already run.
+fn names_what_happened(refusal: &str) -> bool {
+    refusal.contains("refused: another execution is running it: claimed by process-")
+        || refusal.contains("refused: it has already run: the lane is executed")
+}
+
+/// Two processes whose clocks are two seconds apart (one ahead, one behind) race for
+/// twenty approved lanes, one round at a time: each lane runs once, and each loser is
+/// told that the other is running it or has run it, never that a clock went backwards.
+#[test]
+fn two_processes_with_skewed_clocks_race_twenty_rounds_and_each_loser_is_told_why() {
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    let keys: Vec<String> = (100..120)
+        .map(|id| approved(&database, id).to_string())
+        .collect();
+    let dir = scratch("skewed-race");
+    let (runs, outcomes) = (dir.join("runs"), dir.join("outcomes"));
+    let start_at = unix_millis() + 1_500;
+    let children: Vec<_> = ["2000", "-2000"]
+        .into_iter()
+        .map(|skew| {
+            spawn(
+                "race",
+                &[
+                    ("CAIRNLOOP_DATABASE", database.clone()),
+                    ("CAIRNLOOP_KEYS", keys.join(",")),
+                    ("CAIRNLOOP_START_AT", start_at.to_string()),
+                    ("CAIRNLOOP_ROUND_MS", "150".to_owned()),
+                    ("CAIRNLOOP_SKEW_MS", skew.to_owned()),
+                    ("CAIRNLOOP_RUNS", runs.display().to_string()),
+                    ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
+                ],
+            )
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let ran = lines(&runs);
+    let told = lines(&outcomes);
+    for round in 0..20 {
+        let id = 100 + round;
+        let runs_of = ran
+            .iter()
+            .filter(|line| line.ends_with(&format!(" {id}")))
+            .count();
+        assert_eq!(runs_of, 1, "round {round} ran {runs_of} times: {ran:?}");
+        let said: Vec<&String> = told
+            .iter()
+            .filter(|line| line.starts_with(&format!("{round} ")))
+            .collect();
+        assert_eq!(said.len(), 2, "round {round}: {said:?}");
+        let winners = said.iter().filter(|line| line.ends_with(" ran")).count();
+        assert_eq!(winners, 1, "round {round}: {said:?}");
+        for loser in said.iter().filter(|line| !line.ends_with(" ran")) {
+            assert!(names_what_happened(loser), "round {round}: {loser}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Expiry by the server's clock: a process whose clock is two seconds behind does not run
+/// a lane that expired a second ago, and one whose clock is two seconds ahead runs a lane
+/// that has a second and a half left.
+#[test]
+fn a_skewed_clock_neither_runs_an_expired_approval_nor_expires_a_live_one() {
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    let config = ApprovalConfig::new().with_ttl(Ttl::from_secs(4));
+    let proposed_at = unix_millis();
+    let expired = approved_within(&database, 200, config);
+    let live = approved_within(&database, 201, config);
+    let dir = scratch("skewed-expiry");
+    let (runs, outcomes) = (dir.join("runs"), dir.join("outcomes"));
+    let run_at = |key: &IdempotencyKey, skew: &str, at: u64| {
+        spawn(
+            "race",
+            &[
+                ("CAIRNLOOP_DATABASE", database.clone()),
+                ("CAIRNLOOP_KEYS", key.to_string()),
+                ("CAIRNLOOP_START_AT", at.to_string()),
+                ("CAIRNLOOP_SKEW_MS", skew.to_owned()),
+                ("CAIRNLOOP_RUNS", runs.display().to_string()),
+                ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
+            ],
+        )
+    };
+    let ahead = run_at(&live, "2000", proposed_at + 2_500);
+    let behind = run_at(&expired, "-2000", proposed_at + 5_000);
+    for mut child in [ahead, behind] {
+        assert!(child.wait().unwrap().success());
+    }
+    let told = lines(&outcomes);
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert_eq!(
+        told[0], "0 ran",
+        "the live lane, on a clock ahead: {told:?}"
+    );
+    assert_eq!(
+        told[1], "0 refused: the approval expired",
+        "the expired lane, on a clock behind: {told:?}"
+    );
+    let ran = lines(&runs);
+    assert!(ran.len() == 1 && ran[0].ends_with(" 201"), "{ran:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -308,7 +441,7 @@ fn a_process_killed_holding_a_claim_leaves_an_unknown_outcome_never_run_again() 
         "hang",
         &[
             ("CAIRNLOOP_DATABASE", database.clone()),
-            ("CAIRNLOOP_KEY", key.to_string()),
+            ("CAIRNLOOP_KEYS", key.to_string()),
             ("CAIRNLOOP_RUNS", runs.display().to_string()),
             ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
             ("CAIRNLOOP_HANG", "1".to_owned()),

@@ -2,7 +2,7 @@ use alloc::string::String;
 
 use crate::approvals::IdentityError;
 use crate::declare::RunError;
-use crate::gate::{Blocked, LaneAction, TransitionError};
+use crate::gate::{Blocked, LaneAction, LaneState, Timestamp, TransitionError};
 
 /// A part of what an approval binds: the call, who made it, and the policy it was
 /// approved under. Before an approved call runs, each is compared with its current value.
@@ -105,6 +105,36 @@ pub enum ApprovalError {
     /// The lane expired; it is now `expired`.
     #[error("the approval expired")]
     Expired,
+    /// Another execution holds the lane's claim: the call is running there (or its
+    /// process died, and the lease says until when that is not known). Nothing ran here.
+    ///
+    /// ```
+    /// use cairnloop::ApprovalError;
+    /// use cairnloop::gate::Timestamp;
+    /// let busy = ApprovalError::RunningElsewhere {
+    ///     holder: "gateway-2".into(),
+    ///     until: Timestamp::from_unix_millis(1_700_000_030_000),
+    /// };
+    /// assert_eq!(busy.to_string(), "another execution is running it: claimed by gateway-2, its lease until 1700000030000 ms");
+    /// ```
+    #[error("another execution is running it: claimed by {holder}, its lease until {} ms", until.unix_millis())]
+    RunningElsewhere {
+        /// Who holds the claim (a process's holder name).
+        holder: String,
+        /// When its lease runs out.
+        until: Timestamp,
+    },
+    /// The approved call already ran (here or in another process): the lane is in this
+    /// state. Nothing ran again.
+    ///
+    /// ```
+    /// use cairnloop::ApprovalError;
+    /// use cairnloop::gate::LaneState;
+    /// let ran = ApprovalError::AlreadyRun(LaneState::Executed);
+    /// assert_eq!(ran.to_string(), "it has already run: the lane is executed");
+    /// ```
+    #[error("it has already run: the lane is {0}")]
+    AlreadyRun(LaneState),
     /// `now` is earlier than the lane's last move: the clock went backwards.
     #[error("the clock went backwards")]
     ClockWentBackwards,

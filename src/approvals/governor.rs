@@ -302,7 +302,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         self
     }
 
-    /// Sets the clock.
+    /// Sets the clock: the time source, unless the store keeps one of its own (a store
+    /// shared by hosts, such as PostgreSQL's: see [`ApprovalStore::now`]).
     ///
     /// ```
     /// use cairnloop::{Governor, Registry, approvals::ManualClock, gate::Timestamp};
@@ -1090,8 +1091,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         Ok(self.approvals.store().events_since(after, limit).await?)
     }
 
-    /// The time on the governor's clock: the one its expiries are decided by, so that a
-    /// view of the time left agrees with them.
+    /// The time expiries, leases and sweeps are decided by, so that a view of the time
+    /// left agrees with them: the store's, when it keeps one (a store shared by hosts:
+    /// see [`ApprovalStore::now`]), else the governor's clock.
     ///
     /// # Errors
     ///
@@ -1106,7 +1108,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// # Ok::<(), cairnloop::ApprovalError>(())
     /// ```
     pub fn now(&self) -> Result<Timestamp, ApprovalError> {
-        self.clock.now().ok_or(ApprovalError::ClockUnavailable)
+        self.approvals
+            .store()
+            .now()
+            .or_else(|| self.clock.now())
+            .ok_or(ApprovalError::ClockUnavailable)
     }
 
     /// Whether decisions are recorded at all: not when the host's sink discards them,

@@ -475,6 +475,11 @@ impl<S: ApprovalStore> Approvals<S> {
         holder: &str,
         now: Timestamp,
     ) -> Result<Claim<C>, ApprovalError> {
+        // A lane already claimed or run is said so before the clock is read: a loser of
+        // a race learns what happened, whatever its clock says.
+        if let Some(refusal) = not_to_run(&lane) {
+            return Err(refusal);
+        }
         let lane = self.live(lane, now).await?;
         if lane.state() != LaneState::Approved {
             return Err(lane
@@ -509,9 +514,18 @@ impl<S: ApprovalStore> Approvals<S> {
         let claimed = lane
             .moved(LaneAction::StartExecution, now, None, None)?
             .claimed_by(holder, until);
-        let claimed = self
+        let claimed = match self
             .commit(&lane, claimed, LaneAction::StartExecution, None)
-            .await?;
+            .await
+        {
+            Ok(claimed) => claimed,
+            // Another execution moved it first: say what it did.
+            Err(ApprovalError::Store(StoreError::Conflict)) => {
+                let now = self.lane(&lane.key()).await?;
+                return Err(not_to_run(&now).unwrap_or(StoreError::Conflict.into()));
+            }
+            Err(error) => return Err(error),
+        };
         Ok(Claim {
             claimed,
             codec,
@@ -597,6 +611,25 @@ struct Claim<C: ?Sized + 'static> {
     idempotent: bool,
 }
 
+/// Why a lane is not to be run by this execution, if it was claimed or run by another:
+/// running elsewhere (with the claim's holder and lease) or already run.
+fn not_to_run(lane: &ApprovalLane) -> Option<ApprovalError> {
+    match lane.state() {
+        LaneState::ExecutionPending => Some(match lane.claim() {
+            Some(claim) => ApprovalError::RunningElsewhere {
+                holder: claim.holder().into(),
+                until: claim.until(),
+            },
+            None => ApprovalError::AlreadyRun(LaneState::ExecutionPending),
+        }),
+        state @ (LaneState::Executed
+        | LaneState::ExecutionFailed
+        | LaneState::Interrupted
+        | LaneState::OutcomeUnknown) => Some(ApprovalError::AlreadyRun(state)),
+        _ => None,
+    }
+}
+
 /// Whether `error` is a refusal decided on a copy of the lane (its state, its proposal,
 /// its version, its times), which a stale copy could have caused; not one that follows
 /// a write (an expiry, an invalidation) or that the store itself gave.
@@ -607,6 +640,8 @@ fn decided_on_the_copy(error: &ApprovalError) -> bool {
             | ApprovalError::InvalidProposer
             | ApprovalError::SelfApproval
             | ApprovalError::ClockWentBackwards
+            | ApprovalError::RunningElsewhere { .. }
+            | ApprovalError::AlreadyRun(_)
             | ApprovalError::Mismatch(_)
             | ApprovalError::Store(StoreError::Conflict | StoreError::Missing)
     )

@@ -7,7 +7,7 @@ use crate::approvals::{
     newest_first,
 };
 use crate::declare::IdempotencyKey;
-use crate::gate::LaneState;
+use crate::gate::{LaneState, Timestamp};
 
 /// Where approval lanes and the audit trail live: the contract every store keeps.
 ///
@@ -208,6 +208,21 @@ pub trait ApprovalStore: Send + Sync {
         let _ = key;
         None
     }
+
+    /// The store's own time, for a store that processes on several hosts share: every
+    /// process then decides expiries, leases and sweeps by this one clock, not by its
+    /// host's, which may be seconds off. When it tells a time, the governor uses it in
+    /// place of its own clock. `None`, the default: the governor's clock decides (one
+    /// host, or a store in memory or in a file).
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    ///
+    /// assert!(MemoryStore::new().now().is_none());
+    /// ```
+    fn now(&self) -> Option<Timestamp> {
+        None
+    }
 }
 
 /// Pages read at a time by the default query and count.
@@ -343,6 +358,10 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
 
     fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {
         (**self).last_known(key)
+    }
+
+    fn now(&self) -> Option<Timestamp> {
+        (**self).now()
     }
 }
 

@@ -16,6 +16,8 @@ mod postgres;
 mod record;
 #[cfg(feature = "postgres")]
 mod runtime;
+#[cfg(feature = "postgres")]
+mod server_time;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]

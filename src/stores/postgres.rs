@@ -17,12 +17,13 @@ use crate::approvals::{
     ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
-use crate::gate::LaneState;
+use crate::gate::{LaneState, Timestamp};
 use crate::stores::kept_lanes::KeptLanes;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::pg_relay::{Changes, NOTIFY, relay};
 use crate::stores::record::{decode, encode};
 use crate::stores::runtime::StoreRuntime;
+use crate::stores::server_time::{READ_AGAIN, READ_SERVER_CLOCK, ServerTime};
 
 /// The schema this library writes. A database whose schema is newer is refused.
 pub const POSTGRES_SCHEMA_VERSION: i32 = 3;
@@ -303,6 +304,8 @@ pub struct PostgresStore {
     read_wait: Duration,
     /// What this store's writes leave behind in the process.
     committed: Arc<Committed>,
+    /// The server's clock: the one time source of every process sharing the database.
+    time: Arc<ServerTime>,
     runtime: Arc<StoreRuntime>,
 }
 
@@ -411,12 +414,15 @@ impl PostgresStore {
             .map_err(|error| StoreError::Backend(format!("the connection pool: {error}")))?;
         let runtime = Arc::new(StoreRuntime::start("cairnloop-postgres", options.threads)?);
         let migrating = pool.clone();
-        let base = runtime.block_on(async move {
+        let (base, time) = runtime.block_on(async move {
             let mut client = migrating.get().await.map_err(unavailable)?;
-            migrate(&mut client).await
+            let base = migrate(&mut client).await?;
+            let (server, sent, received) = read_server_clock(&client).await?;
+            Ok::<_, StoreError>((base, Arc::new(ServerTime::new(server, sent, received))))
         })??;
         let changes = Arc::new(Changes::default());
         runtime.background(relay(pg, Arc::clone(&changes)));
+        runtime.background(follow_server_clock(pool.clone(), Arc::clone(&time)));
         Ok(Self {
             pool,
             base,
@@ -427,6 +433,7 @@ impl PostgresStore {
                 changes,
                 kept: KeptLanes::default(),
             }),
+            time,
             runtime,
         })
     }
@@ -556,6 +563,31 @@ async fn migrate(client: &mut Object) -> Result<i64, StoreError> {
 }
 
 /// No connection could be had: nothing was sent, so nothing changed.
+/// The server's clock in milliseconds since the Unix epoch, when it was asked and when it
+/// answered.
+async fn read_server_clock(
+    client: &tokio_postgres::Client,
+) -> Result<(i64, std::time::Instant, std::time::Instant), StoreError> {
+    let sent = std::time::Instant::now();
+    let row = client
+        .query_one(READ_SERVER_CLOCK, &[])
+        .await
+        .map_err(read_error)?;
+    Ok((row.get(0), sent, std::time::Instant::now()))
+}
+
+/// Reads the server's clock again now and then; a failed reading keeps the last one.
+async fn follow_server_clock(pool: Pool, time: Arc<ServerTime>) {
+    loop {
+        tokio::time::sleep(READ_AGAIN).await;
+        if let Ok(client) = pool.get().await
+            && let Ok((server, sent, received)) = read_server_clock(&client).await
+        {
+            time.read_again(server, sent, received);
+        }
+    }
+}
+
 fn unavailable(error: PoolError) -> StoreError {
     match error {
         PoolError::Backend(error) => StoreError::Backend(format!(
@@ -877,6 +909,12 @@ impl ApprovalStore for PostgresStore {
                 .get(0);
             Ok(usize::try_from(counted).unwrap_or(0))
         })
+    }
+
+    /// The database server's clock: processes on hosts whose clocks differ decide
+    /// expiries, leases and sweeps by this one time.
+    fn now(&self) -> Option<Timestamp> {
+        self.time.now()
     }
 
     fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {
