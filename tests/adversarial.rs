@@ -310,9 +310,7 @@ mod approvals {
         );
         assert!(execute(&governor, &clock, &key, &admin(), at(4)).is_ok());
         let replay = execute(&governor, &clock, &key, &admin(), at(5));
-        assert!(
-            matches!(replay, Err(ApprovalError::Transition(e)) if e.from() == LaneState::Executed)
-        );
+        assert_eq!(replay, Err(ApprovalError::AlreadyRun(LaneState::Executed)));
     }
 
     #[test]

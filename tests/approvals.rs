@@ -398,7 +398,7 @@ fn approve_then_execute_runs_once_with_the_lane_key() {
     // Replaying the approval runs nothing.
     let replay = bench.execute(&key, at(3));
     assert!(
-        matches!(replay, Err(ApprovalError::Transition(_))),
+        matches!(replay, Err(ApprovalError::AlreadyRun(LaneState::Executed))),
         "{replay:?}"
     );
     assert_eq!(bench.runs(), 1);
@@ -1050,9 +1050,11 @@ fn threads_racing_to_execute_one_approval_run_it_once() {
         assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
         for loser in results.iter().filter(|r| r.is_err()) {
             assert!(
+                // Told what happened: the winner is running it, or has run it.
                 matches!(
                     loser,
-                    Err(ApprovalError::Store(StoreError::Conflict) | ApprovalError::Transition(_))
+                    Err(ApprovalError::RunningElsewhere { .. }
+                        | ApprovalError::AlreadyRun(LaneState::Executed))
                 ),
                 "{loser:?}"
             );
@@ -1171,7 +1173,7 @@ fn a_run_whose_future_is_dropped_is_interrupted_and_a_person_resolves_it() {
     // Never run again on its own: a re-issued call and an execution both refuse.
     assert!(matches!(
         bench.execute(&key, at(3)),
-        Err(ApprovalError::Transition(_))
+        Err(ApprovalError::AlreadyRun(LaneState::Interrupted))
     ));
     assert_eq!(bench.runs(), 1);
     // A person resolves it, with a note.
@@ -1419,6 +1421,19 @@ mod model {
         fn step(&mut self, op: Op, now: u64) -> &'static str {
             let before = self.state;
             let live = matches!(self.state, "pending" | "approved");
+            // An execution of a lane that was claimed or ran is told so whatever the
+            // clock says; every other move checks the clock first.
+            let ran = matches!(
+                self.state,
+                "execution_pending"
+                    | "executed"
+                    | "execution_failed"
+                    | "interrupted"
+                    | "outcome_unknown"
+            );
+            if matches!(op, Op::Execute { .. }) && ran {
+                return "transition";
+            }
             if !matches!(op, Op::Advance(_) | Op::Rewind) && now < self.last {
                 return "clock";
             }
@@ -1472,7 +1487,12 @@ mod model {
             Err(ApprovalError::Expired) => "expired",
             Err(ApprovalError::SelfApproval) => "self",
             Err(ApprovalError::ReasonRequired(_)) => "reason",
-            Err(ApprovalError::Transition(_)) => "transition",
+            // A move the lane's state refuses; for an execution, said as what happened.
+            Err(
+                ApprovalError::Transition(_)
+                | ApprovalError::AlreadyRun(_)
+                | ApprovalError::RunningElsewhere { .. },
+            ) => "transition",
             Err(ApprovalError::Mismatch(_)) => "mismatch",
             Err(ApprovalError::ClockWentBackwards) => "clock",
             Err(other) => panic!("unexpected {other:?}"),
@@ -1862,11 +1882,11 @@ fn a_stale_copy_of_a_lane_never_refuses_what_the_stored_lane_allows_nor_runs_twi
     // Run elsewhere too late: the stored lane refuses, nothing runs again.
     assert!(matches!(
         pollster::block_on(elsewhere.execute(&approved, &agent(), &lab)),
-        Err(ApprovalError::Transition(_))
+        Err(ApprovalError::AlreadyRun(LaneState::Executed))
     ));
     assert!(matches!(
         pollster::block_on(here.execute(&approved, &agent(), &lab)),
-        Err(ApprovalError::Transition(_))
+        Err(ApprovalError::AlreadyRun(LaneState::Executed))
     ));
     assert_eq!(lab.runs.load(Ordering::SeqCst), 1);
 

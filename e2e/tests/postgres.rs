@@ -369,6 +369,8 @@ static ECHO: Registry<()> = Registry::new(&[ToolEntry::json::<Echo>()]);
 fn refused_from<T: std::fmt::Debug>(result: Result<T, cairnloop::ApprovalError>) -> LaneState {
     match result {
         Err(cairnloop::ApprovalError::Transition(refused)) => refused.from(),
+        Err(cairnloop::ApprovalError::AlreadyRun(state)) => state,
+        Err(cairnloop::ApprovalError::RunningElsewhere { .. }) => LaneState::ExecutionPending,
         other => panic!("a refusal, got {other:?}"),
     }
 }

@@ -138,7 +138,11 @@ fn a_server_restarted_mid_load_recovers_by_itself_and_runs_nothing_twice() {
                             std::thread::sleep(Duration::from_millis(20));
                         }
                         // A lane another worker's error left claimed, or a re-run refused.
-                        Err(ApprovalError::Transition(_)) => {}
+                        Err(
+                            ApprovalError::Transition(_)
+                            | ApprovalError::AlreadyRun(_)
+                            | ApprovalError::RunningElsewhere { .. },
+                        ) => {}
                         Err(error) => panic!("an untyped failure under restart: {error:?}"),
                     }
                 }
@@ -204,7 +208,10 @@ fn a_server_restarted_mid_load_recovers_by_itself_and_runs_nothing_twice() {
     let re_run = keys.iter().filter(|(_, key)| {
         matches!(
             pollster::block_on(governor.execute(key, &agent, &())),
-            Ok(_) | Err(ApprovalError::Transition(_))
+            Ok(_)
+                | Err(ApprovalError::Transition(_)
+                    | ApprovalError::AlreadyRun(_)
+                    | ApprovalError::RunningElsewhere { .. })
         )
     });
     assert_eq!(re_run.count(), keys.len());
