@@ -55,6 +55,49 @@ pub use json::{Governance, ToolCall};
 #[cfg(all(doc, not(doctest)))]
 pub mod _guide {
     #![doc = include_str!("../docs/guide.md")]
+
+    /// The compile-time rules, and when each bad declaration is caught.
+    pub mod rules {
+        #![doc = include_str!("../docs/rules.md")]
+    }
+    /// Calls, approval lanes, four eyes, expiry, and the stores that keep them.
+    pub mod approvals {
+        #![doc = include_str!("../docs/approvals.md")]
+    }
+    /// The MCP projection and server, the approval loop, remote MCP over HTTP, and
+    /// tools declared from data.
+    pub mod mcp {
+        #![doc = include_str!("../docs/mcp.md")]
+    }
+    /// The approval console.
+    pub mod console {
+        #![doc = include_str!("../docs/console.md")]
+    }
+    /// Governed tools for rig agents.
+    pub mod rig {
+        #![doc = include_str!("../docs/rig.md")]
+    }
+    /// The layers, the cargo features, and the governed agent on a microcontroller.
+    pub mod layers {
+        #![doc = include_str!("../docs/layers.md")]
+    }
+}
+
+/// The guide's chapters as doctests, under the default features as the README's are.
+#[cfg(doctest)]
+mod chapter_doctests {
+    #[doc = include_str!("../docs/rules.md")]
+    struct Rules;
+    #[doc = include_str!("../docs/approvals.md")]
+    struct Approvals;
+    #[doc = include_str!("../docs/mcp.md")]
+    struct Mcp;
+    #[doc = include_str!("../docs/console.md")]
+    struct Console;
+    #[doc = include_str!("../docs/rig.md")]
+    struct Rig;
+    #[doc = include_str!("../docs/layers.md")]
+    struct Layers;
 }
 
 /// The Elixir library this crate re-imagines, part by part.
