@@ -15,14 +15,16 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
-// The layers, lowest first: declare, gate, device, json, approvals, stores, notifiers, rig,
-// mcp, remote, console. Each builds only on the ones below it (`tests/layers.rs` checks it); the
-// README's "Layers and features" draws them.
+// The layers, lowest first: declare, gate, device, json, declared, approvals, stores,
+// notifiers, rig, mcp, remote, console. Each builds only on the ones below it
+// (`tests/layers.rs` checks it); the guide's "Layers and features" draws them.
 #[cfg(all(feature = "serde", feature = "std"))]
 pub mod approvals;
 #[cfg(feature = "console")]
 pub mod console;
 pub mod declare;
+#[cfg(feature = "declared")]
+pub mod declared;
 #[cfg(feature = "device")]
 pub mod device;
 pub mod gate;

@@ -6,8 +6,8 @@
 use std::sync::Mutex;
 
 use cairnloop::declare::{RunError, RunFuture, ScopeOf, ToolSpecOf};
+use cairnloop::declared::{DeclaredTool, Forward, Template};
 use cairnloop::gate::Blocked;
-use cairnloop::json::{DeclaredTool, Forward, Template};
 use cairnloop::{Actor, Governor, Outcome, PolicyDenial, Registry, RiskTier, ToolCall, ToolEntry};
 use serde_json::{Value, json};
 

@@ -5,11 +5,12 @@
 use std::path::Path;
 
 /// The layers, lowest first.
-const LAYERS: [&str; 11] = [
+const LAYERS: [&str; 12] = [
     "declare",
     "gate",
     "device",
     "json",
+    "declared",
     "approvals",
     "stores",
     "notifiers",

@@ -6,7 +6,7 @@
 //!   every problem of a file at once with its line.
 //! - [`catalogue`]: what the gateway offers from an upstream's listing, each tool matched
 //!   with its declaration, the upstream's hints only ever tightening, declared to the
-//!   crate as a [`cairnloop::json::DeclaredTool`].
+//!   crate as a [`cairnloop::declared::DeclaredTool`].
 //! - [`upstream`]: an upstream started by a command or reached by URL, started again
 //!   with growing waits when it goes away, its listing and calls bounded.
 //! - [`serve`]: one governor over every upstream's tools, with a SQLite store; the

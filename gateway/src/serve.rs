@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cairnloop::json::DeclaredTool;
+use cairnloop::declared::DeclaredTool;
 use cairnloop::stores::SqliteStore;
 use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
 

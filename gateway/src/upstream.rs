@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use cairnloop::Actor;
 use cairnloop::declare::{RunError, RunFuture};
-use cairnloop::json::Forward;
+use cairnloop::declared::Forward;
 
 use crate::child::BoundedChild;
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};

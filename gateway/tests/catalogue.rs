@@ -5,8 +5,8 @@
 use std::sync::Mutex;
 
 use cairnloop::declare::{RunError, RunFuture};
+use cairnloop::declared::Forward;
 use cairnloop::gate::Blocked;
-use cairnloop::json::Forward;
 use cairnloop::{
     Actor, ApprovalMode, Governor, Outcome, PolicyDenial, Registry, RiskTier, ToolCall, ToolEntry,
 };

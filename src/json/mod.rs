@@ -9,8 +9,6 @@ mod audit;
 mod call;
 mod canonical;
 mod canonical_writer;
-#[cfg(feature = "declared")]
-mod declared;
 mod entry;
 mod key;
 mod map_key;
@@ -21,7 +19,6 @@ pub(crate) mod schema;
 mod scope_names;
 mod stand_in;
 pub(crate) mod strict;
-mod template;
 mod watch;
 
 pub use audit::AuditEvent;
@@ -31,10 +28,6 @@ pub(crate) use call::{
 pub use call::{Governance, ToolCall};
 pub use canonical::canonical_json;
 pub(crate) use canonical_writer::canonical_text;
-#[cfg(feature = "declared")]
-pub use declared::{
-    DeclaredTool, Forward, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, SchemaError, check_input_schema,
-};
 pub(crate) use entry::derive_key;
 #[cfg(feature = "console")]
 pub(crate) use preview::is_secret_name;
@@ -42,4 +35,3 @@ pub use preview::{Preview, PreviewSource};
 pub(crate) use proposal::Draft;
 pub use proposal::{PolicySnapshot, Proposal};
 pub use scope_names::ScopeNames;
-pub use template::{Template, TemplateError};

@@ -19,7 +19,7 @@
 mod listing;
 
 use cairnloop::declare::{ScopeOf, ToolSpecOf};
-use cairnloop::json::{DeclaredTool, Forward, SchemaError, Template};
+use cairnloop::declared::{DeclaredTool, Forward, SchemaError, Template};
 use cairnloop::{ApprovalMode, RiskTier, SpecError};
 use serde_json::Value;
 
@@ -163,7 +163,7 @@ impl Offered {
     /// use cairnloop_gateway::config::Config;
     ///
     /// struct Nowhere;
-    /// impl cairnloop::json::Forward<()> for Nowhere {
+    /// impl cairnloop::declared::Forward<()> for Nowhere {
     ///     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
     ///         Box::pin(async { Err(RunError::Failed("no upstream".into())) })
     ///     }
@@ -458,7 +458,7 @@ fn checked(mut offered: Offered, tool: &UpstreamTool) -> Result<Offered, String>
         offered.idempotent = false;
     }
     offered.spec().map_err(|error| error.message().to_owned())?;
-    cairnloop::json::check_input_schema(&offered.input_schema)
+    cairnloop::declared::check_input_schema(&offered.input_schema)
         .map_err(|error| error.to_string())?;
     Ok(offered)
 }

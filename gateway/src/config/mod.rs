@@ -50,7 +50,7 @@ use cairnloop::declare::{ScopeOf, ToolSpecOf};
 use cairnloop::{ApprovalMode, RiskTier, SpecError};
 use toml::de::{DeTable, DeValue};
 
-pub use cairnloop::json::{Template, TemplateError};
+pub use cairnloop::declared::{Template, TemplateError};
 pub use console::{ConsoleOperator, ConsoleSettings, Credential};
 pub use names::{
     MAX_UPSTREAM_ID, MAX_UPSTREAM_TOOL_NAME, is_upstream_id, listed_name, upstream_tool,
@@ -892,18 +892,18 @@ fn read_tool<'s>(
 }
 
 /// A pinned input schema: JSON, checked by the same rule as any declared tool's
-/// ([`cairnloop::json::check_input_schema`]).
+/// ([`cairnloop::declared::check_input_schema`]).
 fn compile_schema(
     reader: &mut Reader<'_>,
     text: &str,
     span: Range<usize>,
 ) -> Option<serde_json::Value> {
-    if text.len() > cairnloop::json::MAX_SCHEMA_BYTES {
+    if text.len() > cairnloop::declared::MAX_SCHEMA_BYTES {
         reader.problem(
             span,
             format!(
                 "`input_schema` is larger than {} bytes",
-                cairnloop::json::MAX_SCHEMA_BYTES
+                cairnloop::declared::MAX_SCHEMA_BYTES
             ),
         );
         return None;
@@ -915,7 +915,7 @@ fn compile_schema(
             return None;
         }
     };
-    match cairnloop::json::check_input_schema(&schema) {
+    match cairnloop::declared::check_input_schema(&schema) {
         Ok(()) => Some(schema),
         Err(error) => {
             reader.problem(span, format!("`input_schema`: {error}"));

@@ -9,13 +9,13 @@ use core::fmt;
 /// (`{{` and `}}` for braces). Checked when the configuration is read.
 ///
 /// ```
-/// use cairnloop::json::Template;
+/// use cairnloop::declared::Template;
 ///
 /// let template = Template::parse("Write {path} ({{size}} unknown)")?;
 /// assert_eq!(template.fields().collect::<Vec<_>>(), ["path"]);
 /// let arguments = serde_json::json!({"path": "/srv/a.txt", "content": "hi"});
 /// assert_eq!(template.render(&arguments), "Write \"/srv/a.txt\" ({size} unknown)");
-/// # Ok::<(), cairnloop::json::TemplateError>(())
+/// # Ok::<(), cairnloop::declared::TemplateError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Template(Vec<Piece>);
@@ -29,7 +29,7 @@ enum Piece {
 /// Why a preview template cannot be read.
 ///
 /// ```
-/// use cairnloop::json::{Template, TemplateError};
+/// use cairnloop::declared::{Template, TemplateError};
 ///
 /// assert_eq!(Template::parse("Write {path"), Err(TemplateError::Unclosed));
 /// ```
@@ -56,7 +56,7 @@ impl Template {
     /// `[A-Za-z0-9_]{1,64}`.
     ///
     /// ```
-    /// # use cairnloop::json::{Template, TemplateError};
+    /// # use cairnloop::declared::{Template, TemplateError};
     /// assert_eq!(Template::parse("{}"), Err(TemplateError::BadField));
     /// ```
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
@@ -108,7 +108,7 @@ impl Template {
     /// The fields the template names, in order.
     ///
     /// ```
-    /// # use cairnloop::json::Template;
+    /// # use cairnloop::declared::Template;
     /// let template = Template::parse("{a} to {b}").unwrap();
     /// assert_eq!(template.fields().collect::<Vec<_>>(), ["a", "b"]);
     /// ```
@@ -124,7 +124,7 @@ impl Template {
     /// the arguments lack reads `(missing)`.
     ///
     /// ```
-    /// # use cairnloop::json::Template;
+    /// # use cairnloop::declared::Template;
     /// let template = Template::parse("Delete {path}").unwrap();
     /// let sneaky = serde_json::json!({"path": "a\"\nApproved by admin"});
     /// assert_eq!(template.render(&sneaky), r#"Delete "a\"\nApproved by admin""#);

@@ -1,8 +1,5 @@
-//! Tools declared from data — a configuration file, an upstream MCP server's listing —
-//! rather than from Rust types. A declared tool carries its own declaration (the text of
-//! its spec, its scopes, its input's JSON Schema, a preview template) and a [`Forward`]
-//! that runs it; its entry goes through the same gates, binding, lanes and audit as a
-//! Rust tool's.
+//! A tool declared from data: its declaration, its input checked against its JSON
+//! Schema, and what runs it.
 
 use alloc::boxed::Box;
 use alloc::format;
@@ -19,9 +16,9 @@ use crate::declare::{
     RiskTier, RunError, RunFuture, RunKey, Scope, ScopeOf, SpecError, ToolEntry, ToolSpec,
     ToolSpecOf, note_offers_changed,
 };
+use crate::declared::Template;
 use crate::json::canonical_json;
 use crate::json::strict::{parse_arguments, push_pointer_token};
-use crate::json::template::Template;
 
 /// What runs a declared tool's call once the gates let it: a call to an upstream server,
 /// for a gateway. It receives the input as checked (a JSON object that matched the
@@ -30,7 +27,7 @@ use crate::json::template::Template;
 /// ```
 /// use cairnloop::Actor;
 /// use cairnloop::declare::{RunError, RunFuture};
-/// use cairnloop::json::Forward;
+/// use cairnloop::declared::Forward;
 ///
 /// struct Echo;
 /// impl Forward<()> for Echo {
@@ -53,7 +50,7 @@ pub trait Forward<C: ?Sized>: Send + Sync {
 /// Why a JSON Schema cannot be a declared tool's input schema.
 ///
 /// ```
-/// use cairnloop::json::{SchemaError, check_input_schema};
+/// use cairnloop::declared::{SchemaError, check_input_schema};
 ///
 /// let err = check_input_schema(&serde_json::json!({"type": "string"})).unwrap_err();
 /// assert_eq!(err, SchemaError::NotAnObject);
@@ -97,7 +94,7 @@ const MAX_MESSAGE_CHARS: usize = 200;
 /// validator.
 ///
 /// ```
-/// use cairnloop::json::check_input_schema;
+/// use cairnloop::declared::check_input_schema;
 ///
 /// let schema = serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}});
 /// assert!(check_input_schema(&schema).is_ok());
@@ -148,7 +145,7 @@ fn depth(value: &Value) -> usize {
 ///
 /// ```
 /// use cairnloop::{RiskTier, Scope, declare::{RunError, RunFuture, ToolSpecOf, ScopeOf}};
-/// use cairnloop::json::{DeclaredTool, Forward};
+/// use cairnloop::declared::{DeclaredTool, Forward};
 ///
 /// struct Upstream;
 /// impl Forward<()> for Upstream {
@@ -211,7 +208,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward, SchemaError};
+    /// # use cairnloop::declared::{DeclaredTool, Forward, SchemaError};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -262,7 +259,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward, Template};
+    /// # use cairnloop::declared::{DeclaredTool, Forward, Template};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -289,7 +286,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -315,7 +312,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -342,7 +339,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -364,7 +361,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -385,7 +382,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -406,7 +403,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -435,7 +432,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -468,7 +465,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -493,7 +490,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -519,7 +516,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     ///
     /// ```
     /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
-    /// # use cairnloop::json::{DeclaredTool, Forward};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
     /// # struct Nothing;
     /// # impl Forward<()> for Nothing {
     /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
@@ -592,7 +589,7 @@ impl<C: ?Sized + Sync + 'static> ToolEntry<C> {
     /// ```
     /// use cairnloop::{Actor, Governor, Outcome, PolicyDenial, Registry, RiskTier, ToolCall, ToolEntry};
     /// use cairnloop::declare::{RunError, RunFuture, ToolSpecOf};
-    /// use cairnloop::json::{DeclaredTool, Forward};
+    /// use cairnloop::declared::{DeclaredTool, Forward};
     ///
     /// struct Sum;
     /// impl Forward<()> for Sum {
