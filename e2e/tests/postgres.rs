@@ -11,13 +11,10 @@ use std::sync::{Arc, Barrier};
 use cairnloop::approvals::{ApprovalConfig, ApprovalStore, LaneQuery, StoreError, conformance};
 use cairnloop::gate::LaneState;
 use cairnloop::stores::{POSTGRES_SCHEMA_VERSION, PostgresStore};
-use cairnloop::{
-    Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
-    Tool, ToolCall, ToolEntry, ToolSpec,
-};
-use serde::{Deserialize, Serialize};
+use cairnloop::{Actor, Governor, Outcome, Registry, RiskTier, ToolCall, ToolEntry};
 
 /// The server's connection string, or `None` (outside CI) when no server was started.
+#[macro_use]
 #[path = "fixtures/postgres.rs"]
 mod pg;
 use pg::{fresh_database, server};
@@ -32,33 +29,12 @@ fn the_postgres_store_keeps_the_contract() {
     .unwrap();
 }
 
-#[derive(Deserialize, Serialize)]
-struct Job {
-    id: u32,
-}
-
-struct Count;
-
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
-impl Tool for Count {
-    const SPEC: ToolSpec = ToolSpec::new("count", "Count", "Counts its runs.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Job;
-    type Output = u32;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Job) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
-        RUNS.fetch_add(1, Ordering::SeqCst);
-        Ok(call.input().id)
-    }
-}
+job_tool!(Count, "count", |_| {
+    RUNS.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+});
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Count>()]);
 
@@ -342,26 +318,8 @@ fn a_process_reads_its_own_writes_while_an_older_writer_is_open() {
     assert_eq!(events.len(), 2, "{events:?}");
 }
 
-/// Gives back its input's id; counts nothing (the race above counts `count`'s runs).
-struct Echo;
-
-impl Tool for Echo {
-    const SPEC: ToolSpec = ToolSpec::new("echo", "Echo", "Gives back its id.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Job;
-    type Output = u32;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Job) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
-        Ok(call.input().id)
-    }
-}
+// Gives back its input's id; counts nothing (the race above counts `count`'s runs).
+job_tool!(Echo, "echo", |_| Ok(()));
 
 static ECHO: Registry<()> = Registry::new(&[ToolEntry::json::<Echo>()]);
 

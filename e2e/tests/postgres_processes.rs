@@ -15,55 +15,32 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cairnloop::approvals::{ApprovalConfig, ApprovalStore, Clock, SystemClock};
 use cairnloop::gate::{LaneState, Timestamp, Ttl};
 use cairnloop::stores::PostgresStore;
-use cairnloop::{
-    Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
-    RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
-};
-use serde::{Deserialize, Serialize};
+use cairnloop::{Actor, Governor, IdempotencyKey, Outcome, Registry, ToolCall, ToolEntry};
 
-#[derive(Deserialize, Serialize)]
-struct Job {
-    id: u32,
-}
-
-struct Ship;
-
-impl Tool for Ship {
-    const SPEC: ToolSpec = ToolSpec::new("ship", "Ship", "Ships an order.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Job;
-    type Output = u32;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Job) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
-        // Every run, in any process, leaves a line in the runs file.
-        let runs = std::env::var("CAIRNLOOP_RUNS").map_err(|error| error.to_string())?;
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(runs)
-            .map_err(|error| error.to_string())?;
-        let line = format!("{} {}\n", std::process::id(), call.input().id);
-        file.write_all(line.as_bytes())
-            .map_err(|error| error.to_string())?;
-        if std::env::var_os("CAIRNLOOP_HANG").is_some() {
-            std::thread::sleep(Duration::from_secs(120));
-        }
-        Ok(call.input().id)
-    }
-}
-
-static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
-
+#[macro_use]
 #[path = "fixtures/postgres.rs"]
 mod pg;
 use pg::{fresh_database, server};
+
+// Every run, in any process, leaves a line in the runs file; with `CAIRNLOOP_HANG` set it
+// then never returns (the process is killed holding its claim).
+job_tool!(Ship, "ship", |id| {
+    let runs = std::env::var("CAIRNLOOP_RUNS").map_err(|error| error.to_string())?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(runs)
+        .map_err(|error| error.to_string())?;
+    let line = format!("{} {id}\n", std::process::id());
+    file.write_all(line.as_bytes())
+        .map_err(|error| error.to_string())?;
+    if std::env::var_os("CAIRNLOOP_HANG").is_some() {
+        std::thread::sleep(Duration::from_secs(120));
+    }
+    Ok(())
+});
+
+static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cairnloop-proc-{}-{name}", std::process::id()));

@@ -11,40 +11,19 @@ use std::time::{Duration, Instant};
 use cairnloop::approvals::StoreError;
 use cairnloop::gate::LaneState;
 use cairnloop::stores::{PostgresOptions, PostgresStore};
-use cairnloop::{
-    Actor, ApprovalError, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
-    RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
-};
-use serde::{Deserialize, Serialize};
+use cairnloop::{Actor, ApprovalError, Governor, Outcome, Registry, ToolCall, ToolEntry};
 
-#[derive(Deserialize, Serialize)]
-struct Job {
-    id: u32,
-}
-
-struct Ship;
+#[macro_use]
+#[path = "fixtures/postgres.rs"]
+mod pg;
 
 /// How many times each order was shipped, by id.
 static SHIPPED: Mutex<BTreeMap<u32, u32>> = Mutex::new(BTreeMap::new());
 
-impl Tool for Ship {
-    const SPEC: ToolSpec = ToolSpec::new("ship", "Ship", "Ships an order.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Job;
-    type Output = u32;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Job) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
-        *SHIPPED.lock().unwrap().entry(call.input().id).or_default() += 1;
-        Ok(call.input().id)
-    }
-}
+job_tool!(Ship, "ship", |id| {
+    *SHIPPED.lock().unwrap().entry(id).or_default() += 1;
+    Ok(())
+});
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
 

@@ -6,6 +6,8 @@
 mod desk;
 #[path = "fixtures/mcp_http.rs"]
 mod mcp_http;
+#[path = "fixtures/postgres.rs"]
+mod pg;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -15,6 +17,7 @@ use cairnloop::Governor;
 use cairnloop::gate::LaneState;
 use cairnloop::stores::PostgresStore;
 use desk::DESK;
+use pg::fresh_database;
 use serde_json::Value;
 
 /// The example binary: `cargo test` builds the examples next to the test binaries.
@@ -28,24 +31,6 @@ fn remote_mcp() -> PathBuf {
         .parent()
         .unwrap()
         .join("examples/remote_mcp")
-}
-
-fn fresh_database(server: &str) -> String {
-    let name = format!("cairnloop_remote_{}", std::process::id());
-    // The blocking client makes a runtime of its own: not on this test's.
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut admin = postgres::Client::connect(server, postgres::NoTls).unwrap();
-            admin
-                .batch_execute(&format!("CREATE DATABASE {name}"))
-                .unwrap();
-        });
-    });
-    let base: Vec<&str> = server
-        .split_whitespace()
-        .filter(|part| !part.starts_with("dbname="))
-        .collect();
-    format!("{} dbname={name}", base.join(" "))
 }
 
 struct Process(Child);

@@ -33,14 +33,18 @@ use super::session::{self, Lookup};
 
 type Shared<C, S> = Arc<Inner<C, S>>;
 
+/// What every route asks of the host's context: shared across the server's tasks.
+pub(super) trait Host: Send + Sync + 'static {}
+impl<T: ?Sized + Send + Sync + 'static> Host for T {}
+
+/// What every route asks of the store.
+pub(super) trait Store: ApprovalStore + Send + Sync + 'static {}
+impl<T: ApprovalStore + Send + Sync + 'static> Store for T {}
+
 /// The largest form body accepted (a reason or a note is a line, not a file).
 const MAX_FORM_BYTES: usize = 64 * 1024;
 
-pub(super) fn router<C, S>(inner: Shared<C, S>) -> Router
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+pub(super) fn router<C: ?Sized + Host, S: Store>(inner: Shared<C, S>) -> Router {
     Router::new()
         .route("/", get(|| async { Redirect::to("/queue") }))
         .route("/login", get(login_page::<C, S>).post(login::<C, S>))
@@ -537,14 +541,10 @@ async fn logout<C: ?Sized + Send + Sync + 'static, S: Send + Sync + 'static>(
 // Queue
 
 /// A page of the operator's queue under `query`, and whether older rows follow.
-async fn queue_page<C, S>(
+async fn queue_page<C: ?Sized + Host, S: Store>(
     inner: &Inner<C, S>,
     query: &LaneQuery,
-) -> Result<(Vec<ApprovalLane>, bool), ApprovalError>
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Result<(Vec<ApprovalLane>, bool), ApprovalError> {
     // One row more than the page tells whether an "Older" link leads anywhere.
     let mut lanes = inner.governor.query_lanes(query, QUEUE_PAGE + 1).await?;
     let older = lanes.len() > QUEUE_PAGE;
@@ -552,15 +552,11 @@ where
     Ok((lanes, older))
 }
 
-async fn queue<C, S>(
+async fn queue<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Signed,
     Query(filter): Query<QueueFilter>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     let Some(query) = filter.query(&signed.operator) else {
         return bad_page(Some(signed.operator.id()));
     };
@@ -593,15 +589,11 @@ where
     }
 }
 
-async fn queue_rows<C, S>(
+async fn queue_rows<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Result<Signed, Response>,
     Query(filter): Query<QueueFilter>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     // The script sees a status, not the sign-in page.
     let Ok(signed) = signed else {
         return StatusCode::UNAUTHORIZED.into_response();
@@ -618,14 +610,10 @@ where
 /// Server-sent events: "the lanes changed", for an open queue to fetch its rows again.
 /// 401 without a session (as the rows); 204 when the store cannot be watched or every
 /// stream is taken, which tells a browser not to reconnect: the page then polls.
-async fn lane_events<C, S>(
+async fn lane_events<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Result<Signed, Response>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     let Ok(signed) = signed else {
         return StatusCode::UNAUTHORIZED.into_response();
     };
@@ -647,11 +635,10 @@ where
 // One proposal
 
 /// The lane's moves, oldest first, from the event log.
-async fn history<C, S>(inner: &Inner<C, S>, key: IdempotencyKey) -> Vec<AuditRecord>
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+async fn history<C: ?Sized + Host, S: Store>(
+    inner: &Inner<C, S>,
+    key: IdempotencyKey,
+) -> Vec<AuditRecord> {
     let mut found = Vec::new();
     let mut after = 0;
     while let Ok(page) = inner.governor.audit_log(after, 1_000).await {
@@ -674,15 +661,11 @@ where
     found
 }
 
-async fn proposal<C, S>(
+async fn proposal<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Signed,
     Path(key): Path<String>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
         return not_found(&signed.operator);
     };
@@ -745,15 +728,11 @@ fn decidable<C: ?Sized + Sync + 'static, S: ApprovalStore>(
     pages::Decidable::Everything
 }
 
-async fn proposal_input<C, S>(
+async fn proposal_input<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Signed,
     Path(key): Path<String>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     let Some(lane) = inner.visible_lane(&key, &signed.operator).await else {
         return not_found(&signed.operator);
     };
@@ -773,17 +752,13 @@ where
 /// What every form that moves a lane passes first: a genuine single-use token, a lane
 /// the operator may see, the tier right to move it, and a page made from the lane as it
 /// is now.
-async fn checked_form<C, S>(
+async fn checked_form<C: ?Sized + Host, S: Store>(
     inner: &Inner<C, S>,
     signed: Signed,
     key: &str,
     csrf: &str,
     version: &str,
-) -> Result<(Signed, ApprovalLane), Response>
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Result<(Signed, ApprovalLane), Response> {
     if !inner.sessions.use_token(&signed.session, csrf) {
         return Err(pages::bad_token(Some(signed.operator.id())));
     }
@@ -817,6 +792,17 @@ struct DecisionForm {
     reason: String,
 }
 
+/// A form that asked for something the console does not do, or left out what it needs.
+fn unprocessable(title: &str, message: &str, operator: &str, key: &str) -> Response {
+    pages::refusal_with_link(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        title,
+        message,
+        Some(operator),
+        key,
+    )
+}
+
 /// What an error of the governor means to the person who asked.
 fn refused_decision(error: &ApprovalError, operator: &str, key: &str) -> Response {
     let (status, title) = match error {
@@ -838,16 +824,12 @@ fn refused_decision(error: &ApprovalError, operator: &str, key: &str) -> Respons
     pages::refusal_with_link(status, title, &message, Some(operator), key)
 }
 
-async fn decide<C, S>(
+async fn decide<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Signed,
     Path(key): Path<String>,
     Form(form): Form<DecisionForm>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     let (signed, lane) = match checked_form(&inner, signed, &key, &form.csrf, &form.version).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
@@ -857,22 +839,20 @@ where
     let decided = match form.decision.as_str() {
         "approve" => inner.governor.approve(&lane.key(), operator).await,
         "reject" | "defer" if reason.is_empty() => {
-            return pages::refusal_with_link(
-                StatusCode::UNPROCESSABLE_ENTITY,
+            return unprocessable(
                 "Reason required",
                 "A rejection or a deferral needs a reason. Nothing was changed.",
-                Some(operator),
+                operator,
                 &key,
             );
         }
         "reject" => inner.governor.reject(&lane.key(), operator, reason).await,
         "defer" => inner.governor.defer(&lane.key(), operator, reason).await,
         _ => {
-            return pages::refusal_with_link(
-                StatusCode::UNPROCESSABLE_ENTITY,
+            return unprocessable(
                 "Unknown decision",
                 "Choose approve, reject or defer. Nothing was changed.",
-                Some(operator),
+                operator,
                 &key,
             );
         }
@@ -886,11 +866,10 @@ where
 // ---------------------------------------------------------------------------------------
 // Reconciliation
 
-async fn reconcile_page<C, S>(State(inner): State<Shared<C, S>>, signed: Signed) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+async fn reconcile_page<C: ?Sized + Host, S: Store>(
+    State(inner): State<Shared<C, S>>,
+    signed: Signed,
+) -> Response {
     let mut lanes = Vec::new();
     for state in [LaneState::Interrupted, LaneState::OutcomeUnknown] {
         let mut query = LaneQuery::new(state);
@@ -925,16 +904,12 @@ struct ReconcileForm {
     note: String,
 }
 
-async fn reconcile<C, S>(
+async fn reconcile<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Signed,
     Path(key): Path<String>,
     Form(form): Form<ReconcileForm>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     let (signed, lane) = match checked_form(&inner, signed, &key, &form.csrf, &form.version).await {
         Ok(checked) => checked,
         Err(refused) => return refused,
@@ -945,11 +920,10 @@ where
         "failed" => Reconciliation::Failed,
         "closed" => Reconciliation::Closed,
         _ => {
-            return pages::refusal_with_link(
-                StatusCode::UNPROCESSABLE_ENTITY,
+            return unprocessable(
                 "Unknown resolution",
                 "Mark it executed, failed or closed. Nothing was changed.",
-                Some(operator),
+                operator,
                 &key,
             );
         }
@@ -972,16 +946,12 @@ const AUDIT_PAGE: usize = 50;
 
 /// Up to `limit` records after `after` that the filter and the operator's accounts admit;
 /// and whether more may follow.
-async fn audit_records<C, S>(
+async fn audit_records<C: ?Sized + Host, S: Store>(
     inner: &Inner<C, S>,
     operator: &Operator,
     filter: &AuditFilter,
     limit: usize,
-) -> Result<(Vec<(u64, AuditRecord)>, bool), ApprovalError>
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Result<(Vec<(u64, AuditRecord)>, bool), ApprovalError> {
     let mut found = Vec::new();
     let mut after = filter.after.unwrap_or(0);
     loop {
@@ -1010,15 +980,11 @@ where
     }
 }
 
-async fn audit<C, S>(
+async fn audit<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Signed,
     Query(filter): Query<AuditFilter>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     match audit_records(&inner, &signed.operator, &filter, AUDIT_PAGE).await {
         Ok((records, more)) => {
             signed.with_cookie(pages::audit(signed.operator.id(), &filter, &records, more))
@@ -1027,15 +993,11 @@ where
     }
 }
 
-async fn audit_export<C, S>(
+async fn audit_export<C: ?Sized + Host, S: Store>(
     State(inner): State<Shared<C, S>>,
     signed: Signed,
     Query(filter): Query<AuditFilter>,
-) -> Response
-where
-    C: ?Sized + Send + Sync + 'static,
-    S: ApprovalStore + Send + Sync + 'static,
-{
+) -> Response {
     match audit_records(&inner, &signed.operator, &filter, usize::MAX).await {
         Ok((records, _)) => {
             let mut body = String::new();
