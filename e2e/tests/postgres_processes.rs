@@ -100,6 +100,23 @@ fn spawn(role: &str, envs: &[(&str, String)]) -> Child {
     command.spawn().unwrap()
 }
 
+/// This binary again, as a process that executes `keys` (comma-separated) on `database`
+/// in `role`, writing its runs and what it was told to `dir`'s `runs` and `outcomes`,
+/// with `more` in its environment.
+fn contender(role: &str, database: &str, keys: &str, dir: &Path, more: &[(&str, String)]) -> Child {
+    let mut envs = vec![
+        ("CAIRNLOOP_DATABASE", database.to_owned()),
+        ("CAIRNLOOP_KEYS", keys.to_owned()),
+        ("CAIRNLOOP_RUNS", dir.join("runs").display().to_string()),
+        (
+            "CAIRNLOOP_OUTCOMES",
+            dir.join("outcomes").display().to_string(),
+        ),
+    ];
+    envs.extend(more.iter().cloned());
+    spawn(role, &envs)
+}
+
 /// One process: `race` executes each lane of `CAIRNLOOP_KEYS` at its agreed instant
 /// (`CAIRNLOOP_START_AT`, then one every `CAIRNLOOP_ROUND_MS`) and writes what happened,
 /// on a clock `CAIRNLOOP_SKEW_MS` off the host's; `hang` executes one with a tool that
@@ -274,16 +291,8 @@ fn four_processes_racing_for_one_approved_lane_run_it_once() {
     let start_at = unix_millis() + 2_000;
     let children: Vec<_> = (0..4)
         .map(|_| {
-            spawn(
-                "race",
-                &[
-                    ("CAIRNLOOP_DATABASE", database.clone()),
-                    ("CAIRNLOOP_KEYS", key.to_string()),
-                    ("CAIRNLOOP_START_AT", start_at.to_string()),
-                    ("CAIRNLOOP_RUNS", runs.display().to_string()),
-                    ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
-                ],
-            )
+            let start = [("CAIRNLOOP_START_AT", start_at.to_string())];
+            contender("race", &database, &key.to_string(), &dir, &start)
         })
         .collect();
     for mut child in children {
@@ -321,18 +330,12 @@ fn two_processes_with_skewed_clocks_race_twenty_rounds_and_each_loser_is_told_wh
     let children: Vec<_> = ["2000", "-2000"]
         .into_iter()
         .map(|skew| {
-            spawn(
-                "race",
-                &[
-                    ("CAIRNLOOP_DATABASE", database.clone()),
-                    ("CAIRNLOOP_KEYS", keys.join(",")),
-                    ("CAIRNLOOP_START_AT", start_at.to_string()),
-                    ("CAIRNLOOP_ROUND_MS", "150".to_owned()),
-                    ("CAIRNLOOP_SKEW_MS", skew.to_owned()),
-                    ("CAIRNLOOP_RUNS", runs.display().to_string()),
-                    ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
-                ],
-            )
+            let rounds = [
+                ("CAIRNLOOP_START_AT", start_at.to_string()),
+                ("CAIRNLOOP_ROUND_MS", "150".to_owned()),
+                ("CAIRNLOOP_SKEW_MS", skew.to_owned()),
+            ];
+            contender("race", &database, &keys.join(","), &dir, &rounds)
         })
         .collect();
     for mut child in children {
@@ -375,17 +378,11 @@ fn a_skewed_clock_neither_runs_an_expired_approval_nor_expires_a_live_one() {
     let dir = scratch("skewed-expiry");
     let (runs, outcomes) = (dir.join("runs"), dir.join("outcomes"));
     let run_at = |key: &IdempotencyKey, skew: &str, at: u64| {
-        spawn(
-            "race",
-            &[
-                ("CAIRNLOOP_DATABASE", database.clone()),
-                ("CAIRNLOOP_KEYS", key.to_string()),
-                ("CAIRNLOOP_START_AT", at.to_string()),
-                ("CAIRNLOOP_SKEW_MS", skew.to_owned()),
-                ("CAIRNLOOP_RUNS", runs.display().to_string()),
-                ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
-            ],
-        )
+        let when = [
+            ("CAIRNLOOP_START_AT", at.to_string()),
+            ("CAIRNLOOP_SKEW_MS", skew.to_owned()),
+        ];
+        contender("race", &database, &key.to_string(), &dir, &when)
     };
     let ahead = run_at(&live, "2000", proposed_at + 2_500);
     let behind = run_at(&expired, "-2000", proposed_at + 5_000);
@@ -414,16 +411,8 @@ fn a_process_killed_holding_a_claim_leaves_an_unknown_outcome_never_run_again() 
     let key = approved(&database, 2);
     let dir = scratch("kill");
     let (runs, outcomes) = (dir.join("runs"), dir.join("outcomes"));
-    let mut holder = spawn(
-        "hang",
-        &[
-            ("CAIRNLOOP_DATABASE", database.clone()),
-            ("CAIRNLOOP_KEYS", key.to_string()),
-            ("CAIRNLOOP_RUNS", runs.display().to_string()),
-            ("CAIRNLOOP_OUTCOMES", outcomes.display().to_string()),
-            ("CAIRNLOOP_HANG", "1".to_owned()),
-        ],
-    );
+    let hang = [("CAIRNLOOP_HANG", "1".to_owned())];
+    let mut holder = contender("hang", &database, &key.to_string(), &dir, &hang);
     // Wait until the other process holds the claim and its tool has started.
     let governor = Governor::new(&TOOLS)
         .with_store(PostgresStore::connect(&database).unwrap())

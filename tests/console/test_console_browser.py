@@ -13,10 +13,8 @@ import asyncio
 import concurrent.futures
 import json
 import os
-import socket
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -25,6 +23,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from playwright.sync_api import expect
+from serving import free_port, wait_for_console
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSOLE = os.environ.get("CAIRNLOOP_CONSOLE", str(ROOT / "target/debug/examples/console"))
@@ -71,12 +70,6 @@ def lane(store, key):
     return json.loads(shown.stdout)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def desk():
     """A store with three proposals of agent-7's, and the console serving it."""
@@ -94,16 +87,7 @@ def desk():
         stderr=subprocess.PIPE, text=True,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/login", timeout=1)
-            break
-        except OSError:
-            if time.monotonic() > deadline or console.poll() is not None:
-                console.kill()
-                raise RuntimeError(f"the console did not start: {console.stderr.read()}")
-            time.sleep(0.1)
+    wait_for_console(base, console, "the console")
     yield {"store": store, "base": base, "note": keys[0], "refund": keys[1], "big": keys[2]}
     console.terminate()
     console.wait(timeout=10)

@@ -12,15 +12,13 @@ Run by .ci/run with $CAIRNLOOP_GATEWAY (the built binary), $CAIRNLOOP_FILESYSTEM
 
 import json
 import os
-import socket
 import subprocess
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+from serving import free_port, wait_for_console
 
 ROOT = Path(__file__).resolve().parents[2]
 GATEWAY = os.environ.get("CAIRNLOOP_GATEWAY", str(ROOT / "target/debug/cairnloop-gateway"))
@@ -29,12 +27,6 @@ FILESYSTEM = os.environ.get(
     str(ROOT / "tests/mcp-ts/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
 )
 TOOLS = ROOT / "gateway/tests/configs/filesystem-tools.toml"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Gateway:
@@ -71,6 +63,15 @@ class Gateway:
         self.process.wait(timeout=30)
 
 
+def start_with_console(config, work, port, env):
+    """The gateway serving `config` on a store in `work`, and its console's address once
+    it answers."""
+    gateway = Gateway(str(config), str(work / "lanes.db"), env)
+    base = f"http://127.0.0.1:{port}"
+    wait_for_console(base, gateway.process, "the gateway's console")
+    return gateway, base
+
+
 @pytest.fixture(scope="module")
 def served():
     if not Path(FILESYSTEM).is_file():
@@ -89,16 +90,7 @@ def served():
         + TOOLS.read_text()
     )
     env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789", CONSOLE_ALICE_TOKEN="alice-token-0123456789")
-    gateway = Gateway(str(config), str(work / "lanes.db"), env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/login", timeout=1)
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the gateway's console did not start"
-            time.sleep(0.1)
+    gateway, base = start_with_console(config, work, port, env)
     yield {"gateway": gateway, "base": base, "share": share}
     gateway.close()
 
@@ -169,16 +161,7 @@ def died():
     )
     env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789",
                CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
-    gateway = Gateway(str(config), str(work / "lanes.db"), env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/login", timeout=1)
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the gateway's console did not start"
-            time.sleep(0.1)
+    gateway, base = start_with_console(config, work, port, env)
     write = ("bad_write", {"text": "move the money"})
     waiting = gateway.call(*write)
     assert waiting["status"] == "awaiting_approval", waiting
