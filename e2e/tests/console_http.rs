@@ -732,20 +732,26 @@ async fn the_queue_filters_and_pages_newest_first() {
     }
 }
 
-#[tokio::test]
-async fn an_interrupted_run_is_settled_with_a_note() {
-    let app = app(operators());
-    let key = propose(&app, "wire", r#"{"cents": 7}"#, None).await;
+/// A wire of `cents` proposed, approved, and interrupted: its run never finishes, and
+/// dropping its future leaves the lane interrupted.
+async fn interrupted_wire(app: &App, cents: u64) -> IdempotencyKey {
+    let key = propose(app, "wire", &format!(r#"{{"cents": {cents}}}"#), None).await;
     app.governor.approve(&key, "ops-lead").await.unwrap();
     let actor = Actor::new("agent-7", SCOPES);
-    // The run never finishes; dropping its future leaves the lane interrupted.
     let run = app.governor.execute(&key, &actor, &());
     assert!(
         tokio::time::timeout(Duration::from_millis(50), run)
             .await
             .is_err()
     );
-    assert_eq!(state(&app, &key).await.0, LaneState::Interrupted);
+    assert_eq!(state(app, &key).await.0, LaneState::Interrupted);
+    key
+}
+
+#[tokio::test]
+async fn an_interrupted_run_is_settled_with_a_note() {
+    let app = app(operators());
+    let key = interrupted_wire(&app, 7).await;
     let cookie = sign_in(&app.router, "ops-lead", "lead-token").await;
     let page = send(&app.router, "GET", "/reconcile", Some(&cookie), None).await;
     assert!(page.body.contains(&key.to_string()));
@@ -779,16 +785,7 @@ async fn settling_a_run_takes_the_same_tier_right_as_deciding_it() {
             .deciding_only([cairnloop::RiskTier::ReadOnly, cairnloop::RiskTier::LowWrite]),
     );
     let app = app(config);
-    let key = propose(&app, "wire", r#"{"cents": 9}"#, None).await;
-    app.governor.approve(&key, "ops-lead").await.unwrap();
-    let actor = Actor::new("agent-7", SCOPES);
-    let run = app.governor.execute(&key, &actor, &());
-    assert!(
-        tokio::time::timeout(Duration::from_millis(50), run)
-            .await
-            .is_err()
-    );
-    assert_eq!(state(&app, &key).await.0, LaneState::Interrupted);
+    let key = interrupted_wire(&app, 9).await;
     // Listed for the junior, with the reason and no form.
     let junior = sign_in(&app.router, "junior", "junior-token").await;
     let page = send(&app.router, "GET", "/reconcile", Some(&junior), None).await;
