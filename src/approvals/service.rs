@@ -521,8 +521,8 @@ impl<S: ApprovalStore> Approvals<S> {
             Ok(claimed) => claimed,
             // Another execution moved it first: say what it did.
             Err(ApprovalError::Store(StoreError::Conflict)) => {
-                let now = self.lane(&lane.key()).await?;
-                return Err(not_to_run(&now).unwrap_or(StoreError::Conflict.into()));
+                let stored = self.lane(&lane.key()).await?;
+                return Err(not_to_run(&stored).unwrap_or(StoreError::Conflict.into()));
             }
             Err(error) => return Err(error),
         };

@@ -562,7 +562,6 @@ async fn migrate(client: &mut Object) -> Result<i64, StoreError> {
     Ok(base)
 }
 
-/// No connection could be had: nothing was sent, so nothing changed.
 /// The server's clock in milliseconds since the Unix epoch, when it was asked and when it
 /// answered.
 async fn read_server_clock(
@@ -588,6 +587,7 @@ async fn follow_server_clock(pool: Pool, time: Arc<ServerTime>) {
     }
 }
 
+/// No connection could be had: nothing was sent, so nothing changed.
 fn unavailable(error: PoolError) -> StoreError {
     match error {
         PoolError::Backend(error) => StoreError::Backend(format!(
