@@ -275,7 +275,7 @@ fn memory_kib(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-/// An upstream whose answer to a read is 5 MiB, 1 GiB or endless: the gateway stops
+/// An upstream whose answer to a read is 5 MiB, 100 MiB, 1 GiB or endless: the gateway stops
 /// reading the moment the answer crosses its bound, answers at once with the bound (well
 /// inside the call timeout, which would otherwise be what ended it), holds no more than
 /// about the bound in memory meanwhile, and serves the next call from a new process.
@@ -290,7 +290,7 @@ async fn an_answer_past_the_bound_is_cut_there_at_once_and_the_gateway_serves_on
         return;
     }
     let bound_kib = ((MAX_RESULT_BYTES + FRAME_ENVELOPE_BYTES) / 1024) as u64;
-    for mode in ["huge", "flood", "endless"] {
+    for mode in ["huge", "flood100", "flood", "endless"] {
         let dir = fresh_dir(&format!("oversize-{mode}"));
         // A call timeout of a minute: an answer in seconds is the bound's doing.
         let (config, log) = served_config(&dir, mode, "call_timeout_secs = 60");

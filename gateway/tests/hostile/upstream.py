@@ -5,7 +5,8 @@ argument for every call it receives (so a test can count what reached it).
 Modes: exit (dies mid-call), hang (never answers, but keeps reading: a cancellation it
 receives is appended to the file named by the log's name + ".cancelled"), huge (answers 5 MiB),
 flood (answers 1 GiB, written 1 MiB at a time; once its first 4 MiB are read, the time
-is put in log + ".crossed" just before the next MiB, which crosses the gateway's bound), endless (an answer that never ends), garbage (writes
+is put in log + ".crossed" just before the next MiB, which crosses the gateway's bound),
+flood100 (the same with 100 MiB), endless (an answer that never ends), garbage (writes
 a line that is not JSON-RPC, then nothing), refuse (answers a JSON-RPC error, as a server
 that renamed the tool would), exit-once (dies on the first call the log ever records, in
 whichever process; answers every later one), fine (answers a small result), renames
@@ -105,13 +106,14 @@ for line in sys.stdin:
         elif mode == "huge":
             text = "x" * (5 * 1024 * 1024)
             send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
-        elif mode in ("flood", "endless"):
+        elif mode in ("flood", "flood100", "endless"):
             head = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": ""}]}})
             opening, closing = head.split('""')
             sys.stdout.write(opening + '"')
             chunk, written = "x" * (1024 * 1024), 0
             try:
-                while mode == "endless" or written < 1024:
+                total = 100 if mode == "flood100" else 1024
+                while mode == "endless" or written < total:
                     if written == 4:
                         sys.stdout.flush()
                         with open(log + ".crossed", "w") as crossed:
