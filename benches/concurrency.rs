@@ -25,11 +25,12 @@ use cairnloop::approvals::{
 };
 use cairnloop::gate::LaneState;
 use cairnloop::stores::{PostgresOptions, PostgresStore, SqliteStore};
-use cairnloop::{
-    Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
-    RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
-};
+use cairnloop::{Actor, Governor, IdempotencyKey, Outcome, Registry, ToolCall, ToolEntry};
 use serde::{Deserialize, Serialize};
+
+#[macro_use]
+#[path = "../tests/fixtures/plain_tool.rs"]
+mod plain_tool;
 
 #[derive(Deserialize, Serialize)]
 struct Refund {
@@ -37,31 +38,20 @@ struct Refund {
     cents: u64,
 }
 
-macro_rules! refund_tool {
-    ($ty:ident, $name:literal, $tier:expr) => {
-        struct $ty;
-        impl Tool for $ty {
-            const SPEC: ToolSpec = ToolSpec::new($name, "Refund", "Refunds an order.", $tier);
-            const SCOPES: &'static [Scope] = &[Scope::new("refunds:write")];
-            type Input = Refund;
-            type Output = u64;
-            type Error = String;
-            type Context = ();
-            fn validate(_: &Refund) -> Result<(), InputErrors> {
-                Ok(())
-            }
-            fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-                Ok(())
-            }
-            async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-                Ok(call.input().cents)
-            }
-        }
-    };
-}
-
-refund_tool!(RefundOrder, "refund_order", RiskTier::HighWrite);
-refund_tool!(LookupRefund, "lookup_refund", RiskTier::ReadOnly);
+plain_tool!(
+    RefundOrder,
+    "refund_order",
+    HighWrite,
+    ["refunds:write"],
+    |input: Refund| -> u64 { input.cents }
+);
+plain_tool!(
+    LookupRefund,
+    "lookup_refund",
+    ReadOnly,
+    ["refunds:write"],
+    |input: Refund| -> u64 { input.cents }
+);
 
 static TOOLS: Registry<()> = Registry::new(&[
     ToolEntry::json::<LookupRefund>(),

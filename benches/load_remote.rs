@@ -20,46 +20,42 @@ use cairnloop::approvals::ApprovalStore;
 use cairnloop::gate::LaneState;
 use cairnloop::remote::{HttpLimits, RemoteMcp, TokenVerifier};
 use cairnloop::stores::SqliteStore;
-use cairnloop::{
-    Actor, Governor, InputErrors, Invocation, PolicyDenial, Registry, RiskTier, Scope, Tool,
-    ToolEntry, ToolSpec,
-};
+use cairnloop::{Governor, Registry, ToolEntry};
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+#[macro_use]
+#[path = "../tests/fixtures/plain_tool.rs"]
+mod plain_tool;
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 struct Order {
     order: u64,
 }
 
-macro_rules! tool {
-    ($ty:ident, $name:literal, $tier:expr, $scope:literal) => {
-        struct $ty;
-        impl Tool for $ty {
-            const SPEC: ToolSpec = ToolSpec::new($name, $name, "A load-test tool.", $tier);
-            const SCOPES: &'static [Scope] = &[Scope::new($scope)];
-            type Input = Order;
-            type Output = u64;
-            type Error = String;
-            type Context = ();
-            fn validate(_: &Order) -> Result<(), InputErrors> {
-                Ok(())
-            }
-            fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-                Ok(())
-            }
-            async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-                Ok(call.input().order)
-            }
-        }
-    };
-}
-
-tool!(Lookup, "lookup", RiskTier::ReadOnly, "orders:read");
-tool!(Refund, "refund", RiskTier::HighWrite, "refunds:write");
-tool!(Wipe, "wipe", RiskTier::Destructive, "orders:read");
+plain_tool!(
+    Lookup,
+    "lookup",
+    ReadOnly,
+    ["orders:read"],
+    |input: Order| -> u64 { input.order }
+);
+plain_tool!(
+    Refund,
+    "refund",
+    HighWrite,
+    ["refunds:write"],
+    |input: Order| -> u64 { input.order }
+);
+plain_tool!(
+    Wipe,
+    "wipe",
+    Destructive,
+    ["orders:read"],
+    |input: Order| -> u64 { input.order }
+);
 
 static TOOLS: Registry<()> = Registry::new(&[
     ToolEntry::mcp::<Lookup>(),

@@ -16,43 +16,39 @@ use std::time::{Duration, Instant};
 use cairnloop::approvals::{ApprovalStore, LaneMark, LaneQuery};
 use cairnloop::gate::LaneState;
 use cairnloop::stores::PostgresStore;
-use cairnloop::{
-    Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
-    Tool, ToolCall, ToolEntry, ToolSpec,
-};
+use cairnloop::{Actor, Governor, Outcome, Registry, RiskTier, ToolCall, ToolEntry};
 use serde::{Deserialize, Serialize};
+
+#[macro_use]
+#[path = "../tests/fixtures/plain_tool.rs"]
+mod plain_tool;
 
 #[derive(Deserialize, Serialize)]
 struct Job {
     order: u64,
 }
 
-macro_rules! tool {
-    ($ty:ident, $name:literal, $tier:expr) => {
-        struct $ty;
-        impl Tool for $ty {
-            const SPEC: ToolSpec = ToolSpec::new($name, "A tool", "Does a thing.", $tier);
-            const SCOPES: &'static [Scope] = &[];
-            type Input = Job;
-            type Output = u64;
-            type Error = String;
-            type Context = ();
-            fn validate(_: &Job) -> Result<(), InputErrors> {
-                Ok(())
-            }
-            fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-                Ok(())
-            }
-            async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-                Ok(call.input().order)
-            }
-        }
-    };
-}
-
-tool!(RefundOrder, "refund_order", RiskTier::HighWrite);
-tool!(IssueCredit, "issue_credit", RiskTier::LowWrite);
-tool!(CloseTicket, "close_ticket", RiskTier::LowWrite);
+plain_tool!(
+    RefundOrder,
+    "refund_order",
+    HighWrite,
+    [],
+    |input: Job| -> u64 { input.order }
+);
+plain_tool!(
+    IssueCredit,
+    "issue_credit",
+    LowWrite,
+    [],
+    |input: Job| -> u64 { input.order }
+);
+plain_tool!(
+    CloseTicket,
+    "close_ticket",
+    LowWrite,
+    [],
+    |input: Job| -> u64 { input.order }
+);
 
 static TOOLS: Registry<()> = Registry::new(&[
     ToolEntry::json::<RefundOrder>(),

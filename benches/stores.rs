@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 use cairnloop::approvals::{ApprovalStore, DiscardAudit, MemoryStore};
 use cairnloop::gate::LaneState;
 use cairnloop::stores::{PostgresStore, SqliteStore};
-use cairnloop::{
-    Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
-    Tool, ToolCall, ToolEntry, ToolSpec,
-};
+use cairnloop::{Actor, Governor, Outcome, Registry, ToolCall, ToolEntry};
 use criterion::Criterion;
 use serde::{Deserialize, Serialize};
+
+#[macro_use]
+#[path = "../tests/fixtures/plain_tool.rs"]
+mod plain_tool;
 
 #[derive(Deserialize, Serialize)]
 struct Refund {
@@ -24,30 +25,13 @@ struct Refund {
     cents: u64,
 }
 
-struct RefundOrder;
-
-impl Tool for RefundOrder {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "refund_order",
-        "Refund order",
-        "Refunds an order.",
-        RiskTier::HighWrite,
-    );
-    const SCOPES: &'static [Scope] = &[Scope::new("refunds:write")];
-    type Input = Refund;
-    type Output = u64;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Refund) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-        Ok(call.input().cents)
-    }
-}
+plain_tool!(
+    RefundOrder,
+    "refund_order",
+    HighWrite,
+    ["refunds:write"],
+    |input: Refund| -> u64 { input.cents }
+);
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<RefundOrder>()]);
 

@@ -19,35 +19,25 @@ use std::time::{Duration, Instant};
 
 use cairnloop::approvals::ApprovalStore;
 use cairnloop::stores::{PostgresOptions, PostgresStore, SqliteStore};
-use cairnloop::{
-    Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
-    Tool, ToolCall, ToolEntry, ToolSpec,
-};
+use cairnloop::{Actor, Governor, Outcome, Registry, ToolCall, ToolEntry};
 use serde::{Deserialize, Serialize};
+
+#[macro_use]
+#[path = "../tests/fixtures/plain_tool.rs"]
+mod plain_tool;
 
 #[derive(Deserialize, Serialize)]
 struct Refund {
     order: u64,
 }
 
-struct RefundOrder;
-impl Tool for RefundOrder {
-    const SPEC: ToolSpec = ToolSpec::new("refund_order", "Refund", "Refunds.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Refund;
-    type Output = u64;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Refund) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-        Ok(call.input().order)
-    }
-}
+plain_tool!(
+    RefundOrder,
+    "refund_order",
+    HighWrite,
+    [],
+    |input: Refund| -> u64 { input.order }
+);
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<RefundOrder>()]);
 

@@ -12,6 +12,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
+
 #[derive(Deserialize, Serialize, JsonSchema)]
 #[allow(dead_code, reason = "decoded, not read")]
 struct Refund {
@@ -442,28 +446,13 @@ impl JsonSchema for Counted {
     }
 }
 
-struct CountedTool;
-
-impl Tool for CountedTool {
-    const SPEC: ToolSpec = ToolSpec::new("counted", "Counted", "Counts.", RiskTier::ReadOnly);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Counted;
-    type Output = u32;
-    type Error = String;
-    type Context = ();
-
-    fn validate(_: &Counted) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
-        Ok(call.input().n)
-    }
-}
+plain_tool!(
+    CountedTool,
+    "counted",
+    ReadOnly,
+    [],
+    |input: Counted| -> u32 { input.n }
+);
 
 static COUNTED: Registry<()> = Registry::new(&[ToolEntry::mcp::<CountedTool>()]);
 

@@ -7,10 +7,11 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use cairnloop::approvals::{AuditRecord, MemoryStore, Notice, NoticeReport, Notifier};
 use cairnloop::gate::LaneState;
-use cairnloop::{
-    Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
-    Tool, ToolCall, ToolEntry, ToolSpec,
-};
+use cairnloop::{Actor, Governor, Outcome, Registry, RiskTier, Tool, ToolCall, ToolEntry};
+
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 
 #[derive(serde::Deserialize, serde::Serialize)]
 struct Refund {
@@ -18,24 +19,13 @@ struct Refund {
     password: String,
 }
 
-struct RefundTool;
-impl Tool for RefundTool {
-    const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Refund;
-    type Output = u64;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Refund) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-        Ok(call.input().cents)
-    }
-}
+plain_tool!(
+    RefundTool,
+    "refund",
+    HighWrite,
+    [],
+    |input: Refund| -> u64 { input.cents }
+);
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<RefundTool>()]);
 

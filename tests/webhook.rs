@@ -11,10 +11,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cairnloop::approvals::AuditRecord;
 use cairnloop::gate::LaneState;
 use cairnloop::notifiers::{SIGNATURE_HEADER, Webhook, WebhookFormat, verify};
-use cairnloop::{
-    Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
-    Tool, ToolCall, ToolEntry, ToolSpec,
-};
+use cairnloop::{Actor, Governor, Outcome, Registry, ToolCall, ToolEntry};
+
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 
 #[derive(serde::Deserialize, serde::Serialize)]
 struct Wire {
@@ -23,24 +24,7 @@ struct Wire {
     api_token: String,
 }
 
-struct WireTool;
-impl Tool for WireTool {
-    const SPEC: ToolSpec = ToolSpec::new("wire", "Wire money", "Wires money.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Wire;
-    type Output = ();
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Wire) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        Ok(())
-    }
-}
+plain_tool!(WireTool, "wire", HighWrite, [], |input: Wire| -> () { () });
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<WireTool>()]);
 
