@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use cairnloop::approvals::{AuditRecord, MemoryStore, Notice, NoticeReport, Notifier};
 use cairnloop::gate::LaneState;
-use cairnloop::{Actor, Governor, Outcome, Registry, RiskTier, Tool, ToolCall, ToolEntry};
+use cairnloop::{Actor, Governor, Outcome, Registry, RiskTier, ToolCall, ToolEntry};
 
 #[macro_use]
 #[path = "fixtures/plain_tool.rs"]
