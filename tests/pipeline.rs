@@ -385,12 +385,7 @@ fn gate_2_missing_scopes_in_declared_order_matched_exactly() {
 
 #[test]
 fn gate_3_policy_and_deny_by_default() {
-    let (actor, frozen) = (
-        admin(),
-        Desk {
-            refunds_frozen: true,
-        },
-    );
+    let (actor, frozen) = (admin(), Desk::frozen());
     assert_eq!(
         blocked(call(
             &actor,
@@ -430,9 +425,7 @@ fn gate_4_destructive_is_always_blocked() {
 
 #[test]
 fn precedence_unknown_before_input_before_scope_before_policy_before_mode() {
-    let desk = Desk {
-        refunds_frozen: true,
-    };
+    let desk = Desk::frozen();
     let nobody = Actor::new("agent-9", &[]);
     // Unknown name with bad arguments: the name wins.
     assert_eq!(
@@ -599,12 +592,7 @@ fn the_fallback_preview_is_structured_and_masks_secrets() {
 
 #[test]
 fn audit_events_serialise_with_actor_tool_decision_reason_and_key() {
-    let (actor, desk) = (
-        admin(),
-        Desk {
-            refunds_frozen: true,
-        },
-    );
+    let (actor, desk) = (admin(), Desk::frozen());
     let outcome = call(
         &actor,
         &desk,

@@ -24,7 +24,7 @@ struct Wire {
     api_token: String,
 }
 
-plain_tool!(WireTool, "wire", HighWrite, [], |input: Wire| -> () { () });
+plain_tool!(WireTool, "wire", HighWrite, [], |input: Wire| -> () {});
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<WireTool>()]);
 

@@ -218,7 +218,8 @@ proptest! {
         if let Some(account) = &account {
             actor = actor.with_account(account);
         }
-        let desk = Desk { refunds_frozen: frozen };
+        let desk = Desk::default();
+        desk.freeze_refunds(frozen);
         let called = call_with(&DESK, Governance::new(), &actor, &desk, &ToolCall::new(&name, &args));
         if called.audit.decision == "execute" {
             let entry = DESK.get(&name).expect("execute implies a known tool");

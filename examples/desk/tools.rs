@@ -1,10 +1,13 @@
 //! A small support desk, one tool per risk tier: look up an order (read-only), add an
 //! internal note (low-write), refund an order (high-write), delete a customer
-//! (destructive). Written once: the examples register these (`mod.rs` beside this file)
-//! and the integration tests add tools of their own (`tests/fixtures/desk.rs`).
-#![allow(dead_code, reason = "each example and test uses a part")]
+//! (destructive). Written once: the examples register these (`mod.rs` beside this file),
+//! the rig example registers three of them, and the integration tests add tools of their
+//! own (`tests/fixtures/desk.rs`).
+#![allow(dead_code, unused_macros, reason = "each example and test uses a part")]
 
 use core::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cairnloop::{
     Actor, FieldError, InputErrors, Invocation, PolicyDenial, RiskTier, Scope, Tool, ToolSpec,
@@ -12,13 +15,46 @@ use cairnloop::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The host's context.
+/// The host's context: an operator's switch that freezes refunds (read on every call), and
+/// what ran, in order. Clones share both, so a host can flip the switch and show the log
+/// while its agent holds a clone.
 #[derive(Clone, Default)]
 pub struct Desk {
-    pub refunds_frozen: bool,
+    refunds_frozen: Arc<AtomicBool>,
+    ran: Arc<Mutex<Vec<String>>>,
+}
+
+impl Desk {
+    /// A desk whose refunds are frozen from the start.
+    pub fn frozen() -> Self {
+        let desk = Self::default();
+        desk.freeze_refunds(true);
+        desk
+    }
+
+    /// Freezes refunds (or thaws them): the refund tool's policy refuses while frozen.
+    pub fn freeze_refunds(&self, frozen: bool) {
+        self.refunds_frozen.store(frozen, Ordering::SeqCst);
+    }
+
+    /// What ran so far, as `tool(arguments)`.
+    pub fn ran(&self) -> Vec<String> {
+        self.ran
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn record(&self, run: String) {
+        self.ran
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(run);
+    }
 }
 
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OrderRef {
     pub order: u32,
 }
@@ -57,7 +93,9 @@ impl Tool for LookupOrder {
     }
 
     async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
-        match call.input().order {
+        let order = call.input().order;
+        call.context().record(format!("lookup_order({order})"));
+        match order {
             1001 => Ok("shipped".into()),
             n => Err(format!("order {n} not found")),
         }
@@ -111,7 +149,9 @@ impl Tool for InternalNote {
         Ok(())
     }
 
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
+    async fn run(call: Invocation<'_, Self>) -> Result<(), String> {
+        call.context()
+            .record(format!("internal_note({})", call.input().ticket));
         Ok(())
     }
 }
@@ -152,7 +192,7 @@ impl Tool for RefundOrder {
     }
 
     fn authorize(_: &Actor<'_>, desk: &Desk) -> Result<(), PolicyDenial> {
-        if desk.refunds_frozen {
+        if desk.refunds_frozen.load(Ordering::SeqCst) {
             Err(PolicyDenial::Denied("refunds are frozen for the audit"))
         } else {
             Ok(())
@@ -170,12 +210,16 @@ impl Tool for RefundOrder {
         ))
     }
 
-    async fn run(_: Invocation<'_, Self>) -> Result<&'static str, String> {
+    async fn run(call: Invocation<'_, Self>) -> Result<&'static str, String> {
+        let Refund { order, cents, .. } = *call.input();
+        call.context()
+            .record(format!("refund_order({order}, {cents})"));
         Ok("refunded")
     }
 }
 
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CustomerRef {
     pub customer: u64,
 }

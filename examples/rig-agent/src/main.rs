@@ -13,16 +13,16 @@ use cairnloop::Governor;
 use cairnloop::approvals::Caller;
 use cairnloop::gate::LaneState;
 use cairnloop::rig::RigTools;
-use cairnloop_rig_example::{SHOP, Seen, Shop, governed_agent, tool_results};
+use cairnloop_rig_example::{DESK, Desk, Seen, governed_agent, tool_results};
 use rig_agent::test_utils::{MockCompletionModel, MockTurn};
 use serde_json::{Value, json};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
-    let governor = Arc::new(Governor::new(&SHOP));
-    let shop = Shop::default();
+    let governor = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
     let caller = Caller::new("support-bot", ["orders:read", "refunds:write"]).with_account("acme");
-    let governed = RigTools::new(Arc::clone(&governor), shop.clone(), caller);
+    let governed = RigTools::new(Arc::clone(&governor), desk.clone(), caller);
 
     println!("A rig agent (scripted model, no network) with three governed tools.");
     println!("It acts as `support-bot`, with the scopes orders:read and refunds:write.\n");
@@ -41,7 +41,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         (
             "c2",
             "refund_order",
-            json!({ "order": 1001, "cents": 1250 }),
+            json!({ "order": 1001, "cents": 1250, "reason": "damaged" }),
         ),
         ("c3", "delete_customer", json!({ "customer": 7 })),
     ];
@@ -67,7 +67,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         show(name, arguments, result);
     }
     say("  The agent answers: ", &answer.output());
-    say("  Ran so far: ", &shop.ran().join(", "));
+    say("  Ran so far: ", &desk.ran().join(", "));
 
     let pending = governor.lanes(LaneState::Pending, None, 10).await?;
     let Some(lane) = pending.first() else {
@@ -101,7 +101,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         show("refund_order", &refund, result);
     }
     say("  The agent answers: ", &answer.output());
-    say("  Ran so far: ", &shop.ran().join(", "));
+    say("  Ran so far: ", &desk.ran().join(", "));
     let lane = governor.lane(&key).await?;
     say(
         "  ",

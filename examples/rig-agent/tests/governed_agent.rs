@@ -9,7 +9,7 @@ use cairnloop::approvals::{AuditRecord, Caller};
 use cairnloop::gate::LaneState;
 use cairnloop::rig::{RigError, RigTools};
 use cairnloop::{Governor, Registry, ToolEntry};
-use cairnloop_rig_example::{LookupOrder, SHOP, Seen, Shop, governed_agent, tool_results};
+use cairnloop_rig_example::{DESK, Desk, LookupOrder, Seen, governed_agent, tool_results};
 use rig_agent::completion::CompletionRequest;
 use rig_agent::core::message::ToolResultContent;
 use rig_agent::test_utils::{MockCompletionModel, MockTurn};
@@ -18,20 +18,20 @@ use serde_json::json;
 
 const BOT_SCOPES: [&str; 2] = ["orders:read", "refunds:write"];
 
-struct Desk {
-    governor: Arc<Governor<Shop>>,
-    shop: Shop,
-    governed: RigTools<Shop>,
+struct Team {
+    governor: Arc<Governor<Desk>>,
+    desk: Desk,
+    governed: RigTools<Desk>,
 }
 
-fn desk() -> Desk {
-    let governor = Arc::new(Governor::new(&SHOP));
-    let shop = Shop::default();
+fn team() -> Team {
+    let governor = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
     let caller = Caller::new("support-bot", BOT_SCOPES).with_account("acme");
-    let governed = RigTools::new(Arc::clone(&governor), shop.clone(), caller);
-    Desk {
+    let governed = RigTools::new(Arc::clone(&governor), desk.clone(), caller);
+    Team {
         governor,
-        shop,
+        desk,
         governed,
     }
 }
@@ -46,19 +46,19 @@ fn results(request: &CompletionRequest) -> BTreeMap<String, Seen> {
 
 #[tokio::test]
 async fn three_calls_reach_the_model_as_results_and_only_the_auto_tool_runs() {
-    let desk = desk();
+    let team = team();
     let model = MockCompletionModel::from_turns([
         MockTurn::tool_call("c1", "lookup_order", json!({ "order": 1001 })),
         MockTurn::tool_call(
             "c2",
             "refund_order",
-            json!({ "order": 1001, "cents": 1250 }),
+            json!({ "order": 1001, "cents": 1250, "reason": "damaged" }),
         ),
         MockTurn::tool_call("c3", "delete_customer", json!({ "customer": 7 })),
         MockTurn::text("Told the user."),
     ]);
     let recorded = model.clone();
-    let agent = governed_agent(model, &desk.governed).expect("the tools register");
+    let agent = governed_agent(model, &team.governed).expect("the tools register");
 
     let response = agent
         .prompt("Order 1001 came broken; refund it and delete my account.")
@@ -94,14 +94,11 @@ async fn three_calls_reach_the_model_as_results_and_only_the_auto_tool_runs() {
     // Ran at once: its output.
     let looked_up = &seen["c1"];
     assert!(!looked_up.is_error);
-    assert_eq!(
-        looked_up.json,
-        Some(json!("order 1001: shipped on 2026-11-30"))
-    );
+    assert_eq!(looked_up.json, Some(json!("shipped")));
 
     // Awaits a person: the proposal's id and what to tell the user, not an error that
     // ends anything.
-    let pending = desk
+    let pending = team
         .governor
         .lanes(LaneState::Pending, None, 10)
         .await
@@ -113,7 +110,7 @@ async fn three_calls_reach_the_model_as_results_and_only_the_auto_tool_runs() {
     let body = refund.json.as_ref().expect("a JSON body");
     assert_eq!(body["status"], "awaiting_approval");
     assert_eq!(body["proposal_id"], lane.key().to_string());
-    assert_eq!(body["preview"], "Refund 12.50 EUR for order 1001");
+    assert_eq!(body["preview"], "Refund 12.50 EUR for order 1001 (Damaged)");
     assert!(
         refund.text.contains("awaits a person's approval"),
         "{}",
@@ -135,10 +132,10 @@ async fn three_calls_reach_the_model_as_results_and_only_the_auto_tool_runs() {
     );
 
     // Only the read-only tool ran.
-    assert_eq!(desk.shop.ran(), ["lookup_order(1001)"]);
+    assert_eq!(team.desk.ran(), ["lookup_order(1001)"]);
 
     // The governor decided, and recorded, each of the three calls.
-    let decisions: Vec<(String, String)> = desk
+    let decisions: Vec<(String, String)> = team
         .governor
         .events()
         .await
@@ -158,19 +155,19 @@ async fn three_calls_reach_the_model_as_results_and_only_the_auto_tool_runs() {
 
 #[tokio::test]
 async fn an_offered_tool_is_blocked_when_its_policy_turns_after_it_was_offered() {
-    let desk = desk();
+    let team = team();
     let model = MockCompletionModel::from_turns([
         MockTurn::tool_call(
             "c1",
             "refund_order",
-            json!({ "order": 1001, "cents": 1250 }),
+            json!({ "order": 1001, "cents": 1250, "reason": "damaged" }),
         ),
         MockTurn::tool_call("c2", "lookup_order", json!({ "order": 0 })),
         MockTurn::text("Told the user."),
     ]);
     let recorded = model.clone();
-    let agent = governed_agent(model, &desk.governed).expect("the tools register");
-    desk.shop.pause_refunds(true);
+    let agent = governed_agent(model, &team.governed).expect("the tools register");
+    team.desk.freeze_refunds(true);
     let response = agent
         .prompt("refund order 0 and 1001")
         .max_turns(4)
@@ -185,7 +182,7 @@ async fn an_offered_tool_is_blocked_when_its_policy_turns_after_it_was_offered()
     assert_eq!(body["status"], "blocked");
     assert_eq!(body["code"], "policy_denied");
     assert!(
-        refund.text.contains("refunds are paused"),
+        refund.text.contains("refunds are frozen for the audit"),
         "{}",
         refund.text
     );
@@ -202,8 +199,8 @@ async fn an_offered_tool_is_blocked_when_its_policy_turns_after_it_was_offered()
         lookup.text
     );
 
-    assert!(desk.shop.ran().is_empty());
-    let pending = desk
+    assert!(team.desk.ran().is_empty());
+    let pending = team
         .governor
         .lanes(LaneState::Pending, None, 10)
         .await
@@ -213,48 +210,48 @@ async fn an_offered_tool_is_blocked_when_its_policy_turns_after_it_was_offered()
 
 #[tokio::test]
 async fn a_name_the_registry_does_not_have_is_left_to_rig() {
-    let desk = desk();
+    let team = team();
     let model = MockCompletionModel::from_turns([
         MockTurn::tool_call("c1", "format_disk", json!({})),
         MockTurn::text("unreachable"),
     ]);
-    let error = governed_agent(model, &desk.governed)
+    let error = governed_agent(model, &team.governed)
         .expect("the tools register")
         .prompt("go")
         .max_turns(3)
         .await
         .expect_err("rig's own rule for a tool nobody registered: the run fails");
     assert!(format!("{error:?}").contains("format_disk"), "{error:?}");
-    let events = desk.governor.events().await.expect("the store answers");
+    let events = team.governor.events().await.expect("the store answers");
     assert!(events.is_empty(), "the governor was not asked: {events:?}");
 }
 
 #[tokio::test]
 async fn an_approved_call_made_again_runs_once_and_then_gives_back_its_output() {
-    let desk = desk();
-    let refund = json!({ "order": 1001, "cents": 1250 });
+    let team = team();
+    let refund = json!({ "order": 1001, "cents": 1250, "reason": "damaged" });
     let model = MockCompletionModel::from_turns([
         MockTurn::tool_call("c1", "refund_order", refund.clone()),
         MockTurn::text("Asked for approval."),
     ]);
-    governed_agent(model, &desk.governed)
+    governed_agent(model, &team.governed)
         .expect("the tools register")
         .prompt("refund order 1001")
         .max_turns(3)
         .await
         .expect("the agent finishes its turn");
-    let pending = desk
+    let pending = team
         .governor
         .lanes(LaneState::Pending, None, 10)
         .await
         .expect("the store answers");
     let key = pending[0].key();
     assert!(
-        desk.shop.ran().is_empty(),
+        team.desk.ran().is_empty(),
         "nothing runs before the approval"
     );
 
-    desk.governor
+    team.governor
         .approve(&key, "ops-lead")
         .await
         .expect("an operator approves");
@@ -265,32 +262,28 @@ async fn an_approved_call_made_again_runs_once_and_then_gives_back_its_output() 
         MockTurn::text("Refunded."),
     ]);
     let recorded = model.clone();
-    governed_agent(model, &desk.governed)
+    governed_agent(model, &team.governed)
         .expect("the tools register")
         .prompt("it is approved now")
         .max_turns(4)
         .await
         .expect("the agent finishes its turn");
 
-    assert_eq!(desk.shop.ran(), ["refund_order(1001, 1250)"], "ran once");
+    assert_eq!(team.desk.ran(), ["refund_order(1001, 1250)"], "ran once");
     let seen = results(&recorded.requests()[2]);
     for call in ["c2", "c3"] {
         assert!(!seen[call].is_error, "{call}: {:?}", seen[call]);
-        assert_eq!(
-            seen[call].json,
-            Some(json!("refunded 1250 cents on order 1001")),
-            "{call}"
-        );
+        assert_eq!(seen[call].json, Some(json!("refunded")), "{call}");
     }
-    let lane = desk.governor.lane(&key).await.expect("the lane is stored");
+    let lane = team.governor.lane(&key).await.expect("the lane is stored");
     assert_eq!(lane.state(), LaneState::Executed);
     assert_eq!(lane.attempts(), 1);
 }
 
 #[tokio::test]
 async fn the_argument_text_reaches_the_strict_decoder_as_rig_holds_it() {
-    let desk = desk();
-    let tools = desk.governed.registrations().expect("the tools register");
+    let team = team();
+    let tools = team.governed.registrations().expect("the tools register");
     let lookup = tools
         .iter()
         .find(|tool| tool.name() == "lookup_order")
@@ -339,20 +332,20 @@ async fn the_argument_text_reaches_the_strict_decoder_as_rig_holds_it() {
     for path in ["/cents", "/order", "/zzz"] {
         assert!(text.text.contains(path), "{path}: {}", text.text);
     }
-    assert!(desk.shop.ran().is_empty(), "nothing ran");
+    assert!(team.desk.ran().is_empty(), "nothing ran");
 }
 
 #[test]
 fn a_name_rig_already_holds_is_refused_and_nothing_is_added() {
-    let desk = desk();
+    let team = team();
     // rig itself replaces a tool of the same name without a word:
-    let refund = desk.governed.registrations().expect("the tools register")[1].clone();
+    let refund = team.governed.registrations().expect("the tools register")[1].clone();
     let mut set = ToolSet::default();
     set.add_registered_tool(refund.clone());
     set.add_registered_tool(refund);
     assert_eq!(set.len(), 1);
 
-    let error = desk
+    let error = team
         .governed
         .add_to(&mut set)
         .expect_err("refund_order is taken");
@@ -366,22 +359,22 @@ fn a_name_rig_already_holds_is_refused_and_nothing_is_added() {
     assert_eq!(names, ["refund_order"], "nothing else was added");
 
     let mut fresh = ToolSet::default();
-    let added = desk
+    let added = team
         .governed
         .add_to(&mut fresh)
         .expect("a fresh set takes them");
     assert_eq!(added, ["lookup_order", "refund_order"]);
-    assert!(desk.governed.add_to(&mut fresh).is_err(), "and only once");
+    assert!(team.governed.add_to(&mut fresh).is_err(), "and only once");
     assert_eq!(fresh.len(), 2);
 }
 
 #[test]
 fn a_tool_without_an_input_schema_is_refused() {
-    static PLAIN: Registry<Shop> = Registry::new(&[ToolEntry::json::<LookupOrder>()]);
+    static PLAIN: Registry<Desk> = Registry::new(&[ToolEntry::json::<LookupOrder>()]);
     let governed = RigTools::new(
         Arc::new(Governor::new(&PLAIN)),
-        Shop::default(),
-        Caller::new("support-bot", BOT_SCOPES),
+        Desk::default(),
+        Caller::new("support-bot", BOT_SCOPES).with_account("acme"),
     );
     let mut set = ToolSet::default();
     assert_eq!(
@@ -395,8 +388,8 @@ fn a_tool_without_an_input_schema_is_refused() {
 
 #[tokio::test]
 async fn each_outcome_has_its_own_rig_disposition() {
-    let desk = desk();
-    let tools = desk.governed.registrations().expect("the tools register");
+    let team = team();
+    let tools = team.governed.registrations().expect("the tools register");
     let tool = |name: &str| {
         tools
             .iter()
@@ -416,7 +409,11 @@ async fn each_outcome_has_its_own_rig_disposition() {
     assert!(ran.is_success(), "{ran:?}");
 
     // Nothing ran and nothing failed: rig's "skipped".
-    let waits = run("refund_order", r#"{"order":1001,"cents":1250}"#).await;
+    let waits = run(
+        "refund_order",
+        r#"{"order":1001,"cents":1250,"reason":"damaged"}"#,
+    )
+    .await;
     assert!(waits.is_skipped(), "{waits:?}");
 
     // The tool ran and failed: an error of kind `other`, with the tool's message.
@@ -424,19 +421,23 @@ async fn each_outcome_has_its_own_rig_disposition() {
     let error = failed.error().expect("an execution error");
     assert_eq!(error.kind().as_str(), "other");
     assert!(
-        error.message().contains("no order 404"),
+        error.message().contains("order 404 not found"),
         "{}",
         error.message()
     );
 
     // Blocked by a policy: a refusal, not an execution error.
-    desk.shop.pause_refunds(true);
-    let refused = run("refund_order", r#"{"order":1002,"cents":1}"#).await;
+    team.desk.freeze_refunds(true);
+    let refused = run(
+        "refund_order",
+        r#"{"order":1002,"cents":1,"reason":"late"}"#,
+    )
+    .await;
     assert!(
         refused.refusal().is_some() && refused.error().is_none(),
         "{refused:?}"
     );
-    assert_eq!(desk.shop.ran(), ["lookup_order(1001)", "lookup_order(404)"]);
+    assert_eq!(team.desk.ran(), ["lookup_order(1001)", "lookup_order(404)"]);
 }
 
 #[tokio::test]
@@ -444,8 +445,8 @@ async fn a_handler_asked_to_run_another_tool_runs_nothing() {
     use rig_agent::core::effect::EffectKind;
     use rig_agent::core::serve::serve_inline;
 
-    let desk = desk();
-    let tools = desk.governed.registrations().expect("the tools register");
+    let team = team();
+    let tools = team.governed.registrations().expect("the tools register");
     let lookup = &tools[0];
     assert_eq!(lookup.name(), "lookup_order");
     // Arguments that `lookup_order` would accept, under another tool's name.
@@ -455,8 +456,8 @@ async fn a_handler_asked_to_run_another_tool_runs_nothing() {
     };
     let answer = serve_inline(lookup.handler(), asked).await;
     assert!(answer.is_err(), "{answer:?}");
-    assert!(desk.shop.ran().is_empty(), "nothing ran");
-    let events = desk.governor.events().await.expect("the store answers");
+    assert!(team.desk.ran().is_empty(), "nothing ran");
+    let events = team.governor.events().await.expect("the store answers");
     assert!(events.is_empty(), "the governor was not asked: {events:?}");
 }
 
@@ -475,18 +476,21 @@ async fn a_decision_that_cannot_be_recorded_runs_nothing_and_says_try_later() {
     drop(SqliteStore::open(&path).expect("a new store"));
     let store = SqliteStore::open_with(&path, SqliteOptions::new().read_only())
         .expect("the store, read-only");
-    let shop = Shop::default();
-    let governor = Arc::new(Governor::new(&SHOP).with_store(store));
+    let desk = Desk::default();
+    let governor = Arc::new(Governor::new(&DESK).with_store(store));
     let governed = RigTools::new(
         governor,
-        shop.clone(),
-        Caller::new("support-bot", BOT_SCOPES),
+        desk.clone(),
+        Caller::new("support-bot", BOT_SCOPES).with_account("acme"),
     );
     let tools = governed.registrations().expect("the tools register");
 
     for (tool, arguments) in [
         (&tools[0], r#"{"order":1001}"#),
-        (&tools[1], r#"{"order":1001,"cents":1250}"#),
+        (
+            &tools[1],
+            r#"{"order":1001,"cents":1250,"reason":"damaged"}"#,
+        ),
     ] {
         let result = tool
             .execute(arguments.to_string(), &mut ToolContext::new())
@@ -499,6 +503,6 @@ async fn a_decision_that_cannot_be_recorded_runs_nothing_and_says_try_later() {
             error.message()
         );
     }
-    assert!(shop.ran().is_empty(), "nothing ran without its record");
+    assert!(desk.ran().is_empty(), "nothing ran without its record");
     std::fs::remove_dir_all(&dir).expect("the temp dir goes");
 }
