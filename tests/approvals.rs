@@ -19,6 +19,9 @@ use cairnloop::{
 };
 use serde::{Deserialize, Serialize};
 
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 #[path = "fixtures/identities.rs"]
 mod identities;
 
@@ -38,31 +41,11 @@ struct Transfer {
     cents: u64,
 }
 
-struct SendMoney;
-
-impl Tool for SendMoney {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "send_money",
-        "Send money",
-        "Sends money to an account.",
-        RiskTier::HighWrite,
-    )
-    .with_result_states(&["sent"]);
-    const SCOPES: &'static [Scope] = &[Scope::new("payments:write")];
-    type Input = Transfer;
-    type Output = String;
-    type Error = String;
-    type Context = Lab;
-
-    fn validate(_: &Transfer) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
+plain_tool!(SendMoney(Transfer) -> Result<String, String>, Lab,
+    ToolSpec::new("send_money", "Send money", "Sends money to an account.", RiskTier::HighWrite)
+        .with_result_states(&["sent"]),
+    ["payments:write"],
+    |call| {
         // Widen the race window.
         std::thread::sleep(std::time::Duration::from_millis(5));
         let transfer = call.input();
@@ -72,7 +55,7 @@ impl Tool for SendMoney {
             format!("sent {} to {}", transfer.cents, transfer.to),
         )
     }
-}
+);
 
 /// A run at the lab's bank: counted, its run key kept, failing the first `fail_first`.
 fn bank_run(lab: &Lab, run_key: Option<IdempotencyKey>, done: String) -> Result<String, String> {
@@ -84,61 +67,20 @@ fn bank_run(lab: &Lab, run_key: Option<IdempotencyKey>, done: String) -> Result<
     Ok(done)
 }
 
-struct TagTicket;
+plain_tool!(TagTicket(Transfer) -> Result<(), String>, Lab,
+    ToolSpec::new("tag_ticket", "Tag ticket", "Tags a ticket.", RiskTier::LowWrite)
+        .loosen_approval(ApprovalMode::Auto, "tags are cosmetic"),
+    [],
+    |call| { Ok(()) }
+);
 
-impl Tool for TagTicket {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "tag_ticket",
-        "Tag ticket",
-        "Tags a ticket.",
-        RiskTier::LowWrite,
-    )
-    .loosen_approval(ApprovalMode::Auto, "tags are cosmetic");
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Transfer;
-    type Output = ();
-    type Error = String;
-    type Context = Lab;
-
-    fn validate(_: &Transfer) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-/// Like `send_money`, but declared idempotent: setting a limit twice sets it once.
-struct SetLimit;
-
-impl Tool for SetLimit {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "set_limit",
-        "Set limit",
-        "Sets an account's transfer limit.",
-        RiskTier::HighWrite,
-    )
-    .idempotent();
-    const SCOPES: &'static [Scope] = &[Scope::new("payments:write")];
-    type Input = Transfer;
-    type Output = String;
-    type Error = String;
-    type Context = Lab;
-
-    fn validate(_: &Transfer) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
+plain_tool!(
+    /// Like `send_money`, but declared idempotent: setting a limit twice sets it once.
+    SetLimit(Transfer) -> Result<String, String>, Lab,
+    ToolSpec::new("set_limit", "Set limit", "Sets an account's transfer limit.", RiskTier::HighWrite)
+        .idempotent(),
+    ["payments:write"],
+    |call| {
         let limit = call.input();
         bank_run(
             call.context(),
@@ -146,33 +88,14 @@ impl Tool for SetLimit {
             format!("limit {} for {}", limit.cents, limit.to),
         )
     }
-}
+);
 
-/// A tool whose run panics, or never finishes, as the input says.
-struct Flaky;
-
-impl Tool for Flaky {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "flaky",
-        "Flaky",
-        "Panics on `panic`, hangs on `hang`.",
-        RiskTier::HighWrite,
-    );
-    const SCOPES: &'static [Scope] = &[Scope::new("payments:write")];
-    type Input = Transfer;
-    type Output = String;
-    type Error = String;
-    type Context = Lab;
-
-    fn validate(_: &Transfer) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
+plain_tool!(
+    /// A tool whose run panics, or never finishes, as the input says.
+    Flaky(Transfer) -> Result<String, String>, Lab,
+    ToolSpec::new("flaky", "Flaky", "Panics on `panic`, hangs on `hang`.", RiskTier::HighWrite),
+    ["payments:write"],
+    |call| {
         call.context().runs.fetch_add(1, Ordering::SeqCst);
         match call.input().to.as_str() {
             "panic" => panic!("the ledger is on fire"),
@@ -180,41 +103,19 @@ impl Tool for Flaky {
             _ => Ok("done".into()),
         }
     }
-}
+);
 
-/// A tool that counts the previews it writes: a preview is the dear part of a proposal.
-struct WriteNote;
-
-impl Tool for WriteNote {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "write_note",
-        "Write note",
-        "Writes a note to an account.",
-        RiskTier::LowWrite,
-    );
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Transfer;
-    type Output = ();
-    type Error = String;
-    type Context = Lab;
-
-    fn validate(_: &Transfer) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &Lab) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    fn preview(note: &Transfer, out: &mut dyn std::fmt::Write) -> Option<std::fmt::Result> {
+plain_tool!(
+    /// A tool that counts the previews it writes: a preview is the dear part of a proposal.
+    WriteNote(Transfer) -> Result<(), String>, Lab,
+    ToolSpec::new("write_note", "Write note", "Writes a note to an account.", RiskTier::LowWrite),
+    [],
+    |call| { Ok(()) },
+    preview |note, out| {
         PREVIEWS.fetch_add(1, Ordering::SeqCst);
         Some(write!(out, "Note to {}", note.to))
     }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        Ok(())
-    }
-}
+);
 
 /// Previews written by `write_note` (a tool's preview sees only its input).
 static PREVIEWS: AtomicUsize = AtomicUsize::new(0);

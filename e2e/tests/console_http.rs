@@ -5,6 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[macro_use]
+#[path = "../../tests/fixtures/plain_tool.rs"]
+mod plain_tool;
+
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -30,30 +34,11 @@ struct Message {
     api_key: Option<String>,
 }
 
-struct SendMessage;
-
-impl Tool for SendMessage {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "send_message",
-        "Send a message",
-        "Sends a message to a customer.",
-        RiskTier::LowWrite,
-    );
-    const SCOPES: &'static [Scope] = &[Scope::new("messages:write")];
-    type Input = Message;
-    type Output = ();
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Message) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        Ok(())
-    }
-}
+plain_tool!(SendMessage(Message) -> Result<(), String>, (),
+    ToolSpec::new("send_message", "Send a message", "Sends a message to a customer.", RiskTier::LowWrite),
+    ["messages:write"],
+    |call| { Ok(()) }
+);
 
 /// A tool with a view of its own, and a run that never finishes (to leave a lane
 /// interrupted when its future is dropped).
