@@ -1,6 +1,3 @@
-use core::fmt;
-use core::str::FromStr;
-
 use super::text;
 use crate::declare::{ParseError, RiskTier};
 
@@ -94,19 +91,7 @@ impl ApprovalMode {
     }
 }
 
-impl fmt::Display for ApprovalMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ApprovalMode {
-    type Err = ParseError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s).ok_or(ParseError::APPROVAL_MODE)
-    }
-}
+wire_name_traits!(ApprovalMode, ParseError::APPROVAL_MODE);
 
 /// The approval mode a risk tier demands, failing closed.
 ///

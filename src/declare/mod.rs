@@ -4,6 +4,26 @@
 //! the [`Tool`] trait and the static [`Registry`]. Nothing here decides a call; that is
 //! the [`gate`](crate::gate) layer, one level up.
 
+/// `Display` (the wire name) and `FromStr` (that exact name, or `$error`) for a sealed enum
+/// with `as_str` and `parse`: the tier and the mode are read and written the same way.
+macro_rules! wire_name_traits {
+    ($ty:ty, $error:expr) => {
+        impl core::fmt::Display for $ty {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl core::str::FromStr for $ty {
+            type Err = $crate::declare::ParseError;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::parse(s).ok_or($error)
+            }
+        }
+    };
+}
+
 mod actor;
 mod approval_mode;
 #[cfg(feature = "serde")]

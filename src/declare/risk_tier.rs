@@ -1,6 +1,3 @@
-use core::fmt;
-use core::str::FromStr;
-
 use super::text;
 use crate::declare::{ApprovalMode, ParseError};
 
@@ -106,16 +103,4 @@ impl RiskTier {
     }
 }
 
-impl fmt::Display for RiskTier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for RiskTier {
-    type Err = ParseError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::parse(s).ok_or(ParseError::RISK_TIER)
-    }
-}
+wire_name_traits!(RiskTier, ParseError::RISK_TIER);

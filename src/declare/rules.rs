@@ -378,6 +378,7 @@ mod tests {
             let prefix = std::format!("cairnloop rule {} (", error.rule());
             assert!(error.message().starts_with(&prefix), "{error:?}");
             assert!(error.message().contains("; fix: "), "{error:?}");
+            assert_eq!(std::format!("{error}"), error.message());
         }
     }
 }
