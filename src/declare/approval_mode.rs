@@ -37,6 +37,9 @@ impl ApprovalMode {
     /// ```
     pub const ALL: [Self; 3] = [Self::Auto, Self::RequiresApproval, Self::AlwaysBlock];
 
+    /// The wire names, in the order of [`Self::ALL`].
+    const NAMES: [&'static str; 3] = ["auto", "requires_approval", "always_block"];
+
     /// The wire name: `auto`, `requires_approval` or `always_block`.
     ///
     /// ```
@@ -46,11 +49,7 @@ impl ApprovalMode {
     /// ```
     #[must_use]
     pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::RequiresApproval => "requires_approval",
-            Self::AlwaysBlock => "always_block",
-        }
+        Self::NAMES[self as usize]
     }
 
     /// The mode with this exact wire name, or `None`. Case-sensitive, no trimming.
@@ -63,14 +62,10 @@ impl ApprovalMode {
     /// ```
     #[must_use]
     pub const fn parse(name: &str) -> Option<Self> {
-        let mut i = 0;
-        while i < Self::ALL.len() {
-            if text::eq(name, Self::ALL[i].as_str()) {
-                return Some(Self::ALL[i]);
-            }
-            i += 1;
+        match text::position(name, &Self::NAMES) {
+            Some(i) => Some(Self::ALL[i]),
+            None => None,
         }
-        None
     }
 
     /// The stricter of two modes, usable in `const` items.

@@ -46,6 +46,9 @@ impl RiskTier {
         Self::Destructive,
     ];
 
+    /// The wire names, in the order of [`Self::ALL`].
+    const NAMES: [&'static str; 4] = ["read_only", "low_write", "high_write", "destructive"];
+
     /// The wire name: `read_only`, `low_write`, `high_write` or `destructive`.
     ///
     /// ```
@@ -55,34 +58,7 @@ impl RiskTier {
     /// ```
     #[must_use]
     pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read_only",
-            Self::LowWrite => "low_write",
-            Self::HighWrite => "high_write",
-            Self::Destructive => "destructive",
-        }
-    }
-
-    /// The tier with this exact wire name, or `None`. Case-sensitive, no trimming.
-    ///
-    /// ```
-    /// use cairnloop::RiskTier;
-    ///
-    /// const TIER: Option<RiskTier> = RiskTier::parse("destructive");
-    /// assert_eq!(TIER, Some(RiskTier::Destructive));
-    /// assert_eq!(RiskTier::parse("Destructive"), None);
-    /// assert_eq!(RiskTier::parse("destructive "), None);
-    /// ```
-    #[must_use]
-    pub const fn parse(name: &str) -> Option<Self> {
-        let mut i = 0;
-        while i < Self::ALL.len() {
-            if text::eq(name, Self::ALL[i].as_str()) {
-                return Some(Self::ALL[i]);
-            }
-            i += 1;
-        }
-        None
+        Self::NAMES[self as usize]
     }
 
     /// The approval mode this tier demands: read_only → auto, low_write and high_write →
@@ -99,6 +75,24 @@ impl RiskTier {
             Self::ReadOnly => ApprovalMode::Auto,
             Self::LowWrite | Self::HighWrite => ApprovalMode::RequiresApproval,
             Self::Destructive => ApprovalMode::AlwaysBlock,
+        }
+    }
+
+    /// The tier with this exact wire name, or `None`. Case-sensitive, no trimming.
+    ///
+    /// ```
+    /// use cairnloop::RiskTier;
+    ///
+    /// const TIER: Option<RiskTier> = RiskTier::parse("destructive");
+    /// assert_eq!(TIER, Some(RiskTier::Destructive));
+    /// assert_eq!(RiskTier::parse("Destructive"), None);
+    /// assert_eq!(RiskTier::parse("destructive "), None);
+    /// ```
+    #[must_use]
+    pub const fn parse(name: &str) -> Option<Self> {
+        match text::position(name, &Self::NAMES) {
+            Some(i) => Some(Self::ALL[i]),
+            None => None,
         }
     }
 }

@@ -112,6 +112,18 @@ pub(crate) const fn is_wildcard_scope(s: &str) -> bool {
     eq_ignore_ascii_case(s, "all")
 }
 
+/// Where `name` stands in `names`, byte for byte: how a sealed enum reads its wire name.
+pub(crate) const fn position(name: &str, names: &[&str]) -> Option<usize> {
+    let mut i = 0;
+    while i < names.len() {
+        if eq(name, names[i]) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Byte equality.
 pub(crate) const fn eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
