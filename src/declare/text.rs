@@ -9,34 +9,31 @@ pub(crate) const MAX_NAME_LEN: usize = 64;
 /// Most scopes one tool may require (a missing-scope report is a 64-bit mask).
 pub(crate) const MAX_SCOPES: usize = 64;
 
+/// Whether every byte of `$s` passes `$ok`: a loop, because a `const fn` takes no closure.
+macro_rules! every_byte {
+    ($s:expr, |$c:ident| $ok:expr) => {{
+        let b = $s.as_bytes();
+        let mut i = 0;
+        let mut all = true;
+        while all && i < b.len() {
+            let $c = b[i];
+            all = $ok;
+            i += 1;
+        }
+        all
+    }};
+}
+
 /// `[A-Za-z0-9_-]{1,64}`.
 pub(crate) const fn is_tool_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.is_empty() || b.len() > MAX_NAME_LEN {
-        return false;
-    }
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if !(c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    !s.is_empty()
+        && s.len() <= MAX_NAME_LEN
+        && every_byte!(s, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
 }
 
 /// Empty or only ASCII whitespace.
 pub(crate) const fn is_blank(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if !b[i].is_ascii_whitespace() {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    every_byte!(s, |c| c.is_ascii_whitespace())
 }
 
 /// Whether `s` holds a control character: C0, DEL, C1, or the Unicode line and paragraph
@@ -67,49 +64,20 @@ pub(crate) const fn has_control(s: &str, allow_newline_tab: bool) -> bool {
 
 /// `[a-z0-9_]+`.
 pub(crate) const fn is_result_state(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.is_empty() {
-        return false;
-    }
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_') {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    !s.is_empty()
+        && every_byte!(s, |c| c.is_ascii_lowercase()
+            || c.is_ascii_digit()
+            || c == b'_')
 }
 
 /// An RFC 6749 `scope-token`: printable ASCII without space, `"` and `\`.
 pub(crate) const fn is_scope_token(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.is_empty() {
-        return false;
-    }
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c < 0x21 || c > 0x7e || c == b'"' || c == b'\\' {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    !s.is_empty() && every_byte!(s, |c| c >= 0x21 && c <= 0x7e && c != b'"' && c != b'\\')
 }
 
 /// A scope that reads as "everything": any `*`, or `all` in any case.
 pub(crate) const fn is_wildcard_scope(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'*' {
-            return true;
-        }
-        i += 1;
-    }
-    eq_ignore_ascii_case(s, "all")
+    !every_byte!(s, |c| c != b'*') || eq_ignore_ascii_case(s, "all")
 }
 
 /// Where `name` stands in `names`, byte for byte: how a sealed enum reads its wire name.
