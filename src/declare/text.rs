@@ -92,36 +92,29 @@ pub(crate) const fn position(name: &str, names: &[&str]) -> Option<usize> {
     None
 }
 
+/// Whether `a` and `b` are as long and every two bytes at one index pass `$same`.
+macro_rules! bytes_pairwise {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $same:expr) => {{
+        let (a, b) = ($a.as_bytes(), $b.as_bytes());
+        let mut all = a.len() == b.len();
+        let mut i = 0;
+        while all && i < a.len() {
+            let ($x, $y) = (a[i], b[i]);
+            all = $same;
+            i += 1;
+        }
+        all
+    }};
+}
+
 /// Byte equality.
 pub(crate) const fn eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    bytes_pairwise!(a, b, |x, y| x == y)
 }
 
 /// Byte equality after ASCII lowercasing.
 pub(crate) const fn eq_ignore_ascii_case(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if !a[i].eq_ignore_ascii_case(&b[i]) {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    bytes_pairwise!(a, b, |x, y| x.eq_ignore_ascii_case(&y))
 }
 
 /// `string` as a JSON string with the minimal escapes of RFC 8785: the canonical form that
