@@ -2,6 +2,9 @@
 //! the child processes (the `child` test, ignored unless asked for by the parent).
 #![cfg(all(feature = "sqlite", unix))]
 
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 #[path = "fixtures/scratch.rs"]
 mod scratch;
 
@@ -16,8 +19,7 @@ use cairnloop::approvals::{ApprovalConfig, AuditRecord, Reconciliation};
 use cairnloop::gate::{LaneAction, LaneState, Ttl};
 use cairnloop::stores::SqliteStore;
 use cairnloop::{
-    Actor, Governor, IdempotencyKey, InputErrors, Invocation, Outcome, PolicyDenial, Registry,
-    RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+    Actor, Governor, IdempotencyKey, Outcome, Registry, RiskTier, ToolCall, ToolEntry, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
 
@@ -52,22 +54,10 @@ struct Job {
 
 macro_rules! marking_tool {
     ($tool:ident, $name:literal, hang: $hang:literal) => {
-        struct $tool;
-        impl Tool for $tool {
-            const SPEC: ToolSpec =
-                ToolSpec::new($name, "Mark", "Leaves a mark.", RiskTier::HighWrite);
-            const SCOPES: &'static [Scope] = &[Scope::new("marks:write")];
-            type Input = Job;
-            type Output = u32;
-            type Error = String;
-            type Context = Marks;
-            fn validate(_: &Job) -> Result<(), InputErrors> {
-                Ok(())
-            }
-            fn authorize(_: &Actor<'_>, _: &Marks) -> Result<(), PolicyDenial> {
-                Ok(())
-            }
-            async fn run(call: Invocation<'_, Self>) -> Result<u32, String> {
+        plain_tool!($tool(Job) -> Result<u32, String>, Marks,
+            ToolSpec::new($name, "Mark", "Leaves a mark.", RiskTier::HighWrite),
+            ["marks:write"],
+            |call| {
                 call.context()
                     .mark(&format!("{} {}", $name, std::process::id()));
                 if $hang {
@@ -78,7 +68,7 @@ macro_rules! marking_tool {
                 }
                 Ok(call.input().id)
             }
-        }
+        );
     };
 }
 

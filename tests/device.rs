@@ -7,39 +7,22 @@ use cairnloop::device::{
     Reply,
 };
 use cairnloop::gate::{LaneState, Timestamp, Ttl};
-use cairnloop::{
-    Actor, Blocked, FieldError, InputErrors, Invocation, PolicyDenial, RiskTier, Scope, Tool,
-    ToolSpec,
-};
+use cairnloop::{Actor, Blocked, FieldError, InputErrors, RiskTier, ToolSpec};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 
 struct Rig {
     moves: AtomicU32,
 }
 
-struct ReadSensor;
-impl Tool for ReadSensor {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "read_sensor",
-        "Read sensor",
-        "Reads a temperature sensor.",
-        RiskTier::ReadOnly,
-    );
-    const SCOPES: &'static [Scope] = &[Scope::new("sensors:read")];
-    type Input = i64;
-    type Output = i64;
-    type Error = &'static str;
-    type Context = Rig;
-    fn validate(_: &i64) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &Rig) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<i64, &'static str> {
-        Ok(200 + call.input())
-    }
-}
+plain_tool!(ReadSensor(i64) -> Result<i64, &'static str>, Rig,
+    ToolSpec::new("read_sensor", "Read sensor", "Reads a temperature sensor.", RiskTier::ReadOnly),
+    ["sensors:read"],
+    |call| { Ok(200 + call.input()) }
+);
 impl DeviceTool for ReadSensor {
     const FIELDS: &'static [Field] = &[Field::integer("sensor", 0, 3)];
     fn input(args: &Args) -> Result<i64, InputErrors> {
@@ -47,30 +30,14 @@ impl DeviceTool for ReadSensor {
     }
 }
 
-struct MoveActuator;
-impl Tool for MoveActuator {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "move_actuator",
-        "Move actuator",
-        "Moves the actuator.",
-        RiskTier::HighWrite,
-    );
-    const SCOPES: &'static [Scope] = &[];
-    type Input = (i64, i64);
-    type Output = &'static str;
-    type Error = &'static str;
-    type Context = Rig;
-    fn validate(_: &(i64, i64)) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &Rig) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<&'static str, &'static str> {
+plain_tool!(MoveActuator((i64, i64)) -> Result<&'static str, &'static str>, Rig,
+    ToolSpec::new("move_actuator", "Move actuator", "Moves the actuator.", RiskTier::HighWrite),
+    [],
+    |call| {
         call.context().moves.fetch_add(1, Ordering::Relaxed);
         Ok("moved")
     }
-}
+);
 impl DeviceTool for MoveActuator {
     const FIELDS: &'static [Field] = &[
         Field::integer("position", 0, 100),
@@ -84,29 +51,11 @@ impl DeviceTool for MoveActuator {
     }
 }
 
-struct Purge;
-impl Tool for Purge {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "purge",
-        "Purge",
-        "Empties the vessel.",
-        RiskTier::Destructive,
-    );
-    const SCOPES: &'static [Scope] = &[];
-    type Input = bool;
-    type Output = &'static str;
-    type Error = &'static str;
-    type Context = Rig;
-    fn validate(_: &bool) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &Rig) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(_: Invocation<'_, Self>) -> Result<&'static str, &'static str> {
-        Ok("purged")
-    }
-}
+plain_tool!(Purge(bool) -> Result<&'static str, &'static str>, Rig,
+    ToolSpec::new("purge", "Purge", "Empties the vessel.", RiskTier::Destructive),
+    [],
+    |call| { Ok("purged") }
+);
 impl DeviceTool for Purge {
     const FIELDS: &'static [Field] = &[Field::boolean("confirm")];
     fn input(args: &Args) -> Result<bool, InputErrors> {

@@ -2,6 +2,9 @@
 //! vectors and vectors computed independently.
 #![cfg(feature = "serde")]
 
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 #[path = "fixtures/desk.rs"]
 mod desk;
 
@@ -230,10 +233,7 @@ mod computed_only_when_needed {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use cairnloop::approvals::{AuditRecord, TypedOutcome};
-    use cairnloop::{
-        Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope,
-        Tool, ToolCall, ToolEntry, ToolSpec,
-    };
+    use cairnloop::{Actor, Governor, Outcome, Registry, RiskTier, ToolCall, ToolEntry, ToolSpec};
     use serde::ser::SerializeStruct;
     use sha2::Digest;
 
@@ -255,28 +255,17 @@ mod computed_only_when_needed {
 
     macro_rules! counted_tool {
         ($tool:ident, $name:literal, $tier:expr, asks_key: $asks:literal) => {
-            struct $tool;
-            impl Tool for $tool {
-                const SPEC: ToolSpec = ToolSpec::new($name, "Counted", "Counts.", $tier);
-                const SCOPES: &'static [Scope] = &[Scope::new("count:use")];
-                type Input = Counted;
-                type Output = Option<String>;
-                type Error = String;
-                type Context = ();
-                fn validate(_: &Counted) -> Result<(), InputErrors> {
-                    Ok(())
-                }
-                fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-                    Ok(())
-                }
-                async fn run(call: Invocation<'_, Self>) -> Result<Option<String>, String> {
+            plain_tool!($tool(Counted) -> Result<Option<String>, String>, (),
+                ToolSpec::new($name, "Counted", "Counts.", $tier),
+                ["count:use"],
+                |call| {
                     Ok(if $asks {
                         call.run_key().map(|key| key.to_string())
                     } else {
                         None
                     })
                 }
-            }
+            );
         };
     }
 

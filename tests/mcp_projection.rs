@@ -5,8 +5,8 @@
 
 use cairnloop::mcp::ProjectionError;
 use cairnloop::{
-    Actor, ApprovalMode, Governance, Governor, InputErrors, Invocation, ModePolicy, Outcome,
-    PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
+    Actor, ApprovalMode, Governance, Governor, ModePolicy, Outcome, Registry, RiskTier, ToolCall,
+    ToolEntry, ToolSpec,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -45,24 +45,7 @@ struct Line {
 
 macro_rules! tool {
     ($ty:ident, $spec:expr, $input:ty) => {
-        struct $ty;
-        impl Tool for $ty {
-            const SPEC: ToolSpec = $spec;
-            const SCOPES: &'static [Scope] = &[Scope::new("desk:use")];
-            type Input = $input;
-            type Output = ();
-            type Error = String;
-            type Context = ();
-            fn validate(_: &$input) -> Result<(), InputErrors> {
-                Ok(())
-            }
-            fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-                Ok(())
-            }
-            async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-                Ok(())
-            }
-        }
+        plain_tool!($ty($input) -> Result<(), String>, (), $spec, ["desk:use"], |call| { Ok(()) });
     };
 }
 
@@ -304,30 +287,13 @@ fn the_listing_for_an_actor_uses_the_visibility_check() {
     assert_eq!(governor.mcp_tools_for(&insider, &()).unwrap().len(), 4);
 }
 
-/// A destructive tool left at its derived mode: every call is blocked.
-struct Shred;
-
-impl Tool for Shred {
-    const SPEC: ToolSpec = ToolSpec::new("shred", "Shred", "Shreds a file.", RiskTier::Destructive);
-    const SCOPES: &'static [Scope] = &[Scope::new("desk:use")];
-    type Input = Refund;
-    type Output = ();
-    type Error = String;
-    type Context = ();
-
-    fn validate(_: &Refund) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), String> {
-        Ok(())
-    }
-}
-
+plain_tool!(
+    /// A destructive tool left at its derived mode: every call is blocked.
+    Shred(Refund) -> Result<(), String>, (),
+    ToolSpec::new("shred", "Shred", "Shreds a file.", RiskTier::Destructive),
+    ["desk:use"],
+    |call| { Ok(()) }
+);
 #[test]
 fn an_always_blocked_tool_is_absent_from_the_listing_and_from_tools_list() {
     static WITH_SHRED: Registry<()> =
