@@ -5,10 +5,11 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use cairnloop::{
-    Actor, Decision, InputErrors, Invocation, ModePolicy, PolicyDenial, RiskTier, Scope, Tool,
-    ToolSpec, decide,
-};
+use cairnloop::{Actor, Decision, ModePolicy, RiskTier, ToolSpec, decide};
+
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 
 struct Counting;
 
@@ -39,51 +40,17 @@ fn allocations_in(f: impl FnOnce()) -> usize {
     ALLOCATIONS.with(Cell::get) - before
 }
 
-struct Lookup;
+plain_tool!(Lookup(u32) -> Result<u32, ()>, (),
+    ToolSpec::new("lookup", "Look up", "Looks up.", RiskTier::ReadOnly),
+    ["orders:read", "orders:list"],
+    |call| { Ok(call.into_input()) }
+);
 
-impl Tool for Lookup {
-    const SPEC: ToolSpec = ToolSpec::new("lookup", "Look up", "Looks up.", RiskTier::ReadOnly);
-    const SCOPES: &'static [Scope] = &[Scope::new("orders:read"), Scope::new("orders:list")];
-    type Input = u32;
-    type Output = u32;
-    type Error = ();
-    type Context = ();
-
-    fn validate(_: &u32) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(call: Invocation<'_, Self>) -> Result<u32, ()> {
-        Ok(call.into_input())
-    }
-}
-
-struct Refund;
-
-impl Tool for Refund {
-    const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[Scope::new("refunds:write")];
-    type Input = u64;
-    type Output = ();
-    type Error = ();
-    type Context = ();
-
-    fn validate(_: &u64) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-        Ok(())
-    }
-}
+plain_tool!(Refund(u64) -> Result<(), ()>, (),
+    ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::HighWrite),
+    ["refunds:write"],
+    |call| { Ok(()) }
+);
 
 #[test]
 fn typed_decisions_allocate_nothing() {
@@ -108,6 +75,7 @@ fn typed_decisions_allocate_nothing() {
 #[cfg(all(feature = "serde", feature = "std"))]
 mod by_name {
     use super::*;
+    use cairnloop::{InputErrors, Invocation, PolicyDenial, Scope, Tool};
 
     /// An input that allocates when decoded (its note).
     #[derive(serde::Deserialize, serde::Serialize)]
