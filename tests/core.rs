@@ -9,22 +9,14 @@ use cairnloop::{
 
 #[test]
 fn derive_approval_mode_maps_every_tier_and_fails_closed() {
-    assert_eq!(
-        derive_approval_mode(Some(RiskTier::ReadOnly)),
-        ApprovalMode::Auto
-    );
-    assert_eq!(
-        derive_approval_mode(Some(RiskTier::LowWrite)),
-        ApprovalMode::RequiresApproval
-    );
-    assert_eq!(
-        derive_approval_mode(Some(RiskTier::HighWrite)),
-        ApprovalMode::RequiresApproval
-    );
-    assert_eq!(
-        derive_approval_mode(Some(RiskTier::Destructive)),
-        ApprovalMode::AlwaysBlock
-    );
+    for (tier, mode) in [
+        (RiskTier::ReadOnly, ApprovalMode::Auto),
+        (RiskTier::LowWrite, ApprovalMode::RequiresApproval),
+        (RiskTier::HighWrite, ApprovalMode::RequiresApproval),
+        (RiskTier::Destructive, ApprovalMode::AlwaysBlock),
+    ] {
+        assert_eq!(derive_approval_mode(Some(tier)), mode, "{tier}");
+    }
     assert_eq!(derive_approval_mode(None), ApprovalMode::AlwaysBlock);
     for unknown in [
         "",
@@ -238,6 +230,10 @@ fn a_loosening_keeps_its_justification_and_a_tightening_drops_it() {
     assert_eq!(tight.approval_mode(), ApprovalMode::AlwaysBlock);
     assert_eq!(tight.loosened_because(), None);
 }
+
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 
 struct Ctx {
     on_call: bool,
@@ -472,61 +468,25 @@ mod serde_wire {
 mod typed_pipeline {
     use super::*;
     use cairnloop::{Blocked, Decision, ModePolicy, decide};
-    use core::fmt;
 
-    struct Refund;
+    plain_tool!(Refund(u32) -> Result<(), ()>, (),
+        ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::HighWrite),
+        [],
+        |call| { Ok(()) },
+        preview |cents, out| { Some(write!(out, "Refund {cents} cents")) }
+    );
 
-    impl Tool for Refund {
-        const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::HighWrite);
-        const SCOPES: &'static [Scope] = &[];
-        type Input = u32;
-        type Output = ();
-        type Error = ();
-        type Context = ();
-        fn validate(_: &u32) -> Result<(), InputErrors> {
-            Ok(())
-        }
-        fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-            Ok(())
-        }
-        fn preview(cents: &u32, out: &mut dyn fmt::Write) -> Option<fmt::Result> {
-            Some(write!(out, "Refund {cents} cents"))
-        }
-        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-            Ok(())
-        }
-    }
+    plain_tool!(Note(u32) -> Result<(), ()>, (),
+        ToolSpec::new("note", "Plain", "A plain tool.", RiskTier::LowWrite),
+        [],
+        |call| { Ok(()) }
+    );
 
-    /// A tool on `u32` with nothing but a spec, and a policy that allows, or none.
-    macro_rules! plain_tool {
-        ($ty:ident, $name:literal, $tier:expr, $($allows:ident)?) => {
-            struct $ty;
-            impl Tool for $ty {
-                const SPEC: ToolSpec = ToolSpec::new($name, "Plain", "A plain tool.", $tier);
-                const SCOPES: &'static [Scope] = &[];
-                type Input = u32;
-                type Output = ();
-                type Error = ();
-                type Context = ();
-                fn validate(_: &u32) -> Result<(), InputErrors> {
-                    Ok(())
-                }
-                $(
-                    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-                        let $allows = Ok(());
-                        $allows
-                    }
-                )?
-                async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-                    Ok(())
-                }
-            }
-        };
-    }
-
-    plain_tool!(Note, "note", RiskTier::LowWrite, allows);
-    plain_tool!(ReadOnlyTyped, "typed", RiskTier::ReadOnly, allows);
-    plain_tool!(Forgotten, "forgotten", RiskTier::ReadOnly,);
+    plain_tool!(ReadOnlyTyped(u32) -> Result<(), ()>, (),
+        ToolSpec::new("typed", "Plain", "A plain tool.", RiskTier::ReadOnly),
+        [],
+        |call| { Ok(()) }
+    );
 
     #[test]
     fn a_pending_call_writes_the_tools_own_preview_or_none() {
@@ -608,7 +568,7 @@ mod typed_pipeline {
                 "AlwaysBlocked(Hook)"
             ]
         );
-        let denied = decide::<Forgotten>(1, &actor, &(), &ModePolicy::new());
+        let denied = decide::<NoPolicy>((), &actor, &Ctx { on_call: true }, &ModePolicy::new());
         assert_eq!(
             format!("{denied:?}"),
             "Blocked(PolicyDenied(NoPolicyDefined))"
