@@ -1,27 +1,17 @@
 // A bad `SPEC` reached only through the typed pipeline fails `cargo build`
 // (post-monomorphization), even without a registry.
-use cairnloop::{Actor, InputErrors, Invocation, ModePolicy, RiskTier, Scope, Tool, ToolSpec, decide};
+use cairnloop::{Actor, ModePolicy, RiskTier, Scope, ToolSpec, decide};
 
-struct WipeDisk;
+#[macro_use]
+#[path = "../tool.rs"]
+mod tool;
 
-impl Tool for WipeDisk {
+tool!(
+    WipeDisk,
     // Rule 2: a title with a line break.
-    const SPEC: ToolSpec =
-        ToolSpec::new("wipe_disk", "Wipe\ndisk", "Erases a disk.", RiskTier::Destructive);
-    const SCOPES: &'static [Scope] = &[Scope::new("disks:erase")];
-    type Input = u32;
-    type Output = ();
-    type Error = ();
-    type Context = ();
-
-    fn validate(_: &u32) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-        Ok(())
-    }
-}
+    ToolSpec::new("wipe_disk", "Wipe\ndisk", "Erases a disk.", RiskTier::Destructive),
+    &[Scope::new("disks:erase")]
+);
 
 fn main() {
     let actor = Actor::new("ops", &["disks:erase"]);

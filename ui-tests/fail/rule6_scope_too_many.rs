@@ -1,24 +1,15 @@
 // Rule 6: a tool may require at most 64 scopes.
-use cairnloop::{InputErrors, Invocation, Registry, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+use cairnloop::{Registry, RiskTier, Scope, ToolEntry, ToolSpec};
 
-struct Everything;
+#[macro_use]
+#[path = "../tool.rs"]
+mod tool;
 
-impl Tool for Everything {
-    const SPEC: ToolSpec = ToolSpec::new("everything", "Everything", "Needs every scope.", RiskTier::ReadOnly);
-    const SCOPES: &'static [Scope] = &SCOPES;
-    type Input = ();
-    type Output = ();
-    type Error = ();
-    type Context = ();
-
-    fn validate(_: &()) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-        Ok(())
-    }
-}
+tool!(
+    Everything,
+    ToolSpec::new("everything", "Everything", "Needs every scope.", RiskTier::ReadOnly),
+    &SCOPES
+);
 
 const SCOPES: [Scope; 65] = [
     Scope::new("s:0"),

@@ -1,45 +1,21 @@
 // Rule 7: "refund_order" and "Refund_Order" cannot share a registry.
-use cairnloop::{InputErrors, Invocation, Registry, RiskTier, Scope, Tool, ToolEntry, ToolSpec};
+use cairnloop::{Registry, RiskTier, Scope, ToolEntry, ToolSpec};
 
-struct RefundOrder;
+#[macro_use]
+#[path = "../tool.rs"]
+mod tool;
 
-impl Tool for RefundOrder {
-    const SPEC: ToolSpec =
-        ToolSpec::new("refund_order", "Refund order", "Refunds an order.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[Scope::new("refunds:write")];
-    type Input = u32;
-    type Output = ();
-    type Error = ();
-    type Context = ();
+tool!(
+    RefundOrder,
+    ToolSpec::new("refund_order", "Refund order", "Refunds an order.", RiskTier::HighWrite),
+    &[Scope::new("refunds:write")]
+);
 
-    fn validate(_: &u32) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-        Ok(())
-    }
-}
-
-struct RefundOrderV2;
-
-impl Tool for RefundOrderV2 {
-    const SPEC: ToolSpec =
-        ToolSpec::new("Refund_Order", "Refund order", "Refunds an order, v2.", RiskTier::HighWrite);
-    const SCOPES: &'static [Scope] = &[Scope::new("refunds:write")];
-    type Input = u32;
-    type Output = ();
-    type Error = ();
-    type Context = ();
-
-    fn validate(_: &u32) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-        Ok(())
-    }
-}
+tool!(
+    RefundOrderV2,
+    ToolSpec::new("Refund_Order", "Refund order", "Refunds an order, v2.", RiskTier::HighWrite),
+    &[Scope::new("refunds:write")]
+);
 
 static TOOLS: Registry<()> =
     Registry::new(&[ToolEntry::of::<RefundOrder>(), ToolEntry::of::<RefundOrderV2>()]);

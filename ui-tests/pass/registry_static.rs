@@ -4,6 +4,10 @@ use cairnloop::{
     ToolSpec,
 };
 
+#[macro_use]
+#[path = "../tool.rs"]
+mod tool;
+
 struct LookupOrder;
 
 impl Tool for LookupOrder {
@@ -28,29 +32,11 @@ impl Tool for LookupOrder {
     }
 }
 
-struct DeleteCustomer;
-
-impl Tool for DeleteCustomer {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "delete_customer",
-        "Delete customer",
-        "Deletes a customer.",
-        RiskTier::Destructive,
-    );
-    const SCOPES: &'static [Scope] = &[Scope::new("customers:delete")];
-    type Input = u32;
-    type Output = ();
-    type Error = ();
-    type Context = ();
-
-    fn validate(_: &u32) -> Result<(), InputErrors> {
-        Ok(())
-    }
-
-    async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-        Ok(())
-    }
-}
+tool!(
+    DeleteCustomer,
+    ToolSpec::new("delete_customer", "Delete customer", "Deletes a customer.", RiskTier::Destructive),
+    &[Scope::new("customers:delete")]
+);
 
 static TOOLS: Registry<()> =
     Registry::new(&[ToolEntry::of::<LookupOrder>(), ToolEntry::of::<DeleteCustomer>()]);
