@@ -352,40 +352,6 @@ mod tests {
         assert_eq!(format!("{:?}", Registry::new(&ONE)), "[\"card\"]");
     }
 
-    struct Longest;
-
-    impl Tool for Longest {
-        const SPEC: ToolSpec = ToolSpec::new(
-            "a_tool_name_of_exactly_sixty_four_characters_which_is_the_limit_",
-            "Longest",
-            "Has the longest name.",
-            crate::declare::RiskTier::ReadOnly,
-        );
-        const SCOPES: &'static [Scope] = &[];
-        type Input = ();
-        type Output = ();
-        type Error = ();
-        type Context = ();
-        fn validate(_: &()) -> Result<(), InputErrors> {
-            Ok(())
-        }
-        async fn run(_: Invocation<'_, Self>) -> Result<(), ()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn a_name_of_the_longest_length_resolves() {
-        static TOOLS: Registry<()> =
-            Registry::new(&[ToolEntry::of::<Card>(), ToolEntry::of::<Longest>()]);
-        let longest = Longest::SPEC.name();
-        assert_eq!(longest.len(), 64);
-        assert_eq!(TOOLS.get(longest).map(|e| e.spec().name()), Some(longest));
-        assert_eq!(TOOLS.get("card").map(|e| e.spec().name()), Some("card"));
-        assert!(TOOLS.get(&std::format!("{longest}x")).is_none());
-        assert!(TOOLS.get("").is_none());
-    }
-
     #[test]
     fn exactly_max_tools_is_allowed_one_more_is_not() {
         let entry = ToolEntry::<()>::of::<Card>();

@@ -321,7 +321,16 @@ mod tests {
     /// A read-only tool named by `NAMES[N]`.
     struct Named<const N: usize>;
 
-    const NAMES: [&str; 6] = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+    /// Six short names, and one of the longest length a name may have.
+    const NAMES: [&str; 7] = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "a_tool_name_of_exactly_sixty_four_characters_which_is_the_limit_",
+    ];
 
     impl<const N: usize> Tool for Named<N> {
         const SPEC: ToolSpec =
@@ -353,12 +362,24 @@ mod tests {
     #[test]
     fn a_registry_past_the_name_by_name_size_finds_each_name_and_no_other() {
         assert!(SIX.tools().len() > LINEAR_SEARCH_MAX);
-        for name in NAMES {
-            assert_eq!(SIX.get(name).map(|entry| entry.spec().name()), Some(name));
+        for name in &NAMES[..6] {
+            assert_eq!(SIX.get(name).map(|entry| entry.spec().name()), Some(*name));
         }
         for stranger in ["golf", "alphA", "alph", "alpha ", "delta\0"] {
             assert!(SIX.get(stranger).is_none(), "{stranger}");
         }
+    }
+
+    #[test]
+    fn a_name_of_the_longest_length_resolves() {
+        static TWO: Registry<()> =
+            Registry::new(&[ToolEntry::of::<Named<0>>(), ToolEntry::of::<Named<6>>()]);
+        let longest = NAMES[6];
+        assert_eq!(longest.len(), 64);
+        assert_eq!(TWO.get(longest).map(|e| e.spec().name()), Some(longest));
+        assert_eq!(TWO.get("alpha").map(|e| e.spec().name()), Some("alpha"));
+        assert!(TWO.get(&std::format!("{longest}x")).is_none());
+        assert!(TWO.get("").is_none());
     }
 
     #[test]
