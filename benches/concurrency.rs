@@ -26,32 +26,7 @@ use cairnloop::approvals::{
 use cairnloop::gate::LaneState;
 use cairnloop::stores::{PostgresOptions, PostgresStore, SqliteStore};
 use cairnloop::{Actor, Governor, IdempotencyKey, Outcome, Registry, ToolCall, ToolEntry};
-use serde::{Deserialize, Serialize};
-
-#[macro_use]
-#[path = "../tests/fixtures/plain_tool.rs"]
-mod plain_tool;
-
-#[derive(Deserialize, Serialize)]
-struct Refund {
-    order: u64,
-    cents: u64,
-}
-
-plain_tool!(
-    RefundOrder,
-    "refund_order",
-    HighWrite,
-    ["refunds:write"],
-    |input: Refund| -> u64 { input.cents }
-);
-plain_tool!(
-    LookupRefund,
-    "lookup_refund",
-    ReadOnly,
-    ["refunds:write"],
-    |input: Refund| -> u64 { input.cents }
-);
+use cairnloop_benches::{LookupRefund, RefundOrder};
 
 static TOOLS: Registry<()> = Registry::new(&[
     ToolEntry::json::<LookupRefund>(),
@@ -222,6 +197,29 @@ where
     done.load(Ordering::SeqCst)
 }
 
+/// Drives `governor` with `work` (the lifecycle or auto calls) until `until`.
+async fn drive_governor<S>(
+    governor: Arc<Governor<(), S>>,
+    work: Work,
+    tasks: usize,
+    until: Instant,
+) -> u64
+where
+    S: ApprovalStore + Send + Sync + 'static,
+{
+    drive(tasks, until, move |order| {
+        let governor = Arc::clone(&governor);
+        async move {
+            if work == Work::Lifecycle {
+                lifecycle(&governor, order).await;
+            } else {
+                auto(&governor, order).await;
+            }
+        }
+    })
+    .await
+}
+
 /// One process's share of a point: sets up, waits for `start_at`, runs for `seconds`.
 async fn measure(
     store: &str,
@@ -247,18 +245,7 @@ async fn measure(
                 Governor::new(&TOOLS)
                     .with_store(PostgresStore::connect_with(target, options).unwrap()),
             );
-            let until = wait().await;
-            drive(tasks, until, move |order| {
-                let governor = Arc::clone(&governor);
-                async move {
-                    if work == Work::Lifecycle {
-                        lifecycle(&governor, order).await;
-                    } else {
-                        auto(&governor, order).await;
-                    }
-                }
-            })
-            .await
+            drive_governor(governor, work, tasks, wait().await).await
         }
         ("postgres", _) => {
             let commits = if work == Work::LifecycleFloor {
@@ -277,18 +264,7 @@ async fn measure(
         ("sqlite", Work::Lifecycle | Work::Auto) => {
             let governor =
                 Arc::new(Governor::new(&TOOLS).with_store(SqliteStore::open(target).unwrap()));
-            let until = wait().await;
-            drive(tasks, until, move |order| {
-                let governor = Arc::clone(&governor);
-                async move {
-                    if work == Work::Lifecycle {
-                        lifecycle(&governor, order).await;
-                    } else {
-                        auto(&governor, order).await;
-                    }
-                }
-            })
-            .await
+            drive_governor(governor, work, tasks, wait().await).await
         }
         ("sqlite", _) => {
             let commits = if work == Work::LifecycleFloor {

@@ -16,6 +16,35 @@ use cairnloop::{
 };
 use serde::{Deserialize, Serialize};
 
+#[macro_use]
+#[path = "../tests/fixtures/plain_tool.rs"]
+mod plain_tool;
+
+/// A refund's input, for the store and concurrency benchmarks.
+#[derive(Deserialize, Serialize)]
+pub struct Refund {
+    /// The order refunded.
+    pub order: u64,
+    /// How much, in cents: the tool's output.
+    pub cents: u64,
+}
+
+plain_tool!(
+    /// Refunds an order: a person approves each call.
+    pub RefundOrder(Refund) -> Result<u64, String>, (),
+    ToolSpec::new("refund_order", "Refund order", "Refunds an order.", RiskTier::HighWrite),
+    ["refunds:write"],
+    |call| { Ok(call.input().cents) }
+);
+
+plain_tool!(
+    /// Looks a refund up: runs at once.
+    pub LookupRefund(Refund) -> Result<u64, String>, (),
+    ToolSpec::new("lookup_refund", "Look up refund", "Looks a refund up.", RiskTier::ReadOnly),
+    ["refunds:write"],
+    |call| { Ok(call.input().cents) }
+);
+
 /// The input: five fields, as a model would send them.
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[allow(dead_code, reason = "decoded, not read")]

@@ -12,26 +12,8 @@ use cairnloop::approvals::{ApprovalStore, DiscardAudit, MemoryStore};
 use cairnloop::gate::LaneState;
 use cairnloop::stores::{PostgresStore, SqliteStore};
 use cairnloop::{Actor, Governor, Outcome, Registry, ToolCall, ToolEntry};
+use cairnloop_benches::RefundOrder;
 use criterion::Criterion;
-use serde::{Deserialize, Serialize};
-
-#[macro_use]
-#[path = "../tests/fixtures/plain_tool.rs"]
-mod plain_tool;
-
-#[derive(Deserialize, Serialize)]
-struct Refund {
-    order: u64,
-    cents: u64,
-}
-
-plain_tool!(
-    RefundOrder,
-    "refund_order",
-    HighWrite,
-    ["refunds:write"],
-    |input: Refund| -> u64 { input.cents }
-);
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<RefundOrder>()]);
 
