@@ -3,8 +3,6 @@
 #![cfg(feature = "serde")]
 
 #[macro_use]
-#[path = "fixtures/plain_tool.rs"]
-mod plain_tool;
 #[path = "fixtures/desk.rs"]
 mod desk;
 
