@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairnloop::approvals::{
     ApprovalStore, AuditRecord, LaneMark, LaneQuery, ManualClock, MemoryStore, StoreError,
-    StoreWatch, TransitionEvent, conformance,
+    StoreWatch, TaskId, TaskRecord, TransitionEvent, conformance,
 };
 use cairnloop::gate::{LaneState, Timestamp};
 use cairnloop::stores::{SqliteOptions, SqliteStore};
@@ -54,6 +54,7 @@ struct Broken {
     watch: StoreWatch,
     /// The lane last written, whatever its key.
     last: Mutex<Option<ApprovalLane>>,
+    tasks: Mutex<BTreeMap<TaskId, TaskRecord>>,
 }
 
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
@@ -83,6 +84,11 @@ enum Flaw {
     WakesBeforeWrite,
     /// The copy it keeps of a lane is the lane it wrote last, whatever its key.
     KeepsAnyLane,
+    /// Every task it is given is new, even for a lane and owner that have one.
+    TaskPerOpen,
+    /// A task's question count moves on whatever count the caller last saw: two processes
+    /// can issue one question number twice.
+    TaskCountNotAtomic,
 }
 
 impl Broken {
@@ -267,6 +273,62 @@ impl ApprovalStore for Broken {
         Some(self.watch.clone())
     }
 
+    fn open_task(
+        &self,
+        task: TaskRecord,
+    ) -> impl Future<Output = Result<(TaskRecord, bool), StoreError>> + Send {
+        let mut tasks = self.tasks.lock().unwrap();
+        let kept = tasks
+            .values()
+            .find(|kept| kept.lane() == task.lane() && kept.owner() == task.owner())
+            .filter(|_| self.flaw != Flaw::TaskPerOpen)
+            .cloned();
+        ready(Ok(match kept {
+            Some(kept) => (kept, false),
+            None => {
+                tasks.insert(task.id().clone(), task.clone());
+                (task, true)
+            }
+        }))
+    }
+
+    fn task(
+        &self,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send {
+        ready(Ok(self.tasks.lock().unwrap().get(id).cloned()))
+    }
+
+    fn issue_task_input(
+        &self,
+        id: &TaskId,
+        issued: u32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let Some(task) = self.tasks.lock().unwrap().get(id).cloned() else {
+            return ready(Err(StoreError::Missing));
+        };
+        let counted = if self.flaw == Flaw::TaskCountNotAtomic || task.inputs_issued() == issued {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict)
+        };
+        if counted.is_ok() {
+            let next = task.with_inputs_issued(issued + 1);
+            self.tasks.lock().unwrap().insert(id.clone(), next);
+        }
+        ready(counted)
+    }
+
+    fn forget_tasks(
+        &self,
+        before: Timestamp,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        let mut tasks = self.tasks.lock().unwrap();
+        let old = tasks.len();
+        tasks.retain(|_, task| task.opened_at() >= before);
+        ready(Ok((old - tasks.len()) as u64))
+    }
+
     fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {
         if self.flaw == Flaw::KeepsAnyLane {
             return self.last.lock().unwrap().clone();
@@ -294,6 +356,8 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         (Flaw::WatchSilent, "watch"),
         (Flaw::WakesBeforeWrite, "watch"),
         (Flaw::KeepsAnyLane, "kept copies"),
+        (Flaw::TaskPerOpen, "tasks"),
+        (Flaw::TaskCountNotAtomic, "tasks"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");
@@ -342,7 +406,7 @@ fn a_file_that_is_not_ours_is_refused_and_left_as_it_was() {
         SqliteStore::open(&newer).unwrap_err(),
         StoreError::NewerSchema {
             found: 99,
-            supported: 2
+            supported: 3
         }
     );
     assert_eq!(bytes(&newer), before);
@@ -674,6 +738,18 @@ fn a_version_1_file_migrates_and_its_lanes_are_found_by_every_filter() {
         .risk_tier();
     assert_eq!(page(&pending.clone().tiers([tier])), vec![keys[2], keys[1]]);
     assert_eq!(page(&LaneQuery::new(LaneState::Approved)), vec![keys[0]]);
+    // The migrated file keeps tasks too.
+    let task = TaskRecord::new(
+        TaskId::from_random([5; 16]),
+        keys[1],
+        "agent-7",
+        Timestamp::from_unix_millis(2_000),
+    );
+    assert_eq!(
+        pollster::block_on(store.open_task(task.clone())),
+        Ok((task.clone(), true))
+    );
+    assert_eq!(pollster::block_on(store.task(task.id())), Ok(Some(task)));
 }
 
 #[test]

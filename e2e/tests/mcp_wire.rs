@@ -3,95 +3,24 @@
 
 #[path = "../../tests/fixtures/desk.rs"]
 mod desk;
+#[path = "fixtures/wire.rs"]
+mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use cairnloop::approvals::MemoryStore;
 use cairnloop::gate::LaneState;
-use cairnloop::mcp::{ClientApprover, FrameLimits, LineTransport, McpServer};
+use cairnloop::mcp::{ClientApprover, FrameLimits, McpServer};
 use cairnloop::{Governor, IdempotencyKey, RiskTier};
 use desk::{DESK, Desk};
-use rmcp::ServiceExt;
 use serde_json::{Value, json};
-use tokio::io::{
-    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
-};
+use wire::{Wire, serve};
 
 type Shared = Arc<Governor<Desk, MemoryStore>>;
 
-/// The client's end of a server running on a duplex pipe.
-struct Wire {
-    write: WriteHalf<DuplexStream>,
-    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
-}
-
-impl Wire {
-    async fn send(&mut self, line: &str) {
-        self.write.write_all(line.as_bytes()).await.unwrap();
-        self.write.write_all(b"\n").await.unwrap();
-    }
-
-    async fn send_json(&mut self, value: Value) {
-        self.send(&value.to_string()).await;
-    }
-
-    /// The next line from the server, within five seconds.
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
-            .await
-            .expect("the server answered within 5 s")
-            .unwrap()
-            .expect("the server is still there");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    async fn initialize(&mut self, version: &str, capabilities: Value) -> Value {
-        self.send_json(json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": version,
-                "capabilities": capabilities,
-                "clientInfo": { "name": "wire", "version": "1" },
-            },
-        }))
-        .await;
-        let answer = self.next().await;
-        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .await;
-        answer
-    }
-
-    async fn call(&mut self, id: u32, name: &str, arguments: &str) -> Value {
-        self.send(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}"#
-        ))
-        .await;
-        self.next().await
-    }
-}
-
 fn governor() -> Shared {
     Arc::new(Governor::new(&DESK))
-}
-
-/// Serves `server` on a fresh pipe; the client's end.
-fn serve(server: McpServer<Desk, MemoryStore>, limits: FrameLimits) -> Wire {
-    let (client, ours) = tokio::io::duplex(1 << 16);
-    let (read, write) = tokio::io::split(ours);
-    tokio::spawn(async move {
-        let running = server
-            .serve(LineTransport::new(read, write).with_limits(limits))
-            .await;
-        if let Ok(running) = running {
-            let _ = running.waiting().await;
-        }
-    });
-    let (read, write) = tokio::io::split(client);
-    Wire {
-        write,
-        lines: BufReader::new(read).lines(),
-    }
 }
 
 fn agent(governor: &Shared) -> McpServer<Desk, MemoryStore> {

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use crate::approvals::block_on;
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch,
-    TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch, TaskId,
+    TaskRecord, TransitionEvent,
 };
 use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, Scope, ToolSpec};
 use crate::gate::{LaneAction, LaneState, ModePolicy, Timestamp};
@@ -51,7 +51,12 @@ pub struct Violation {
 /// `racers` writers appending at once while a reader follows the cursor, which must
 /// return every record exactly once with growing cursors (no record that commits late
 /// is skipped); `racers` sweepers expiring the same lanes at once, each lane moved
-/// exactly once with one event, every loser told [`StoreError::Conflict`]; for a store
+/// exactly once with one event, every loser told [`StoreError::Conflict`]; tasks (for a
+/// store that keeps them): one per lane and owner, the first kept unchanged when the same
+/// pair opens another, read back by id, an unknown id unknown, the question count a
+/// compare-and-set, old tasks forgotten and no others, and `racers` threads opening one
+/// lane's task for one owner at once all given the same task, exactly one told it is new;
+/// for a store
 /// that can be watched, a waiter parked on another thread woken by a proposal, a
 /// decision and a detached move, and finding each written when it wakes (a store that
 /// cannot be watched skips this check: its waiters read now and then).
@@ -81,6 +86,7 @@ where
     race(Arc::new(make()), racers.max(2))?;
     cursor_under_writers(Arc::new(make()), racers.max(2))?;
     sweepers(Arc::new(make()), racers.max(2))?;
+    tasks(Arc::new(make()), racers.max(2))?;
     Ok(())
 }
 
@@ -810,6 +816,131 @@ fn sweepers<S: ApprovalStore + 'static>(store: Arc<S>, sweepers: usize) -> Resul
         return fail(
             CHECK,
             format!("{count} events after {LANES} inserts and {LANES} expiries"),
+        );
+    }
+    Ok(())
+}
+
+/// The tasks of one lane and its owners; a store that keeps none (it answers
+/// [`StoreError::Unsupported`]) skips this check.
+fn tasks<S: ApprovalStore + 'static>(store: Arc<S>, racers: usize) -> Result<(), Violation> {
+    const CHECK: &str = "tasks";
+    let key = lane(1).key();
+    let task = |n: u8, owner: &str, at: u64| {
+        TaskRecord::new(
+            TaskId::from_random([n; 16]),
+            key,
+            owner,
+            Timestamp::from_unix_millis(at),
+        )
+    };
+    let open = |task: TaskRecord| block_on(store.open_task(task));
+    let first = task(1, "agent-7", 1_000);
+    match open(first.clone()) {
+        Err(StoreError::Unsupported(_)) => return Ok(()),
+        Ok((kept, true)) if kept == first => {}
+        Ok(other) => return fail(CHECK, format!("a new task came back as {other:?}")),
+        Err(error) => return store_error(CHECK, &error),
+    }
+    match open(task(2, "agent-7", 2_000)) {
+        Ok((kept, false)) if kept == first => {}
+        other => {
+            return fail(
+                CHECK,
+                format!("the same lane and owner opened {other:?}, not the first task"),
+            );
+        }
+    }
+    let other = task(3, "agent-8", 3_000);
+    match open(other.clone()) {
+        Ok((kept, true)) if kept == other => {}
+        answer => return fail(CHECK, format!("another owner was given {answer:?}")),
+    }
+    let read = |id: &TaskId| block_on(store.task(id));
+    if read(first.id()) != Ok(Some(first.clone())) {
+        return fail(
+            CHECK,
+            format!("the first task read back as {:?}", read(first.id())),
+        );
+    }
+    let unknown = TaskId::from_random([4; 16]);
+    if read(&unknown) != Ok(None) {
+        return fail(CHECK, "an unknown id named a task");
+    }
+    let issue = |id: &TaskId, issued: u32| block_on(store.issue_task_input(id, issued));
+    let counted = [
+        issue(first.id(), 0),
+        issue(first.id(), 0),
+        issue(first.id(), 1),
+        issue(&unknown, 0),
+    ];
+    let expected = [
+        Ok(()),
+        Err(StoreError::Conflict),
+        Ok(()),
+        Err(StoreError::Missing),
+    ];
+    if counted != expected {
+        return fail(
+            CHECK,
+            format!("question counts answered {counted:?}, not {expected:?}"),
+        );
+    }
+    match read(first.id()) {
+        Ok(Some(kept)) if kept.inputs_issued() == 2 => {}
+        kept => return fail(CHECK, format!("two questions read back as {kept:?}")),
+    }
+    match block_on(store.forget_tasks(Timestamp::from_unix_millis(2_000))) {
+        Ok(1) => {}
+        forgot => {
+            return fail(
+                CHECK,
+                format!("forgetting the oldest task answered {forgot:?}"),
+            );
+        }
+    }
+    if read(first.id()) != Ok(None) || read(other.id()) != Ok(Some(other.clone())) {
+        return fail(
+            CHECK,
+            "forgetting tasks before a time forgot the wrong ones",
+        );
+    }
+    tasks_raced(&store, racers)
+}
+
+/// `racers` threads opening one lane's task for one owner at once.
+fn tasks_raced<S: ApprovalStore + 'static>(store: &Arc<S>, racers: usize) -> Result<(), Violation> {
+    const CHECK: &str = "tasks";
+    let key = lane(2).key();
+    let start = Arc::new(Barrier::new(racers));
+    let handles: Vec<_> = (0..racers)
+        .map(|racer| {
+            let (store, start) = (Arc::clone(store), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let mut id = [0xa0; 16];
+                id[0] = u8::try_from(racer).unwrap_or(u8::MAX);
+                let task = TaskRecord::new(TaskId::from_random(id), key, "racer", T0);
+                start.wait();
+                block_on(store.open_task(task))
+            })
+        })
+        .collect();
+    let mut kept = Vec::new();
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(answer)) => kept.push(answer),
+            Ok(Err(error)) => return store_error(CHECK, &error),
+            Err(_) => return fail(CHECK, "a racer panicked"),
+        }
+    }
+    let new = kept.iter().filter(|(_, new)| *new).count();
+    let same = kept.windows(2).all(|pair| pair[0].0 == pair[1].0);
+    if new != 1 || !same {
+        return fail(
+            CHECK,
+            format!(
+                "{racers} racers opening one task: {new} told it was new, all the same: {same}"
+            ),
         );
     }
     Ok(())

@@ -263,4 +263,8 @@ pub enum StoreError {
     /// move may or may not have happened. Read the lane to learn; never retry blindly.
     #[error("the store's connection broke before it confirmed the write: {0}")]
     OutcomeUnknown(String),
+    /// The store does not keep this kind of record (a store written before it existed);
+    /// nothing changed.
+    #[error("the store does not keep {0}")]
+    Unsupported(&'static str),
 }

@@ -22,6 +22,7 @@ mod recent;
 mod reply;
 mod service;
 mod store;
+mod task;
 mod unwind;
 mod watch;
 
@@ -46,4 +47,5 @@ pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;
 pub(crate) use service::Approvals;
 pub use store::{ApprovalStore, MemoryStore};
+pub use task::{TASK_ID_LEN, TaskId, TaskRecord};
 pub use watch::{Changed, StoreWatch};

@@ -1,10 +1,11 @@
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::future::{Future, ready};
 
 use crate::approvals::{
-    ApprovalLane, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch, TransitionEvent,
-    newest_first,
+    ApprovalLane, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch, TaskId, TaskRecord,
+    TransitionEvent, newest_first,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -223,6 +224,93 @@ pub trait ApprovalStore: Send + Sync {
     fn now(&self) -> Option<Timestamp> {
         None
     }
+
+    /// Keeps `task`, a client's handle on a waiting lane (an MCP task), or, when the store
+    /// already keeps a task of the same lane for the same owner, gives that one back
+    /// unchanged: the same call made again by its caller follows the same task. Answers
+    /// the task kept and whether it is new. The default keeps none
+    /// ([`StoreError::Unsupported`]): a server then answers without a task.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore, TaskId, TaskRecord};
+    /// use cairnloop::gate::Timestamp;
+    ///
+    /// let store = MemoryStore::new();
+    /// let key = cairnloop::IdempotencyKey::from_bytes([1; 32]);
+    /// let at = Timestamp::from_unix_millis(0);
+    /// let first = TaskRecord::new(TaskId::from_random([1; 16]), key, "agent-7", at);
+    /// let again = TaskRecord::new(TaskId::from_random([2; 16]), key, "agent-7", at);
+    /// let (kept, new) = pollster::block_on(store.open_task(first.clone())).unwrap();
+    /// assert!(new);
+    /// assert_eq!(pollster::block_on(store.open_task(again)).unwrap(), (first, false));
+    /// ```
+    fn open_task(
+        &self,
+        task: TaskRecord,
+    ) -> impl Future<Output = Result<(TaskRecord, bool), StoreError>> + Send {
+        let _ = task;
+        ready(Err(StoreError::Unsupported("tasks")))
+    }
+
+    /// The task with this id, if the store keeps it.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore, TaskId};
+    ///
+    /// let unknown = TaskId::from_random([9; 16]);
+    /// assert_eq!(pollster::block_on(MemoryStore::new().task(&unknown)).unwrap(), None);
+    /// ```
+    fn task(
+        &self,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send {
+        let _ = id;
+        ready(Err(StoreError::Unsupported("tasks")))
+    }
+
+    /// Counts one more question put to the client by the task `id`, from `issued` to
+    /// `issued + 1`: a compare-and-set, so that two processes never issue one question
+    /// number twice. [`StoreError::Conflict`] when the count is no longer `issued`,
+    /// [`StoreError::Missing`] for a task the store does not keep.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore, StoreError, TaskId, TaskRecord};
+    /// use cairnloop::gate::Timestamp;
+    ///
+    /// let store = MemoryStore::new();
+    /// let id = TaskId::from_random([1; 16]);
+    /// let key = cairnloop::IdempotencyKey::from_bytes([1; 32]);
+    /// let task = TaskRecord::new(id.clone(), key, "agent-7", Timestamp::from_unix_millis(0));
+    /// pollster::block_on(store.open_task(task)).unwrap();
+    /// pollster::block_on(store.issue_task_input(&id, 0)).unwrap();
+    /// assert_eq!(pollster::block_on(store.issue_task_input(&id, 0)), Err(StoreError::Conflict));
+    /// ```
+    fn issue_task_input(
+        &self,
+        id: &TaskId,
+        issued: u32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (id, issued);
+        ready(Err(StoreError::Unsupported("tasks")))
+    }
+
+    /// Forgets the tasks opened before `before` (their retention is over), answering how
+    /// many. Their lanes stay: the audit trail never loses a call.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    /// use cairnloop::gate::Timestamp;
+    ///
+    /// let forgotten = pollster::block_on(MemoryStore::new().forget_tasks(Timestamp::from_unix_millis(1)));
+    /// assert_eq!(forgotten, Ok(0));
+    /// ```
+    fn forget_tasks(
+        &self,
+        before: Timestamp,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        let _ = before;
+        ready(Err(StoreError::Unsupported("tasks")))
+    }
 }
 
 /// Pages read at a time by the default query and count.
@@ -363,6 +451,35 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
     fn now(&self) -> Option<Timestamp> {
         (**self).now()
     }
+
+    fn open_task(
+        &self,
+        task: TaskRecord,
+    ) -> impl Future<Output = Result<(TaskRecord, bool), StoreError>> + Send {
+        (**self).open_task(task)
+    }
+
+    fn task(
+        &self,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send {
+        (**self).task(id)
+    }
+
+    fn issue_task_input(
+        &self,
+        id: &TaskId,
+        issued: u32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).issue_task_input(id, issued)
+    }
+
+    fn forget_tasks(
+        &self,
+        before: Timestamp,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        (**self).forget_tasks(before)
+    }
 }
 
 /// An in-memory [`ApprovalStore`], safe to share between threads, for tests and hosts
@@ -408,6 +525,9 @@ struct Memory {
     next_seq: u64,
     /// Events that left the ring to make room.
     evicted: u64,
+    /// The tasks by id, and each one's id by its lane and owner.
+    tasks: std::collections::BTreeMap<TaskId, TaskRecord>,
+    task_of: std::collections::BTreeMap<(IdempotencyKey, String), TaskId>,
 }
 
 #[cfg(feature = "std")]
@@ -475,6 +595,8 @@ impl MemoryStore {
                 events: std::collections::VecDeque::new(),
                 next_seq: 1,
                 evicted: 0,
+                tasks: std::collections::BTreeMap::new(),
+                task_of: std::collections::BTreeMap::new(),
             }),
             capacity,
             event_capacity: Self::DEFAULT_EVENT_CAPACITY,
@@ -635,6 +757,54 @@ impl MemoryStore {
         let first = memory.events.partition_point(|(seq, _)| *seq <= after);
         Ok(memory.events.range(first..).take(limit).cloned().collect())
     }
+
+    fn open_task_now(&self, task: TaskRecord) -> Result<(TaskRecord, bool), StoreError> {
+        let mut memory = self.lock()?;
+        let owned = (task.lane(), task.owner().into());
+        if let Some(id) = memory.task_of.get(&owned) {
+            let kept = memory.tasks.get(id).cloned();
+            return kept
+                .map(|kept| (kept, false))
+                .ok_or_else(|| StoreError::Corrupt("a task's index names no task".into()));
+        }
+        if memory.tasks.len() >= self.capacity {
+            return Err(StoreError::Full {
+                capacity: self.capacity,
+            });
+        }
+        if memory.tasks.contains_key(task.id()) {
+            // Two tasks under one id: never, with 128 random bits; refused all the same.
+            return Err(StoreError::Conflict);
+        }
+        memory.task_of.insert(owned, task.id().clone());
+        memory.tasks.insert(task.id().clone(), task.clone());
+        Ok((task, true))
+    }
+
+    fn issue_task_input_now(&self, id: &TaskId, issued: u32) -> Result<(), StoreError> {
+        let mut memory = self.lock()?;
+        let task = memory.tasks.get_mut(id).ok_or(StoreError::Missing)?;
+        if task.inputs_issued() != issued {
+            return Err(StoreError::Conflict);
+        }
+        *task = task.clone().with_inputs_issued(issued.saturating_add(1));
+        Ok(())
+    }
+
+    fn forget_tasks_now(&self, before: Timestamp) -> Result<u64, StoreError> {
+        let mut memory = self.lock()?;
+        let old: Vec<TaskRecord> = memory
+            .tasks
+            .values()
+            .filter(|task| task.opened_at() < before)
+            .cloned()
+            .collect();
+        for task in &old {
+            memory.tasks.remove(task.id());
+            memory.task_of.remove(&(task.lane(), task.owner().into()));
+        }
+        Ok(old.len() as u64)
+    }
 }
 
 #[cfg(feature = "std")]
@@ -708,5 +878,34 @@ impl ApprovalStore for MemoryStore {
 
     fn watch(&self) -> Option<StoreWatch> {
         Some(self.watch.clone())
+    }
+
+    fn open_task(
+        &self,
+        task: TaskRecord,
+    ) -> impl Future<Output = Result<(TaskRecord, bool), StoreError>> + Send {
+        ready(self.open_task_now(task))
+    }
+
+    fn task(
+        &self,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send {
+        ready(self.lock().map(|memory| memory.tasks.get(id).cloned()))
+    }
+
+    fn issue_task_input(
+        &self,
+        id: &TaskId,
+        issued: u32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ready(self.issue_task_input_now(id, issued))
+    }
+
+    fn forget_tasks(
+        &self,
+        before: Timestamp,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        ready(self.forget_tasks_now(before))
     }
 }

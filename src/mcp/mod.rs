@@ -15,6 +15,8 @@ mod result;
 #[cfg(feature = "rmcp")]
 mod server;
 #[cfg(feature = "rmcp")]
+mod tasks;
+#[cfg(feature = "rmcp")]
 mod transport;
 
 /// Who makes a call (it lives with the governor, for any transport).

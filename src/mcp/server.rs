@@ -8,9 +8,11 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, Implementation,
-    InputRequest, InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, ServerRequest, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientResult,
+    CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, Implementation, InputRequest,
+    InputRequests, InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, ServerRequest, Task, TaskPayload,
+    TaskStatus, Tool, UpdateTaskParams,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -22,8 +24,10 @@ use super::approver::{
 use super::frame::RawArguments;
 use super::projection::META_APPROVAL_MODE;
 use super::result::{handed_on, not_recorded, outcome_result};
+use super::tasks;
 use crate::approvals::{
-    ApprovalError, ApprovalLane, ApprovalStore, Caller, Governor, MemoryStore, Outcome,
+    ApprovalError, ApprovalLane, ApprovalStore, Caller, Governor, MemoryStore, Outcome, TaskId,
+    TaskRecord,
 };
 use crate::approvals::{check_id, same_person};
 use crate::declare::{ApprovalMode, IdempotencyKey, ToolEntry};
@@ -76,7 +80,10 @@ pub struct McpServer<
     S: ApprovalStore + Send + Sync + 'static = MemoryStore,
 > {
     governor: Arc<Governor<C, S>>,
-    context: C,
+    /// Shared with the runs a task's approval starts after its request has ended.
+    context: Arc<C>,
+    /// Where a person decides, for the message of a task that waits.
+    decided_where: Option<String>,
     /// The one caller of a server made for one actor.
     caller: Caller,
     /// Whether each request names its caller (an authenticating transport's server).
@@ -100,7 +107,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     pub fn new(governor: Arc<Governor<C, S>>, context: C, actor_id: impl Into<String>) -> Self {
         Self {
             governor,
-            context,
+            context: Arc::new(context),
+            decided_where: None,
             caller: Caller::new(actor_id, Vec::<String>::new()),
             callers_from_requests: false,
             approver: None,
@@ -175,6 +183,22 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     #[must_use]
     pub fn with_client_approver(mut self, approver: ClientApprover) -> Self {
         self.approver = Some(approver);
+        self
+    }
+
+    /// Names where a person decides a waiting call (the approval console's address), for
+    /// the message of a task that waits.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry, mcp::McpServer};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7")
+    ///     .with_decision_place("https://approvals.example.com");
+    /// ```
+    #[must_use]
+    pub fn with_decision_place(mut self, place: impl Into<String>) -> Self {
+        self.decided_where = Some(place.into());
         self
     }
 
@@ -425,6 +449,93 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     }
 }
 
+impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServer<C, S> {
+    /// Opens (or finds again) the task of `caller` following the waiting `lane`, durable
+    /// before it is answered. `None` when the store keeps no tasks or could not keep this
+    /// one: the call is then answered as it would be without a task.
+    async fn open_task(&self, caller: &Caller, lane: &ApprovalLane) -> Option<Task> {
+        let id = tasks::new_task_id().ok()?;
+        let opened_at = self.governor.now().ok()?;
+        let record = TaskRecord::new(id, lane.key(), tasks::owner_of(caller), opened_at);
+        let (record, _) = self.governor.store().open_task(record).await.ok()?;
+        Some(tasks::task_object(
+            &record,
+            lane,
+            TaskStatus::Working,
+            self.decided_where.as_deref(),
+        ))
+    }
+
+    /// The task `id` names and its lane, for its owner; for anyone else, a malformed id,
+    /// an unknown or forgotten one, the same error.
+    async fn followed(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<(TaskRecord, ApprovalLane), ErrorData> {
+        let unknown = || ErrorData::invalid_params("no such task", None);
+        let id = TaskId::parse(id).ok_or_else(unknown)?;
+        let record = match self.governor.store().task(&id).await {
+            Ok(Some(record)) if record.owner() == tasks::owner_of(caller) => record,
+            Ok(_) => return Err(unknown()),
+            Err(error) => {
+                return Err(ErrorData::internal_error(
+                    format!("the task could not be read: {error}"),
+                    None,
+                ));
+            }
+        };
+        let lane = self.governor.lane(&record.lane()).await.map_err(|error| {
+            ErrorData::internal_error(format!("the task's call could not be read: {error}"), None)
+        })?;
+        Ok((record, lane))
+    }
+
+    /// An approved lane's run, started in the background by the first poll that finds it
+    /// approved (the lane's single-use claim lets one process run it); the poll answers at
+    /// once, never waiting for the tool. Returns the lane as it is now.
+    async fn start_if_approved(&self, caller: &Caller, lane: ApprovalLane) -> ApprovalLane {
+        if lane.state() != LaneState::Approved {
+            return lane;
+        }
+        let (governor, context, caller) = (
+            Arc::clone(&self.governor),
+            Arc::clone(&self.context),
+            caller.clone(),
+        );
+        let (tool, input) = (
+            lane.proposal().tool().to_string(),
+            lane.proposal().input().to_string(),
+        );
+        tokio::spawn(async move {
+            let scopes = caller.scope_refs();
+            let actor = caller.actor(&scopes);
+            // Its outcome is the lane's: the next poll reads it there.
+            let _ = governor
+                .call(&ToolCall::new(&tool, &input), &actor, &*context)
+                .await;
+        });
+        lane
+    }
+
+    /// A finished lane's result, as a repeated call would get it.
+    fn final_result(&self, lane: &ApprovalLane) -> Result<JsonObject, ErrorData> {
+        let name = lane.proposal().tool();
+        let outcome = match (lane.state(), lane.output()) {
+            (LaneState::Executed, Some(output)) => Outcome::Executed(output.clone()),
+            _ => Outcome::AwaitingApproval(Box::new(lane.clone())),
+        };
+        let result = self.respond(name, Ok(outcome), None)?;
+        match serde_json::to_value(result) {
+            Ok(serde_json::Value::Object(result)) => Ok(result),
+            _ => Err(ErrorData::internal_error(
+                "the result is not an object",
+                None,
+            )),
+        }
+    }
+}
+
 /// Each tool's `tools/list` entry, or why it cannot be listed; `None` for a tool that is
 /// not callable by name.
 type Projections = Vec<Option<Result<Tool, String>>>;
@@ -522,13 +633,19 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
     fn get_info(&self) -> ServerConfig {
         // Tools declared from an upstream's listing change with it: say that the list
         // changes (each session is told, below).
+        // A call that waits for a person may be answered with a task (when the request
+        // asks for one and the store keeps tasks).
         let capabilities = if self.tools_may_change() {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build()
         } else {
-            ServerCapabilities::builder().enable_tools().build()
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build()
         };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("cairnloop", env!("CARGO_PKG_VERSION")))
@@ -551,6 +668,45 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         // The tool's own code can see the client cancel the request (and a tool that
         // forwards the call passes it on).
         super::cancel::within(&context.clone(), self.answer_call(request, context)).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let caller = self.caller_of(&context)?;
+        let (record, lane) = self.followed(caller, &request.task_id).await?;
+        let lane = self.start_if_approved(caller, lane).await;
+        let status = tasks::status_of(&lane);
+        let task = tasks::task_object(&record, &lane, status, self.decided_where.as_deref());
+        let payload = match status {
+            TaskStatus::Completed => TaskPayload::Completed {
+                result: self.final_result(&lane)?,
+            },
+            _ => TaskPayload::Working,
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // No question is put to a client yet: every answer names a key never issued,
+        // which is ignored. An unknown task, or another caller's, is refused.
+        let caller = self.caller_of(&context)?;
+        self.followed(caller, &request.task_id).await.map(|_| ())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller_of(&context)?;
+        self.followed(caller, &request.task_id).await.map(|_| ())
     }
 }
 
@@ -598,6 +754,12 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             Ok(Outcome::AwaitingApproval(lane)) => lane,
             other => return self.respond(name, other, None).map(Into::into),
         };
+        if lane.state() == LaneState::Pending
+            && tasks::wants_task(&context)
+            && let Some(task) = self.open_task(caller, &lane).await
+        {
+            return Ok(CreateTaskResult::new(task).into());
+        }
         let approver = match self.approver_for(caller, &lane) {
             Some(approver) if can_elicit(&context) => approver,
             _ => {

@@ -14,22 +14,23 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, Recycli
 use tokio_postgres::NoTls;
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TaskId,
+    TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
 use crate::stores::kept_lanes::KeptLanes;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::pg_relay::{Changes, NOTIFY, relay};
-use crate::stores::record::{decode, encode};
+use crate::stores::record::{decode, encode, task_from_row};
 use crate::stores::runtime::StoreRuntime;
 use crate::stores::server_time::{READ_AGAIN, READ_SERVER_CLOCK, ServerTime};
 
 /// The schema this library writes. A database whose schema is newer is refused.
-pub const POSTGRES_SCHEMA_VERSION: i32 = 3;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 4;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "
     CREATE TABLE cairnloop_lanes (
         key TEXT PRIMARY KEY,
@@ -86,7 +87,55 @@ const MIGRATIONS: [&str; 3] = [
     CREATE INDEX cairnloop_lanes_pending_by_proposer_account
         ON cairnloop_lanes (proposer, account) WHERE state = 'pending';
     ",
+    // The tasks clients follow while a lane waits: one per lane and owner.
+    "
+    CREATE TABLE cairnloop_tasks (
+        id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        opened_at BIGINT NOT NULL,
+        inputs_issued BIGINT NOT NULL DEFAULT 0,
+        UNIQUE (lane, owner)
+    );
+    CREATE INDEX cairnloop_tasks_by_age ON cairnloop_tasks (opened_at);
+    ",
 ];
+
+// A task: the new row, or, when the lane and owner have one, that one (a conflict on the
+// pair reads it back in the same statement).
+const OPEN_TASK: &str = "
+    WITH added AS (
+        INSERT INTO cairnloop_tasks (id, lane, owner, opened_at) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (lane, owner) DO NOTHING
+        RETURNING id, lane, owner, opened_at, inputs_issued
+    )
+    SELECT id, lane, owner, opened_at, inputs_issued FROM added
+    UNION ALL
+    SELECT id, lane, owner, opened_at, inputs_issued FROM cairnloop_tasks
+        WHERE lane = $2 AND owner = $3 AND NOT EXISTS (SELECT 1 FROM added)";
+
+const GET_TASK: &str =
+    "SELECT id, lane, owner, opened_at, inputs_issued FROM cairnloop_tasks WHERE id = $1";
+
+// The question count's compare-and-set, and whether the task exists when it is refused.
+const ISSUE_TASK_INPUT: &str = "
+    WITH moved AS (
+        UPDATE cairnloop_tasks SET inputs_issued = inputs_issued + 1
+        WHERE id = $1 AND inputs_issued = $2 RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM moved),
+           EXISTS (SELECT 1 FROM cairnloop_tasks WHERE id = $1)";
+
+/// A task row as read back.
+fn task_row(row: &tokio_postgres::Row) -> Result<TaskRecord, StoreError> {
+    task_from_row(
+        row.get(0),
+        row.get(1),
+        row.get::<_, String>(2),
+        row.get(3),
+        row.get(4),
+    )
+}
 
 /// Taken by a migrating process only: one migrator at a time, across processes.
 const MIGRATION_LOCK: i64 = 0x6361_6972_6e6c_6f6f;
@@ -923,6 +972,96 @@ impl ApprovalStore for PostgresStore {
 
     fn watch(&self) -> Option<StoreWatch> {
         Some(self.committed.changes.watch().clone())
+    }
+
+    fn open_task(
+        &self,
+        task: TaskRecord,
+    ) -> impl Future<Output = Result<(TaskRecord, bool), StoreError>> + Send {
+        self.run(move |client| async move {
+            // One statement: the new row, or the one kept for this lane and owner.
+            let statement = client.prepare_cached(OPEN_TASK).await.map_err(read_error)?;
+            let (lane, opened_at) = (
+                task.lane().to_string(),
+                millis(task.opened_at().unix_millis()),
+            );
+            // A rival's row committed while this statement waited on it is not in the
+            // statement's snapshot: the next attempt reads it.
+            for _ in 0..3 {
+                let row = client
+                    .query_opt(
+                        &statement,
+                        &[&task.id().as_str(), &lane, &task.owner(), &opened_at],
+                    )
+                    .await
+                    .map_err(|error| match error.as_db_error() {
+                        // The id is taken (never, with 128 random bits): refused.
+                        Some(db) if db.code().code() == "23505" => StoreError::Conflict,
+                        _ => write_error(error),
+                    })?;
+                if let Some(row) = row {
+                    let kept = task_row(&row)?;
+                    let new = kept.id() == task.id();
+                    return Ok((kept, new));
+                }
+            }
+            Err(StoreError::Backend(
+                "the task was neither added nor found".into(),
+            ))
+        })
+    }
+
+    fn task(
+        &self,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send {
+        let id = id.clone();
+        self.run(move |client| async move {
+            let statement = client.prepare_cached(GET_TASK).await.map_err(read_error)?;
+            let row = client
+                .query_opt(&statement, &[&id.as_str()])
+                .await
+                .map_err(read_error)?;
+            row.as_ref().map(task_row).transpose()
+        })
+    }
+
+    fn issue_task_input(
+        &self,
+        id: &TaskId,
+        issued: u32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let id = id.clone();
+        self.run(move |client| async move {
+            let statement = client
+                .prepare_cached(ISSUE_TASK_INPUT)
+                .await
+                .map_err(read_error)?;
+            let row = client
+                .query_one(&statement, &[&id.as_str(), &i64::from(issued)])
+                .await
+                .map_err(write_error)?;
+            match (row.get::<_, bool>(0), row.get::<_, bool>(1)) {
+                (true, _) => Ok(()),
+                (false, true) => Err(StoreError::Conflict),
+                (false, false) => Err(StoreError::Missing),
+            }
+        })
+    }
+
+    fn forget_tasks(
+        &self,
+        before: Timestamp,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.run(move |client| async move {
+            client
+                .execute(
+                    "DELETE FROM cairnloop_tasks WHERE opened_at < $1",
+                    &[&millis(before.unix_millis())],
+                )
+                .await
+                .map_err(write_error)
+        })
     }
 }
 

@@ -15,3 +15,29 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, St
     serde_json::from_str(text)
         .map_err(|error| StoreError::Corrupt(format!("a stored record does not decode: {error}")))
 }
+
+/// A task as a row keeps it: its id, its lane's key and its owner as text, when it was
+/// opened in milliseconds, and the questions it has issued. A row that does not read back
+/// as a task is corruption.
+pub(crate) fn task_from_row(
+    id: &str,
+    lane: &str,
+    owner: String,
+    opened_at: i64,
+    issued: i64,
+) -> Result<crate::approvals::TaskRecord, StoreError> {
+    use crate::approvals::{TaskId, TaskRecord};
+    let corrupt = |what: &str| StoreError::Corrupt(format!("a stored task has {what}"));
+    let id = TaskId::parse(id).ok_or_else(|| corrupt("a malformed id"))?;
+    let lane: crate::declare::IdempotencyKey =
+        lane.parse().map_err(|_| corrupt("a malformed lane key"))?;
+    let opened_at = u64::try_from(opened_at).map_err(|_| corrupt("a negative time"))?;
+    let issued = u32::try_from(issued).map_err(|_| corrupt("a question count out of range"))?;
+    Ok(TaskRecord::new(
+        id,
+        lane,
+        owner,
+        crate::gate::Timestamp::from_unix_millis(opened_at),
+    )
+    .with_inputs_issued(issued))
+}

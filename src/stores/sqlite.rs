@@ -11,23 +11,24 @@ use std::vec::Vec;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TaskId,
+    TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
-use crate::gate::LaneState;
+use crate::gate::{LaneState, Timestamp};
 use crate::stores::checkpointer::Checkpointer;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
-use crate::stores::record::{decode, encode};
+use crate::stores::record::{decode, encode, task_from_row};
 use crate::stores::worker::{Access, Batch, Worker};
 
 /// Marks a SQLite file as a cairnloop store (`PRAGMA application_id`): "CLop".
 const APPLICATION_ID: i32 = 0x434c_6f70;
 
 /// The schema this library writes. A file with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "
     CREATE TABLE lanes (
         key TEXT PRIMARY KEY,
@@ -65,6 +66,18 @@ const MIGRATIONS: [&str; 2] = [
         WHERE state = 'pending';
     CREATE INDEX lanes_pending_by_account ON lanes (account, proposed_at, key)
         WHERE state = 'pending';
+    ",
+    // The tasks clients follow while a lane waits: one per lane and owner.
+    "
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        lane TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        opened_at INTEGER NOT NULL,
+        inputs_issued INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (lane, owner)
+    ) WITHOUT ROWID;
+    CREATE INDEX tasks_by_age ON tasks (opened_at);
     ",
 ];
 
@@ -519,6 +532,35 @@ fn append_event(connection: &Connection, record: &str) -> Result<(), StoreError>
         .map_err(classify)
 }
 
+/// The task the clause `filter` picks, if any.
+fn read_task(
+    connection: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let sql = format!("SELECT id, lane, owner, opened_at, inputs_issued FROM tasks {filter}");
+    let row = connection
+        .prepare_cached(&sql)
+        .and_then(|mut select| {
+            select
+                .query_row(params, |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, i64>(3)?,
+                        row.get::<_, i64>(4)?,
+                    ))
+                })
+                .optional()
+        })
+        .map_err(classify)?;
+    row.map(|(id, lane, owner, opened_at, issued)| {
+        task_from_row(&id, &lane, owner, opened_at, issued)
+    })
+    .transpose()
+}
+
 impl ApprovalStore for SqliteStore {
     fn insert(
         &self,
@@ -727,6 +769,91 @@ impl ApprovalStore for SqliteStore {
 
     fn watch(&self) -> Option<StoreWatch> {
         Some(self.watch.clone())
+    }
+
+    fn open_task(
+        &self,
+        task: TaskRecord,
+    ) -> impl Future<Output = Result<(TaskRecord, bool), StoreError>> + Send {
+        self.worker.run(Access::Write, move |connection| {
+            let added = connection
+                .prepare_cached(
+                    "INSERT INTO tasks (id, lane, owner, opened_at, inputs_issued)
+                     VALUES (?1, ?2, ?3, ?4, 0) ON CONFLICT (lane, owner) DO NOTHING",
+                )
+                .and_then(|mut insert| {
+                    insert.execute(params![
+                        task.id().as_str(),
+                        task.lane().to_string(),
+                        task.owner(),
+                        millis(task.opened_at().unix_millis()),
+                    ])
+                })
+                .map_err(|error| match error.sqlite_error_code() {
+                    // The id is taken (never, with 128 random bits): refused.
+                    Some(ErrorCode::ConstraintViolation) => StoreError::Conflict,
+                    _ => classify(error),
+                })?;
+            if added == 1 {
+                return Ok((task, true));
+            }
+            let kept = read_task(
+                connection,
+                "WHERE lane = ?1 AND owner = ?2",
+                params![task.lane().to_string(), task.owner()],
+            )?;
+            kept.map(|kept| (kept, false))
+                .ok_or_else(|| StoreError::Backend("the task vanished as it was opened".into()))
+        })
+    }
+
+    fn task(
+        &self,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRecord>, StoreError>> + Send {
+        let id = id.clone();
+        self.worker.run(Access::Read, move |connection| {
+            read_task(connection, "WHERE id = ?1", params![id.as_str()])
+        })
+    }
+
+    fn issue_task_input(
+        &self,
+        id: &TaskId,
+        issued: u32,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let id = id.clone();
+        self.worker.run(Access::Write, move |connection| {
+            let moved = connection
+                .prepare_cached(
+                    "UPDATE tasks SET inputs_issued = inputs_issued + 1
+                     WHERE id = ?1 AND inputs_issued = ?2",
+                )
+                .and_then(|mut update| update.execute(params![id.as_str(), issued]))
+                .map_err(classify)?;
+            if moved == 1 {
+                return Ok(());
+            }
+            let exists = read_task(connection, "WHERE id = ?1", params![id.as_str()])?.is_some();
+            Err(if exists {
+                StoreError::Conflict
+            } else {
+                StoreError::Missing
+            })
+        })
+    }
+
+    fn forget_tasks(
+        &self,
+        before: Timestamp,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.worker.run(Access::Write, move |connection| {
+            connection
+                .prepare_cached("DELETE FROM tasks WHERE opened_at < ?1")
+                .and_then(|mut delete| delete.execute([millis(before.unix_millis())]))
+                .map(|gone| gone as u64)
+                .map_err(classify)
+        })
     }
 }
 

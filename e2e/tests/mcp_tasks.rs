@@ -1,0 +1,243 @@
+//! The approval wait as an MCP task (the Tasks extension, protocol 2026-07-28), on the
+//! wire: a call that needs a person answers with a durable task the client polls; the
+//! approval runs the call once and the task completes with its result; a rejection
+//! completes it as a tool error; only its caller can read it; a restart keeps it.
+
+#[path = "../../tests/fixtures/desk.rs"]
+mod desk;
+#[path = "../../tests/fixtures/scratch.rs"]
+mod scratch;
+#[path = "fixtures/wire.rs"]
+mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnloop::approvals::ApprovalStore;
+use cairnloop::gate::LaneState;
+use cairnloop::mcp::{FrameLimits, McpServer};
+use cairnloop::stores::SqliteStore;
+use cairnloop::{Governor, IdempotencyKey};
+use desk::{DESK, Desk};
+use serde_json::{Value, json};
+use wire::{Wire, serve};
+
+const NOTE: &str = r#"{"ticket": 42, "body": "Called twice."}"#;
+
+/// The per-request context a 2026-07-28 client sends, declaring the extension or not.
+fn meta(tasks: bool) -> Value {
+    let capabilities = if tasks {
+        json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } })
+    } else {
+        json!({})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "wire", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+fn call(id: u32, tasks: bool) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {
+            "name": "internal_note",
+            "arguments": serde_json::from_str::<Value>(NOTE).unwrap(),
+            "_meta": meta(tasks),
+        },
+    })
+}
+
+fn task_request(id: u32, method: &str, task_id: &str) -> Value {
+    let mut request = json!({
+        "jsonrpc": "2.0", "id": id, "method": method,
+        "params": { "taskId": task_id, "_meta": meta(true) },
+    });
+    if method == "tasks/update" {
+        // An answer to a question never asked.
+        request["params"]["inputResponses"] =
+            json!({ "approval-9": { "action": "accept", "content": { "decision": "approve" } } });
+    }
+    request
+}
+
+async fn ask(wire: &mut Wire, request: Value) -> Value {
+    wire.send_json(request).await;
+    wire.next().await
+}
+
+fn agent<S: ApprovalStore + Send + Sync + 'static>(
+    governor: &Arc<Governor<Desk, S>>,
+    desk: &Desk,
+    id: &str,
+) -> McpServer<Desk, S> {
+    McpServer::new(Arc::clone(governor), desk.clone(), id)
+        .with_account("acme")
+        .with_scopes(["tickets:write"])
+        .with_decision_place("https://approvals.example.com")
+}
+
+/// Polls `tasks/get` until the task leaves `working`, at most five seconds.
+async fn settled(wire: &mut Wire, task_id: &str) -> Value {
+    for n in 0..100 {
+        let answer = ask(wire, task_request(1_000 + n, "tasks/get", task_id)).await;
+        if answer["result"]["status"] != "working" {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the task was still working after five seconds");
+}
+
+#[tokio::test]
+async fn a_waiting_call_is_a_task_that_completes_with_the_result_once_approved() {
+    let scratch = scratch::Scratch::new("tasks-approved");
+    let governor = Arc::new(
+        Governor::new(&DESK).with_store(SqliteStore::open(scratch.file("store.db")).unwrap()),
+    );
+    let desk = Desk::default();
+    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
+
+    let created = ask(&mut wire, call(1, true)).await;
+    let task = &created["result"];
+    assert_eq!(task["resultType"], "task", "{created}");
+    assert_eq!(task["status"], "working");
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(task_id.len(), 32);
+    assert!(task_id.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(task["pollIntervalMs"], 2_000);
+    let message = task["statusMessage"].as_str().unwrap();
+    assert!(
+        message.contains("low_write") && message.contains("https://approvals.example.com"),
+        "{message}"
+    );
+    // The lane waits 48 hours from its proposal; the task is kept a day past that.
+    let ttl = task["ttlMs"].as_u64().unwrap();
+    assert!(
+        (72 * 3_600_000 - 5_000..=72 * 3_600_000).contains(&ttl),
+        "{ttl}"
+    );
+
+    // The same call again by the same caller follows the same task.
+    let again = ask(&mut wire, call(2, true)).await;
+    assert_eq!(again["result"]["taskId"], task_id.as_str(), "{again}");
+
+    // Durable before it was answered, and waiting.
+    let polled = ask(&mut wire, task_request(3, "tasks/get", &task_id)).await;
+    assert_eq!(polled["result"]["status"], "working", "{polled}");
+    assert_eq!(polled["result"]["resultType"], "complete");
+
+    // An operator approves out of band; the next poll starts the run, and the task
+    // completes with the tool's result. It ran once.
+    let key: IdempotencyKey = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+    governor.approve(&key, "ops-lead").await.unwrap();
+    let done = settled(&mut wire, &task_id).await;
+    let result = &done["result"]["result"];
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(result["isError"], false, "{done}");
+    assert_eq!(result["structuredContent"]["status"], "executed");
+    assert_eq!(desk.ran(), ["internal_note(42)"]);
+
+    // Polled again, and after the store is opened afresh by another server: the same.
+    let later = ask(&mut wire, task_request(4, "tasks/get", &task_id)).await;
+    assert_eq!(later["result"]["result"], *result);
+    drop(wire);
+    let reopened = Arc::new(
+        Governor::new(&DESK).with_store(SqliteStore::open(scratch.file("store.db")).unwrap()),
+    );
+    let mut wire = serve(agent(&reopened, &desk, "agent-7"), FrameLimits::new());
+    let read = ask(&mut wire, task_request(5, "tasks/get", &task_id)).await;
+    assert_eq!(read["result"]["status"], "completed", "{read}");
+    assert_eq!(desk.ran(), ["internal_note(42)"], "ran once");
+}
+
+#[tokio::test]
+async fn a_rejected_call_completes_its_task_as_a_tool_error_and_nothing_runs() {
+    let governor = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
+    let created = ask(&mut wire, call(1, true)).await;
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+    governor
+        .reject(&key, "ops-lead", "not for this ticket")
+        .await
+        .unwrap();
+    let done = settled(&mut wire, &task_id).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let result = &done["result"]["result"];
+    assert_eq!(result["isError"], true, "{done}");
+    assert_eq!(result["structuredContent"]["status"], "rejected");
+    assert!(desk.ran().is_empty());
+}
+
+#[tokio::test]
+async fn only_its_caller_reads_a_task_and_every_bad_id_is_an_unknown_task() {
+    let governor = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut owner = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
+    let created = ask(&mut owner, call(1, true)).await;
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+
+    let mut stranger = serve(agent(&governor, &desk, "agent-8"), FrameLimits::new());
+    let unknown = ask(
+        &mut stranger,
+        task_request(2, "tasks/get", "0123456789abcdef0123456789abcdef"),
+    )
+    .await;
+    let expected = &unknown["error"];
+    assert_eq!(expected["code"], -32602, "{unknown}");
+    let oversized = "a".repeat(100_000);
+    let long = format!("{task_id}0");
+    let key_text = key.to_string();
+    for (n, id) in [
+        task_id.as_str(),
+        task_id.to_uppercase().as_str(),
+        long.as_str(),
+        "",
+        oversized.as_str(),
+        key_text.as_str(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let id_n = 10 + u32::try_from(n).unwrap();
+            let answer = ask(&mut stranger, task_request(id_n, method, id)).await;
+            assert_eq!(answer["error"], *expected, "{method} {id:.40}: {answer}");
+        }
+    }
+    // The owner still follows it, and nothing was decided.
+    let polled = ask(&mut owner, task_request(3, "tasks/get", &task_id)).await;
+    assert_eq!(polled["result"]["status"], "working", "{polled}");
+    assert_eq!(
+        governor.lane(&key).await.unwrap().state(),
+        LaneState::Pending
+    );
+}
+
+#[tokio::test]
+async fn a_request_that_does_not_declare_the_extension_gets_no_task() {
+    let governor = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
+    // `initialize` declared the extension; this request does not: no task.
+    wire.initialize(
+        "2026-07-28",
+        json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } }),
+    )
+    .await;
+    let answer = ask(&mut wire, call(1, false)).await;
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"],
+        "awaiting_approval"
+    );
+    // And one that declares it, with a progress token too, gets a task.
+    let mut with_token = call(2, true);
+    with_token["params"]["_meta"]["progressToken"] = json!("p-1");
+    let answer = ask(&mut wire, with_token).await;
+    assert_eq!(answer["result"]["resultType"], "task", "{answer}");
+}
