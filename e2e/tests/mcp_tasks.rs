@@ -241,3 +241,75 @@ async fn a_request_that_does_not_declare_the_extension_gets_no_task() {
     let answer = ask(&mut wire, with_token).await;
     assert_eq!(answer["result"]["resultType"], "task", "{answer}");
 }
+
+#[tokio::test]
+async fn a_cancelled_task_withdraws_its_pending_call_and_a_late_cancel_changes_nothing() {
+    let governor = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
+    let created = ask(&mut wire, call(1, true)).await;
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+
+    let ack = ask(&mut wire, task_request(2, "tasks/cancel", &task_id)).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let lane = governor.lane(&key).await.unwrap();
+    assert_eq!(lane.state(), LaneState::Withdrawn);
+    assert_eq!(lane.decided_by(), Some("agent-7"));
+    let polled = ask(&mut wire, task_request(3, "tasks/get", &task_id)).await;
+    assert_eq!(polled["result"]["status"], "cancelled", "{polled}");
+    // Withdrawn: no approval brings it back, and nothing runs.
+    assert!(governor.approve(&key, "ops-lead").await.is_err());
+    let again = ask(&mut wire, task_request(4, "tasks/get", &task_id)).await;
+    assert_eq!(again["result"]["status"], "cancelled", "{again}");
+    assert!(desk.ran().is_empty());
+
+    // Another call, approved before its cancel arrives: the cancel is acknowledged and the
+    // approved call runs when polled.
+    let other = json!({
+        "jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {
+            "name": "internal_note",
+            "arguments": { "ticket": 7, "body": "Another." },
+            "_meta": meta(true),
+        },
+    });
+    let created = ask(&mut wire, other).await;
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+    governor.approve(&key, "ops-lead").await.unwrap();
+    let ack = ask(&mut wire, task_request(6, "tasks/cancel", &task_id)).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let done = settled(&mut wire, &task_id).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(desk.ran(), ["internal_note(7)"]);
+}
+
+#[tokio::test]
+async fn an_expired_call_completes_its_task_and_past_its_retention_the_task_is_unknown() {
+    use cairnloop::approvals::ManualClock;
+    use cairnloop::gate::{Timestamp, Ttl};
+    let clock = ManualClock::new(Timestamp::now().unwrap());
+    let governor = Arc::new(Governor::new(&DESK).with_clock(clock.clone()));
+    let desk = Desk::default();
+    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
+    let created = ask(&mut wire, call(1, true)).await;
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+
+    // Past the lane's 48 hours: completed, as the expired call a repeat would get.
+    clock.advance(Ttl::from_secs(48 * 3_600 + 1));
+    let expired = ask(&mut wire, task_request(2, "tasks/get", &task_id)).await;
+    assert_eq!(expired["result"]["status"], "completed", "{expired}");
+    let result = &expired["result"]["result"];
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["structuredContent"]["status"], "expired");
+
+    // A day later still readable; past that, unknown.
+    clock.advance(Ttl::from_secs(24 * 3_600 - 60));
+    let late = ask(&mut wire, task_request(3, "tasks/get", &task_id)).await;
+    assert_eq!(late["result"]["status"], "completed", "{late}");
+    clock.advance(Ttl::from_secs(120));
+    let gone = ask(&mut wire, task_request(4, "tasks/get", &task_id)).await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert!(desk.ran().is_empty());
+}

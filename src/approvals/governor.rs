@@ -783,6 +783,35 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             .await
     }
 
+    /// Withdraws a pending proposal on its caller's word (a client that cancelled its
+    /// task), with a reason: it can no longer be approved, and the audit trail says who
+    /// withdrew it. The server checks that `by` is the proposal's caller; the four-eyes
+    /// rule is for approvals, not for giving a call up.
+    ///
+    /// # Errors
+    ///
+    /// As [`Governor::reject`]; a lane no longer pending is a refused transition.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// # let governor = Governor::new(&TOOLS);
+    /// let key = cairnloop::IdempotencyKey::from_bytes([1; 32]);
+    /// // No such proposal: nothing to withdraw.
+    /// assert!(pollster::block_on(governor.withdraw(&key, "agent-7", "cancelled")).is_err());
+    /// ```
+    pub async fn withdraw(
+        &self,
+        key: &IdempotencyKey,
+        by: &str,
+        reason: &str,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let now = self.now()?;
+        self.approvals
+            .decide_with_reason(key, LaneAction::Withdraw, by, reason, now)
+            .await
+    }
+
     /// Defers a pending proposal, with a reason.
     ///
     /// # Errors

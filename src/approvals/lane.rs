@@ -185,6 +185,7 @@ impl ApprovalLane {
                 | LaneAction::MarkExecuted
                 | LaneAction::MarkFailed
                 | LaneAction::Close
+                | LaneAction::Withdraw
         ) {
             next.decided_by = by.map(Box::from);
         }

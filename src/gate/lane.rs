@@ -1,12 +1,14 @@
 use core::fmt;
 
 /// Where an approval lane stands. A lane starts `Pending`; the terminal states are
-/// `Rejected`, `Deferred`, `Expired`, `Executed`, `ExecutionFailed` and `Invalidated`.
+/// `Rejected`, `Deferred`, `Expired`, `Executed`, `ExecutionFailed`, `Invalidated` and
+/// `Withdrawn`.
 ///
 /// ```text
 /// pending ──approve──▶ approved ──start──▶ execution_pending ──succeed──▶ executed
 ///    │                    │                   │ ├──────fail──────▶ execution_failed
 ///    ├─reject─▶ rejected  ├─expire─▶ expired  │ ├──invalidate────▶ invalidated
+///    ├─withdraw─▶ withdrawn                   │ │
 ///    ├─defer──▶ deferred  └─invalidate─▶      │ ├──interrupt─────▶ interrupted ─┐
 ///    └─expire─▶ expired       invalidated     │ └──lose_lease────▶ outcome_unknown
 ///                                             │   a person: mark_executed, mark_failed
@@ -53,6 +55,9 @@ pub enum LaneState {
     /// A person closed an interrupted or unknown outcome without saying it ran or failed;
     /// the same call may be proposed afresh. Wire name `closed`.
     Closed,
+    /// Withdrawn by its caller before anyone decided it (a client cancelled its task): it
+    /// can no longer be approved. Terminal.
+    Withdrawn,
 }
 
 /// A move of an approval lane.
@@ -92,15 +97,17 @@ pub enum LaneAction {
     Close,
     /// The same call is proposed again after its lane was closed.
     Reopen,
+    /// Its caller withdraws a pending call (reason required).
+    Withdraw,
 }
 
 impl LaneState {
     /// Every state.
     ///
     /// ```
-    /// assert_eq!(cairnloop::gate::LaneState::ALL.len(), 12);
+    /// assert_eq!(cairnloop::gate::LaneState::ALL.len(), 13);
     /// ```
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Pending,
         Self::Approved,
         Self::Rejected,
@@ -113,6 +120,7 @@ impl LaneState {
         Self::Interrupted,
         Self::OutcomeUnknown,
         Self::Closed,
+        Self::Withdrawn,
     ];
 
     /// The state after `action`, or the refused move. This table is the whole lifecycle;
@@ -133,6 +141,7 @@ impl LaneState {
             (S::Pending, A::Approve) => S::Approved,
             (S::Pending, A::Reject) => S::Rejected,
             (S::Pending, A::Defer) => S::Deferred,
+            (S::Pending, A::Withdraw) => S::Withdrawn,
             (S::Pending | S::Approved, A::Expire) => S::Expired,
             (S::Approved, A::StartExecution) => S::ExecutionPending,
             (S::Approved | S::ExecutionPending, A::Invalidate) => S::Invalidated,
@@ -214,6 +223,7 @@ impl LaneState {
             Self::Interrupted => "interrupted",
             Self::OutcomeUnknown => "outcome_unknown",
             Self::Closed => "closed",
+            Self::Withdrawn => "withdrawn",
         }
     }
 }
@@ -222,9 +232,9 @@ impl LaneAction {
     /// Every action.
     ///
     /// ```
-    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 14);
+    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 15);
     /// ```
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::Approve,
         Self::Reject,
         Self::Defer,
@@ -239,6 +249,7 @@ impl LaneAction {
         Self::MarkFailed,
         Self::Close,
         Self::Reopen,
+        Self::Withdraw,
     ];
 
     /// What the move does, as an operator would say it (`run` for `start_execution`).
@@ -263,6 +274,7 @@ impl LaneAction {
             Self::MarkFailed => "mark as failed",
             Self::Close => "close",
             Self::Reopen => "propose again",
+            Self::Withdraw => "withdraw",
         }
     }
 
@@ -288,6 +300,7 @@ impl LaneAction {
             Self::MarkFailed => "mark_failed",
             Self::Close => "close",
             Self::Reopen => "reopen",
+            Self::Withdraw => "withdraw",
         }
     }
 }

@@ -31,7 +31,7 @@ use crate::approvals::{
 };
 use crate::approvals::{check_id, same_person};
 use crate::declare::{ApprovalMode, IdempotencyKey, ToolEntry};
-use crate::gate::{Blocked, LaneState, ModeResolution};
+use crate::gate::{Blocked, LaneState, ModeResolution, Timestamp};
 use crate::json::ToolCall;
 
 /// Serves a [`Governor`](crate::Governor)'s tools over MCP with rmcp, for one actor:
@@ -456,8 +456,14 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     async fn open_task(&self, caller: &Caller, lane: &ApprovalLane) -> Option<Task> {
         let id = tasks::new_task_id().ok()?;
         let opened_at = self.governor.now().ok()?;
+        let store = self.governor.store();
+        // Tasks whose lanes have expired and whose retention is over are forgotten here,
+        // as new ones open: their lanes stay in the audit trail.
+        let kept_for = self.governor.config().ttl().as_millis() + tasks::RETENTION_MS;
+        let before = Timestamp::from_unix_millis(opened_at.unix_millis().saturating_sub(kept_for));
+        let _ = store.forget_tasks(before).await;
         let record = TaskRecord::new(id, lane.key(), tasks::owner_of(caller), opened_at);
-        let (record, _) = self.governor.store().open_task(record).await.ok()?;
+        let (record, _) = store.open_task(record).await.ok()?;
         Some(tasks::task_object(
             &record,
             lane,
@@ -485,9 +491,28 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
                 ));
             }
         };
-        let lane = self.governor.lane(&record.lane()).await.map_err(|error| {
-            ErrorData::internal_error(format!("the task's call could not be read: {error}"), None)
+        // Read through expiry: a lane past its time is expired, not still waiting.
+        let lane = self
+            .governor
+            .expire_if_due(&record.lane())
+            .await
+            .map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the task's call could not be read: {error}"),
+                    None,
+                )
+            })?;
+        // Past its retention a task is unknown, whether or not it is forgotten yet.
+        let now = self.governor.now().map_err(|error| {
+            ErrorData::internal_error(format!("no time to read the task by: {error}"), None)
         })?;
+        let kept_until = lane
+            .expires_at()
+            .unix_millis()
+            .saturating_add(tasks::RETENTION_MS);
+        if now.unix_millis() > kept_until {
+            return Err(unknown());
+        }
         Ok((record, lane))
     }
 
@@ -684,6 +709,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
             TaskStatus::Completed => TaskPayload::Completed {
                 result: self.final_result(&lane)?,
             },
+            TaskStatus::Cancelled => TaskPayload::Cancelled,
             _ => TaskPayload::Working,
         };
         Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
@@ -700,13 +726,24 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         self.followed(caller, &request.task_id).await.map(|_| ())
     }
 
+    /// A pending call is withdrawn (it can no longer be approved; the audit trail says
+    /// who withdrew it) and its task is `cancelled`; an approved, running or finished call
+    /// is acknowledged and its outcome stands.
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let caller = self.caller_of(&context)?;
-        self.followed(caller, &request.task_id).await.map(|_| ())
+        let (_, lane) = self.followed(caller, &request.task_id).await?;
+        if lane.state() == LaneState::Pending {
+            // Lost to a decision made meanwhile: that decision stands.
+            let _ = self
+                .governor
+                .withdraw(&lane.key(), caller.id(), "its caller cancelled the task")
+                .await;
+        }
+        Ok(())
     }
 }
 

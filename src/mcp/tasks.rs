@@ -46,13 +46,15 @@ pub(crate) fn new_task_id() -> Result<TaskId, String> {
     Ok(TaskId::from_random(bytes))
 }
 
-/// The status a lane gives its task: waiting or running is `working`; every other state is
-/// an outcome, `completed` with the result a repeated call gets.
+/// The status a lane gives its task: waiting or running is `working`; withdrawn (its
+/// client cancelled it) is `cancelled`; every other state is an outcome, `completed` with
+/// the result a repeated call gets.
 pub(crate) fn status_of(lane: &ApprovalLane) -> TaskStatus {
     match lane.state() {
         LaneState::Pending | LaneState::Approved | LaneState::ExecutionPending => {
             TaskStatus::Working
         }
+        LaneState::Withdrawn => TaskStatus::Cancelled,
         _ => TaskStatus::Completed,
     }
 }
@@ -100,7 +102,11 @@ fn status_message(lane: &ApprovalLane, decided_where: Option<&str>) -> String {
         LaneState::Approved | LaneState::ExecutionPending => {
             "Approved; the call is running.".to_string()
         }
-        state => format!("The call is {state}."),
+        LaneState::Withdrawn => format!(
+            "Withdrawn by {}; it can no longer be approved.",
+            lane.decided_by().unwrap_or("its caller")
+        ),
+        state => format!("The call is {}.", state.words()),
     }
 }
 
