@@ -84,6 +84,9 @@ pub struct McpServer<
     context: Arc<C>,
     /// Where a person decides, for the message of a task that waits.
     decided_where: Option<String>,
+    /// How long a call that waits for a person is held open, by default and per tool.
+    hold: core::time::Duration,
+    holds: alloc::collections::BTreeMap<String, core::time::Duration>,
     /// The one caller of a server made for one actor.
     caller: Caller,
     /// Whether each request names its caller (an authenticating transport's server).
@@ -109,6 +112,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             governor,
             context: Arc::new(context),
             decided_where: None,
+            hold: core::time::Duration::ZERO,
+            holds: alloc::collections::BTreeMap::new(),
             caller: Caller::new(actor_id, Vec::<String>::new()),
             callers_from_requests: false,
             approver: None,
@@ -199,6 +204,47 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     #[must_use]
     pub fn with_decision_place(mut self, place: impl Into<String>) -> Self {
         self.decided_where = Some(place.into());
+        self
+    }
+
+    /// Holds a call that waits for a person open for up to `hold`, for a client that gets
+    /// no task and no prompt: approved meanwhile, it runs once and its result answers the
+    /// same request; rejected or expired, the request gets that; still waiting when the
+    /// hold ends, the request gets the awaiting answer, and the call can be made again or
+    /// decided out of band as before. A client that sent a `progressToken` is told who
+    /// must decide at once and every 15 seconds after, which keeps a client that resets its
+    /// timeout on progress waiting. A client that cancels or goes away leaves the call
+    /// pending: never run, never lost. Off (zero) by default: a client's own request
+    /// timeout (60 seconds in the TypeScript SDK) ends a longer hold with an error.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use cairnloop::{Governor, Registry, mcp::McpServer};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7")
+    ///     .with_hold(Duration::from_secs(45));
+    /// ```
+    #[must_use]
+    pub fn with_hold(mut self, hold: core::time::Duration) -> Self {
+        self.hold = hold;
+        self
+    }
+
+    /// Holds the calls of the tool `name` open for `hold`, in place of the server's hold.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use cairnloop::{Governor, Registry, mcp::McpServer};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7")
+    ///     .with_hold(Duration::from_secs(45))
+    ///     .with_tool_hold("wipe_disk", Duration::ZERO);
+    /// ```
+    #[must_use]
+    pub fn with_tool_hold(mut self, name: impl Into<String>, hold: core::time::Duration) -> Self {
+        self.holds.insert(name.into(), hold);
         self
     }
 
@@ -561,6 +607,62 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     }
 }
 
+/// How often a held call's client is told it still waits.
+const PROGRESS_EVERY: core::time::Duration = core::time::Duration::from_secs(15);
+
+impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServer<C, S> {
+    /// A waiting call held open until a person decides or the hold ends (see
+    /// [`McpServer::with_hold`]); answered at once when no hold applies.
+    async fn hold(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: &str,
+        lane: Box<ApprovalLane>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let hold = self.holds.get(name).copied().unwrap_or(self.hold);
+        if hold.is_zero() || lane.state() != LaneState::Pending {
+            return self.respond(name, Ok(Outcome::AwaitingApproval(lane)), None);
+        }
+        let token = context.meta.get_progress_token();
+        let message = tasks::status_message(&lane, self.decided_where.as_deref());
+        let key = lane.key();
+        let mut decided = Box::pin(self.governor.await_decision(&key, hold));
+        // A client that cancels ends the hold; the call stays pending, unrun.
+        let mut cancelled = Box::pin(context.ct.clone().cancelled_owned());
+        let mut told = 0u32;
+        let decided = loop {
+            if let Some(token) = &token {
+                told += 1;
+                let progress =
+                    rmcp::model::ProgressNotificationParam::new(token.clone(), f64::from(told))
+                        .with_message(message.clone());
+                // A client that no longer listens still gets its answer, or none.
+                let _ = context.peer.notify_progress(progress).await;
+            }
+            let step = core::future::poll_fn(|cx| {
+                if cancelled.as_mut().poll(cx).is_ready() {
+                    return core::task::Poll::Ready(None);
+                }
+                decided.as_mut().poll(cx).map(Some)
+            });
+            match tokio::time::timeout(PROGRESS_EVERY, step).await {
+                Ok(Some(decided)) => break decided,
+                Ok(None) => return self.respond(name, Ok(Outcome::AwaitingApproval(lane)), None),
+                Err(_) => continue,
+            }
+        };
+        match decided {
+            Ok(lane) if lane.state() == LaneState::Approved => {
+                self.respond(name, self.govern(caller, name, arguments).await, None)
+            }
+            Ok(lane) => self.respond(name, Ok(Outcome::AwaitingApproval(Box::new(lane))), None),
+            Err(error) => self.respond(name, Err(error), None),
+        }
+    }
+}
+
 /// Each tool's `tools/list` entry, or why it cannot be listed; `None` for a tool that is
 /// not callable by name.
 type Projections = Vec<Option<Result<Tool, String>>>;
@@ -801,7 +903,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             Some(approver) if can_elicit(&context) => approver,
             _ => {
                 return self
-                    .respond(name, Ok(Outcome::AwaitingApproval(lane)), None)
+                    .hold(caller, name, &arguments, lane, &context)
+                    .await
                     .map(Into::into);
             }
         };

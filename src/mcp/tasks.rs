@@ -84,7 +84,7 @@ pub(crate) fn task_object(
 
 /// What the task's person is told: who must decide, where, and until when; or what
 /// became of the call.
-fn status_message(lane: &ApprovalLane, decided_where: Option<&str>) -> String {
+pub(crate) fn status_message(lane: &ApprovalLane, decided_where: Option<&str>) -> String {
     let proposal = lane.proposal();
     match lane.state() {
         LaneState::Pending => {

@@ -1,0 +1,169 @@
+//! A held call, on the wire, for a client that gets no task: a call that needs a person
+//! stays open until someone decides or the hold ends; approved, it runs once and answers
+//! the same request; the client is told who must decide while it waits; a hold that ends
+//! gives the awaiting answer; a client that cancels leaves the call pending.
+
+#[path = "../../tests/fixtures/desk.rs"]
+mod desk;
+#[path = "fixtures/wire.rs"]
+mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairnloop::Governor;
+use cairnloop::approvals::MemoryStore;
+use cairnloop::gate::LaneState;
+use cairnloop::mcp::{FrameLimits, McpServer};
+use desk::{DESK, Desk};
+use serde_json::{Value, json};
+use wire::{Wire, serve};
+
+type Shared = Arc<Governor<Desk, MemoryStore>>;
+
+fn held(governor: &Shared, desk: &Desk, hold: Duration) -> McpServer<Desk, MemoryStore> {
+    McpServer::new(Arc::clone(governor), desk.clone(), "agent-7")
+        .with_account("acme")
+        .with_scopes(["tickets:write"])
+        .with_hold(hold)
+        .with_decision_place("https://approvals.example.com")
+}
+
+fn note(id: u32, ticket: u32, token: Option<&str>) -> Value {
+    let mut request = json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": "internal_note", "arguments": { "ticket": ticket, "body": "Held." } },
+    });
+    if let Some(token) = token {
+        request["params"]["_meta"] = json!({ "progressToken": token });
+    }
+    request
+}
+
+async fn started(governor: &Shared, desk: &Desk, hold: Duration) -> Wire {
+    let mut wire = serve(held(governor, desk, hold), FrameLimits::new());
+    wire.initialize("2025-11-25", json!({})).await;
+    wire
+}
+
+/// The pending lane, once the held call has proposed it.
+async fn pending(governor: &Shared) -> cairnloop::IdempotencyKey {
+    for _ in 0..100 {
+        if let Some(lane) = governor
+            .lanes(LaneState::Pending, None, 1)
+            .await
+            .unwrap()
+            .first()
+        {
+            return lane.key();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no proposal after two seconds");
+}
+
+#[tokio::test]
+async fn an_approval_during_the_hold_runs_the_call_once_and_answers_the_same_request() {
+    let governor: Shared = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = started(&governor, &desk, Duration::from_secs(30)).await;
+    wire.send_json(note(1, 42, Some("p-1"))).await;
+
+    // Told at once who must decide, and where.
+    let progress = wire.next().await;
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    assert_eq!(progress["params"]["progressToken"], "p-1");
+    let message = progress["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("low_write") && message.contains("https://approvals.example.com"),
+        "{message}"
+    );
+
+    let key = pending(&governor).await;
+    governor.approve(&key, "ops-lead").await.unwrap();
+    let answer = wire.next().await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"], "executed",
+        "{answer}"
+    );
+    assert_eq!(desk.ran(), ["internal_note(42)"]);
+    assert_eq!(
+        governor.lane(&key).await.unwrap().state(),
+        LaneState::Executed
+    );
+}
+
+#[tokio::test]
+async fn a_rejection_during_the_hold_answers_with_the_reason_and_nothing_runs() {
+    let governor: Shared = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = started(&governor, &desk, Duration::from_secs(30)).await;
+    wire.send_json(note(1, 42, None)).await;
+    let key = pending(&governor).await;
+    governor
+        .reject(&key, "ops-lead", "wrong ticket")
+        .await
+        .unwrap();
+    let answer = wire.next().await;
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "{answer}");
+    assert_eq!(result["structuredContent"]["status"], "rejected");
+    assert!(answer.to_string().contains("wrong ticket"), "{answer}");
+    assert!(desk.ran().is_empty());
+}
+
+#[tokio::test]
+async fn a_hold_that_ends_gives_the_awaiting_answer_and_the_call_made_again_runs_once() {
+    let governor: Shared = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = started(&governor, &desk, Duration::from_millis(300)).await;
+    wire.send_json(note(1, 42, None)).await;
+    let answer = wire.next().await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"], "awaiting_approval",
+        "{answer}"
+    );
+    let key = pending(&governor).await;
+    governor.approve(&key, "ops-lead").await.unwrap();
+    wire.send_json(note(2, 42, None)).await;
+    let again = wire.next().await;
+    assert_eq!(
+        again["result"]["structuredContent"]["status"], "executed",
+        "{again}"
+    );
+    wire.send_json(note(3, 42, None)).await;
+    let third = wire.next().await;
+    assert_eq!(third["result"]["structuredContent"]["status"], "executed");
+    assert_eq!(desk.ran(), ["internal_note(42)"], "ran once");
+}
+
+#[tokio::test]
+async fn a_client_that_cancels_a_held_call_leaves_it_pending_and_unrun() {
+    let governor: Shared = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = started(&governor, &desk, Duration::from_secs(30)).await;
+    wire.send_json(note(1, 42, None)).await;
+    let key = pending(&governor).await;
+    wire.send_json(json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": 1, "reason": "the user gave up" },
+    }))
+    .await;
+    // The approval after the cancel runs nothing: nobody holds the call any more.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    governor.approve(&key, "ops-lead").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(desk.ran().is_empty());
+    assert_eq!(
+        governor.lane(&key).await.unwrap().state(),
+        LaneState::Approved
+    );
+    // The server still serves: a lookup answers.
+    wire.send_json(json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/list",
+    }))
+    .await;
+    let listed = wire.next().await;
+    assert_eq!(listed["id"], 2, "{listed}");
+}
