@@ -41,7 +41,7 @@ def main():
     store = os.path.join(work, "lanes.db")
     with open(TOOLS, encoding="utf-8") as tools, open(config, "w", encoding="utf-8") as out:
         out.write(
-            '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:read", "fs:write"]\n\n'
+            '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:read", "fs:write"]\nhold_secs = 0\n\n'
             f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(SERVER)}, {json.dumps(share)}]\n\n'
             + tools.read())
     print(f"$ cairnloop-gateway serve gateway.toml --store lanes.db   # the share: {share}")

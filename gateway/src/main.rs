@@ -244,10 +244,13 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
         .await
         .map_err(|error| Failure::Run(format!("cannot sweep the store: {error}")))?;
     let governor = std::sync::Arc::clone(&gateway.governor);
+    // Where a person decides, for the message of a call that waits.
+    let mut decided_where = None;
     if let Some((listener, settings)) = console {
         let address = listener
             .local_addr()
             .map_err(|error| Failure::Run(error.to_string()))?;
+        decided_where = Some(format!("http://{address}/"));
         let router = Console::new(std::sync::Arc::clone(&governor), settings)
             .router()
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
@@ -260,8 +263,12 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
     }
     match downstream {
         Downstream::Stdio(actor) => {
-            let mut server = McpServer::new(governor, (), actor)
-                .with_scopes(config.gateway.local_scopes.clone());
+            let mut server = waiting(
+                McpServer::new(governor, (), actor)
+                    .with_scopes(config.gateway.local_scopes.clone()),
+                &config,
+                decided_where.as_deref(),
+            );
             if let Some(person) = &config.gateway.client_approver {
                 server = server.with_client_approver(client_approver(person, &config));
             }
@@ -288,6 +295,9 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
                 remote =
                     remote.with_client_approver(client_approver("(the token's subject)", &config));
             }
+            let (shared, place) = (std::sync::Arc::new(config.clone()), decided_where.clone());
+            remote =
+                remote.with_each_session(move |server| waiting(server, &shared, place.as_deref()));
             use axum::serve::ListenerExt as _;
             // Answers are small and streamed: Nagle's algorithm would hold each back.
             let listener = tokio::net::TcpListener::bind(address)
@@ -304,6 +314,28 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
     }
     gateway.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A server's waiting calls as the file says: held open for `hold_secs` (the gateway's,
+/// or a tool's own), their message naming where a person decides.
+fn waiting<S>(
+    server: McpServer<(), S>,
+    config: &Config,
+    decided_where: Option<&str>,
+) -> McpServer<(), S>
+where
+    S: cairnloop::approvals::ApprovalStore + Send + Sync + 'static,
+{
+    let mut server = server.with_hold(config.gateway.hold);
+    for tool in &config.tools {
+        if let Some(hold) = tool.hold {
+            server = server.with_tool_hold(tool.listed.clone(), hold);
+        }
+    }
+    match decided_where {
+        Some(place) => server.with_decision_place(place),
+        None => server,
+    }
 }
 
 /// The person at the client, trusted in its prompt for the tiers `client_approves` names.

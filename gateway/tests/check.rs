@@ -445,6 +445,28 @@ fn a_client_approver_is_another_person_trusted_only_for_the_write_tiers() {
     assert_has(&found, 4, "needs `client_approver`");
 }
 
+#[test]
+fn a_waiting_call_is_held_45_seconds_unless_the_file_says_otherwise() {
+    use std::time::Duration;
+    let unsaid = Config::parse("[upstreams.fs]\ncommand = \"server\"\n").unwrap();
+    assert_eq!(unsaid.gateway.hold, Duration::from_secs(45));
+    let said = Config::parse(
+        "[gateway]\nhold_secs = 0\n[upstreams.fs]\ncommand = \"server\"\n\
+         [tools.fs.write_file]\ntier = \"low_write\"\nhold_secs = 600\n",
+    )
+    .unwrap();
+    assert_eq!(said.gateway.hold, Duration::ZERO);
+    assert_eq!(said.tools[0].hold, Some(Duration::from_secs(600)));
+
+    let found = problems_of(
+        "[gateway]\nhold_secs = 3601\n[upstreams.fs]\ncommand = \"server\"\n\
+         [tools.fs.write_file]\ntier = \"low_write\"\nhold_secs = \"long\"\n",
+    );
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_has(&found, 2, "`hold_secs`");
+    assert_has(&found, 7, "`hold_secs`");
+}
+
 /// The problems `source` has, each as its line and message.
 fn problems_of(source: &str) -> Vec<(usize, String)> {
     Config::parse(source)

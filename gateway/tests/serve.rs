@@ -40,6 +40,7 @@ fn setup(name: &str, script: &Path) -> Setup {
 [gateway]
 local_actor = "agent"
 local_scopes = ["fs:read", "fs:write"]
+hold_secs = 0  # answered at once: held calls have tests of their own
 
 [upstreams.fs]
 command = "node"

@@ -61,7 +61,11 @@ pub struct RemoteMcp<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 
     approver: Option<ClientApprover>,
     origins: Vec<String>,
     hosts: Vec<String>,
+    shape: Option<SessionShape<C, S>>,
 }
+
+/// What shapes each session's server (see [`RemoteMcp::with_each_session`]).
+type SessionShape<C, S> = Arc<dyn Fn(McpServer<C, S>) -> McpServer<C, S> + Send + Sync>;
 
 /// What every request's checks share.
 struct Guard<C: ?Sized + 'static> {
@@ -102,6 +106,7 @@ where
             approver: None,
             origins: Vec::new(),
             hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            shape: None,
         }
     }
 
@@ -159,6 +164,29 @@ where
     #[must_use]
     pub fn with_client_approver(mut self, approver: ClientApprover) -> Self {
         self.approver = Some(approver);
+        self
+    }
+
+    /// Shapes the [`McpServer`] of each session: how long a waiting call is held open,
+    /// where a person decides, and any other setting of the server.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use cairnloop::{Governor, Registry};
+    /// # use cairnloop::remote::{RemoteMcp, TokenVerifier};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// # let verifier = TokenVerifier::new("https://auth", "http://127.0.0.1:8378/mcp", r#"{"keys": []}"#)?;
+    /// let remote = RemoteMcp::new(Arc::new(Governor::new(&TOOLS)), (), verifier)
+    ///     .with_each_session(|server| server.with_hold(Duration::from_secs(45)));
+    /// # Ok::<(), cairnloop::remote::KeySetError>(())
+    /// ```
+    #[must_use]
+    pub fn with_each_session(
+        mut self,
+        shape: impl Fn(McpServer<C, S>) -> McpServer<C, S> + Send + Sync + 'static,
+    ) -> Self {
+        self.shape = Some(Arc::new(shape));
         self
     }
 
@@ -247,12 +275,17 @@ where
         } else {
             config.with_allowed_origins(self.origins)
         };
-        let (governor, context, approver) = (self.governor, self.context, self.approver);
+        let (governor, context, approver, shape) =
+            (self.governor, self.context, self.approver, self.shape);
         let service = StreamableHttpService::new(
             move || {
                 let server = McpServer::for_callers(Arc::clone(&governor), context.clone());
-                Ok(match &approver {
+                let server = match &approver {
                     Some(approver) => server.with_client_approver(approver.clone()),
+                    None => server,
+                };
+                Ok(match &shape {
+                    Some(shape) => shape(server),
                     None => server,
                 })
             },

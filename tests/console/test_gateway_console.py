@@ -82,7 +82,7 @@ def served():
     port = free_port()
     config = work / "gateway.toml"
     config.write_text(
-        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:read", "fs:write"]\n\n'
+        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:read", "fs:write"]\nhold_secs = 0\n\n'
         f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
         f'[console]\naddress = "127.0.0.1:{port}"\n\n'
         '[console.operators.ops-lead]\ntoken_env = "CONSOLE_LEAD_TOKEN"\n\n'
@@ -150,7 +150,7 @@ def died():
     port = free_port()
     config = work / "gateway.toml"
     config.write_text(
-        '[gateway]\nlocal_actor = "alice"\n\n'
+        '[gateway]\nlocal_actor = "alice"\nhold_secs = 0\n\n'
         f'[upstreams.bad]\ncommand = "python3"\nargs = [{json.dumps(str(HOSTILE))}, "exit", '
         f'{json.dumps(str(work / "calls.log"))}]\n\n'
         '[tools.bad.write]\ntier = "high_write"\n\n'

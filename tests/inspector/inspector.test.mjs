@@ -221,6 +221,9 @@ test("the gateway over Streamable HTTP: a token's scopes decide what the Inspect
   const url = `http://127.0.0.1:${port}/mcp`;
   const config = join(dir, "gateway-http.toml");
   writeFileSync(config, `
+[gateway]
+hold_secs = 0
+
 [gateway.http]
 address = "127.0.0.1:${port}"
 issuer = "${issuer}"

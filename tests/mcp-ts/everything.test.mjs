@@ -29,6 +29,7 @@ const CONFIG = `
 [gateway]
 local_actor = "agent"
 local_scopes = ["demo:read"]
+hold_secs = 0
 
 [upstreams.ev]
 command = "node"

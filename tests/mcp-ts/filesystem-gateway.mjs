@@ -33,14 +33,16 @@ ${readFileSync(TOOLS, "utf8")}`;
 }
 
 /**
- * A whole configuration: the local actor `agent` with `fs:read` and `fs:write`, any `extra`
- * lines of `[gateway]`, and the filesystem upstream on `share` (started with `node`).
+ * A whole configuration: the local actor `agent` with `fs:read` and `fs:write`, a call that
+ * waits for a person held open `hold` seconds (none by default: answered at once), any
+ * `extra` lines of `[gateway]`, and the filesystem upstream on `share` (started with `node`).
  */
-export function localGatewayConfig(share, { node = "node", extra = "" } = {}) {
+export function localGatewayConfig(share, { node = "node", extra = "", hold = 0 } = {}) {
   return `
 [gateway]
 local_actor = "agent"
 local_scopes = ["fs:read", "fs:write"]
+hold_secs = ${hold}
 ${extra}
 ${filesystemUpstream(share, node)}`;
 }

@@ -44,6 +44,9 @@ const url = new URL(`http://127.0.0.1:${port}/mcp`);
 
 const config = join(dir, "gateway.toml");
 writeFileSync(config, `
+[gateway]
+hold_secs = 0
+
 [gateway.http]
 address = "127.0.0.1:${port}"
 issuer = "${ISSUER}"

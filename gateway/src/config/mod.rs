@@ -7,6 +7,8 @@
 //! [gateway]
 //! local_actor = "alice"              # who calls, when served over stdio
 //! local_scopes = ["fs:read", "fs:write"]
+//! # hold_secs = 45                   # a waiting call held open this long for a client
+//!                                    # that follows no task (0: answered at once)
 //!
 //! [gateway.http]                     # for `serve --http`: Streamable HTTP, OAuth tokens
 //! address = "127.0.0.1:8379"
@@ -32,6 +34,7 @@
 //! tier = "low_write"                 # awaits a person's approval
 //! scopes = ["fs:write"]
 //! preview = "Write {path}"
+//! # hold_secs = 0                    # not held open (the gateway's `hold_secs`: 45)
 //!
 //! [tools.fs.move_file]
 //! tier = "destructive"               # always blocked
@@ -100,7 +103,7 @@ pub struct Config {
 /// assert_eq!(config.gateway.local_actor.as_deref(), Some("alice"));
 /// # Ok::<(), cairnloop_gateway::config::Problems>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Gateway {
     /// Who calls when the gateway is served over stdio (a desktop client sends no
@@ -117,6 +120,27 @@ pub struct Gateway {
     pub client_approves: Vec<RiskTier>,
     /// Serving over Streamable HTTP (`[gateway.http]`), for `serve --http`.
     pub http: Option<Http>,
+    /// How long a call that waits for a person is held open for a client that gets no
+    /// task (`hold_secs`, 0 to 3600; [`DEFAULT_HOLD`] by default, 0: not held).
+    pub hold: std::time::Duration,
+}
+
+/// How long a waiting call is held open unless `hold_secs` says otherwise: under the 60
+/// seconds after which the TypeScript SDK gives up on a request, so a client that does
+/// not reset its timeout on progress gets the awaiting answer, not an error.
+pub const DEFAULT_HOLD: std::time::Duration = std::time::Duration::from_secs(45);
+
+impl Default for Gateway {
+    fn default() -> Self {
+        Self {
+            local_actor: None,
+            local_scopes: Vec::new(),
+            client_approver: None,
+            client_approves: Vec::new(),
+            http: None,
+            hold: DEFAULT_HOLD,
+        }
+    }
 }
 
 /// Serving MCP over Streamable HTTP (`[gateway.http]`): each request carries an OAuth
@@ -265,6 +289,9 @@ pub struct ToolRule {
     pub idempotent: bool,
     /// A JSON Schema its input must match, besides the upstream's own.
     pub input_schema: Option<serde_json::Value>,
+    /// How long its calls that wait for a person are held open (`hold_secs`), in place of
+    /// the gateway's.
+    pub hold: Option<std::time::Duration>,
 }
 
 impl Config {
@@ -390,8 +417,14 @@ fn read_gateway<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Gateway {
             "client_approver",
             "client_approves",
             "http",
+            "hold_secs",
         ],
     );
+    if let Some(secs) = table.get("hold_secs")
+        && let Some(secs) = reader.number(secs, "`hold_secs`", 0..=3600)
+    {
+        gateway.hold = std::time::Duration::from_secs(secs);
+    }
     if let Some(actor) = table.get("local_actor")
         && let Some(id) = reader.string(actor, "`local_actor`")
     {
@@ -723,6 +756,7 @@ const TOOL_KEYS: &[&str] = &[
     "description",
     "idempotent",
     "input_schema",
+    "hold_secs",
 ];
 
 fn read_tool<'s>(
@@ -808,6 +842,10 @@ fn read_tool<'s>(
             .map_err(|error| reader.problem(span, format!("`preview`: {error}")))
             .ok()
     });
+    let hold = table
+        .get("hold_secs")
+        .and_then(|secs| reader.number(secs, "`hold_secs`", 0..=3600))
+        .map(std::time::Duration::from_secs);
     let idempotent = table
         .get("idempotent")
         .and_then(|flag| reader.boolean(flag, "`idempotent`"))
@@ -887,6 +925,7 @@ fn read_tool<'s>(
         title: title.map(|(title, _)| title),
         description: description.map(|(description, _)| description),
         idempotent,
+        hold,
         input_schema,
     })
 }
