@@ -1,0 +1,103 @@
+// A requester of the MCP Tasks extension as an application builds one from the official
+// packages: `@modelcontextprotocol/client` 2.x on protocol 2026-07-28 and
+// `@modelcontextprotocol/ext-tasks`, whose session needs the host's own raw request path
+// for the task wire shapes (`rawDispatch`) and the per-request framing. Every answer that
+// path carries is kept, to be checked against the extension's published schemas.
+
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { createTaskSessionFromClient } from "@modelcontextprotocol/ext-tasks/client";
+import {
+  CancelTaskResultV2Schema,
+  CreateTaskResultV2Schema,
+  GetTaskResultV2Schema,
+} from "@modelcontextprotocol/ext-tasks/core/v2";
+
+const CLIENT_INFO = { name: "cairnloop-tasks-e2e", version: "1.0.0" };
+const CAPABILITIES = { extensions: { "io.modelcontextprotocol/tasks": {} } };
+
+/**
+ * A transport that hands the SDK client everything but the answers to the host's own raw
+ * requests, which it routes back to their callers.
+ */
+class Coordinated {
+  #pending = new Map();
+  #next = 0;
+
+  constructor(inner) {
+    this.inner = inner;
+    inner.onmessage = (message, extra) => {
+      const waiting = message.id !== undefined && !("method" in message) && this.#pending.get(message.id);
+      if (waiting) {
+        this.#pending.delete(message.id);
+        waiting(message);
+        return;
+      }
+      this.onmessage?.(message, extra);
+    };
+    inner.onclose = () => this.onclose?.();
+    inner.onerror = (error) => this.onerror?.(error);
+  }
+
+  start() { return this.inner.start(); }
+  send(message, options) { return this.inner.send(message, options); }
+  close() { return this.inner.close(); }
+  get sessionId() { return this.inner.sessionId; }
+  setProtocolVersion(version) { this.inner.setProtocolVersion?.(version); }
+
+  /** Sends `request` as a JSON-RPC request of its own and resolves with its answer. */
+  async raw(request) {
+    const id = `host-${++this.#next}`;
+    const answered = new Promise((resolve) => this.#pending.set(id, resolve));
+    await this.inner.send({ jsonrpc: "2.0", ...request, id });
+    return answered;
+  }
+}
+
+/** The extension's schema for what `method` answers, or none. */
+function schemaFor(method, result) {
+  if (method === "tools/call") return result?.resultType === "task" ? CreateTaskResultV2Schema : undefined;
+  if (method === "tasks/get") return GetTaskResultV2Schema;
+  if (method === "tasks/cancel") return CancelTaskResultV2Schema;
+  return undefined;
+}
+
+/**
+ * A task session over a gateway served on stdio by `command args`. `answers` keeps every
+ * raw answer as `{ method, response }`; `invalid()` lists those that fail the extension's
+ * schemas (empty when all conform).
+ */
+export async function stdioTaskSession(command, args) {
+  const coordinated = new Coordinated(new StdioClientTransport({ command, args, stderr: "ignore" }));
+  const client = new Client(CLIENT_INFO, { capabilities: CAPABILITIES, versionNegotiation: { mode: "auto" } });
+  await client.connect(coordinated);
+  const answers = [];
+  const session = createTaskSessionFromClient(client, {
+    endpointId: "cairnloop-gateway-stdio",
+    rawDispatch: async (request) => {
+      const response = await coordinated.raw(request);
+      answers.push({ method: request.method, response });
+      return "error" in response
+        ? { kind: "error", error: response.error }
+        : { kind: "result", result: response.result };
+    },
+    v2RequestFraming: { protocolVersion: "2026-07-28", clientInfo: CLIENT_INFO, clientCapabilities: CAPABILITIES },
+  });
+  const invalid = () =>
+    answers.flatMap(({ method, response }) => {
+      const schema = schemaFor(method, response.result);
+      if (schema === undefined || response.result === undefined) return [];
+      const checked = schema.safeParse(response.result);
+      return checked.success ? [] : [{ method, issues: checked.error.issues }];
+    });
+  return {
+    client,
+    session,
+    answers,
+    invalid,
+    close: async () => {
+      await session.close?.();
+      await client.close();
+    },
+  };
+}
