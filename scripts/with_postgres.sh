@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs COMMAND with a throwaway PostgreSQL server: a cluster made with initdb in a
-# temporary directory, listening only on a Unix socket there, stopped and removed when
-# COMMAND ends. COMMAND sees its connection string in CAIRNLOOP_POSTGRES.
+# temporary directory, listening on a Unix socket there (trusted) and on a free port of
+# 127.0.0.1 (a password, SCRAM), stopped and removed when COMMAND ends. COMMAND sees its
+# connection string in CAIRNLOOP_POSTGRES, and in CAIRNLOOP_POSTGRES_PASSWORD a URL for
+# the role `gateway`, which signs in with a password over TCP and owns the database
+# `cairnloop_gateway` (its password alone in CAIRNLOOP_POSTGRES_SECRET, for tests that
+# check it is never shown).
 # initdb and postgres refuse to run as root: as root, they run as the `postgres` user.
 # Usage: scripts/with_postgres.sh [--fsync] COMMAND [ARG...]
 # Without --fsync the server runs with fsync=off (tests: fast, and a crash of the test
@@ -23,26 +27,34 @@ if [ "$(id -u)" = 0 ]; then
   chown postgres "$dir"
   as_owner=(runuser -u postgres --)
 fi
-"${as_owner[@]}" "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
+"${as_owner[@]}" "$bindir/initdb" -D "$dir/data" --auth-local=trust --auth-host=scram-sha-256 \
+  -U postgres --no-sync >/dev/null
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 stop() {
   "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
   rm -rf "$dir"
 }
 trap stop EXIT
 # Four processes with a pool of 32 each, a console and a listener, with room to spare.
-options="-k $dir -c listen_addresses= -c fsync=$fsync -c max_connections=200"
+options="-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=$fsync -c max_connections=200"
 if ! "${as_owner[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -o "$options" start >/dev/null; then
   # The log goes with the directory when this script ends: say why first.
   echo "with_postgres.sh: the server did not start; its log:" >&2
   cat "$dir/server.log" >&2 || true
   exit 1
 fi
-if ! "${as_owner[@]}" "$bindir/createdb" -h "$dir" -U postgres cairnloop; then
-  echo "with_postgres.sh: createdb failed; the server's log:" >&2
+secret=$(python3 -c 'import secrets; print(secrets.token_urlsafe(18))')
+if ! "${as_owner[@]}" "$bindir/createdb" -h "$dir" -p "$port" -U postgres cairnloop \
+  || ! "${as_owner[@]}" "$bindir/psql" -q -h "$dir" -p "$port" -U postgres -d cairnloop \
+    -c "CREATE ROLE gateway LOGIN PASSWORD '$secret'" \
+  || ! "${as_owner[@]}" "$bindir/createdb" -h "$dir" -p "$port" -U postgres -O gateway cairnloop_gateway; then
+  echo "with_postgres.sh: creating the databases failed; the server's log:" >&2
   cat "$dir/server.log" >&2 || true
   exit 1
 fi
-export CAIRNLOOP_POSTGRES="host=$dir user=postgres dbname=cairnloop"
+export CAIRNLOOP_POSTGRES="host=$dir port=$port user=postgres dbname=cairnloop"
+export CAIRNLOOP_POSTGRES_PASSWORD="postgres://gateway:$secret@127.0.0.1:$port/cairnloop_gateway"
+export CAIRNLOOP_POSTGRES_SECRET="$secret"
 # For a test that stops the server mid-run and starts it again.
 export CAIRNLOOP_POSTGRES_STOP="${as_owner[*]} $bindir/pg_ctl -D $dir/data -m fast -w stop"
 export CAIRNLOOP_POSTGRES_START="${as_owner[*]} $bindir/pg_ctl -D $dir/data -l $dir/server.log -w -o '$options' start"

@@ -9,9 +9,11 @@
 //!   crate as a [`cairnloop::declared::DeclaredTool`].
 //! - [`upstream`]: an upstream started by a command or reached by URL, started again
 //!   with growing waits when it goes away, its listing and calls bounded.
-//! - [`serve`]: one governor over every upstream's tools, with a SQLite store; the
-//!   catalogue kept in line with each upstream's listing. The `cairnloop-gateway` binary
-//!   serves it over stdio or Streamable HTTP, with the console if configured.
+//! - [`serve`]: one governor over every upstream's tools, with its store; the catalogue
+//!   kept in line with each upstream's listing. The `cairnloop-gateway` binary serves it
+//!   over stdio or Streamable HTTP, with the console if configured.
+//! - [`store`]: where the lanes are, a SQLite file or a PostgreSQL database that replicas
+//!   share, its connection string read from the environment and never shown.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -20,4 +22,5 @@ pub mod catalogue;
 mod child;
 pub mod config;
 pub mod serve;
+pub mod store;
 pub mod upstream;

@@ -3,34 +3,39 @@
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use cairnloop::Governor;
+use cairnloop::approvals::ApprovalStore;
 use cairnloop::console::{
     Accounts, Console, ConsoleConfig, Credential as ConsoleCredential, Operator,
 };
 use cairnloop::gate::LaneState;
 use cairnloop::mcp::{ClientApprover, LineTransport, McpServer};
 use cairnloop::remote::{RemoteMcp, TokenVerifier};
-use cairnloop::stores::SqliteStore;
 use cairnloop_gateway::config::{Config, ConsoleSettings, Credential, Http};
+use cairnloop_gateway::store::{Opened, StoreAt};
 use rmcp::ServiceExt;
 
 const USAGE: &str = "usage: cairnloop-gateway check CONFIG
-       cairnloop-gateway serve CONFIG --store PATH [--http]
-       cairnloop-gateway operator --store PATH (list | show ID | approve ID --as WHO | reject ID --as WHO --reason WHY)
+       cairnloop-gateway serve CONFIG [--store STORE] [--http]
+       cairnloop-gateway operator --store STORE (list | show ID | approve ID --as WHO | reject ID --as WHO --reason WHY)
+
+  STORE             where lanes are kept: a SQLite file's path, or env:NAME, a variable
+                    holding a PostgreSQL connection string (replicas share the database;
+                    the string holds the password, so it is never taken on the command
+                    line); `serve` reads [store] url_env when --store is not given
 
   check CONFIG      read CONFIG (TOML), print every problem with its line and column, and
                     exit 1 if there is one; otherwise list what it declares
   serve CONFIG      start every upstream (one that does not start is tried again, its
                     tools withheld until then), and serve the tools CONFIG declares over
-                    stdio (MCP), for [gateway] local_actor with its local_scopes; lanes in PATH.
+                    stdio (MCP), for [gateway] local_actor with its local_scopes; lanes in STORE.
                     With --http: over Streamable HTTP as [gateway.http] says, each
                     request with an OAuth access token, for the token's subject.
                     With [console]: the approval console too, at its address
-  operator          list what waits in PATH, show one lane (JSON: its state, attempts,
+  operator          list what waits in STORE, show one lane (JSON: its state, attempts,
                     who decided, why), or approve or reject it";
 
 fn main() -> ExitCode {
@@ -100,7 +105,7 @@ impl From<lexopt::Error> for Failure {
 /// The words and options of a command line.
 struct Words {
     words: Vec<String>,
-    store: Option<PathBuf>,
+    store: Option<String>,
     by: Option<String>,
     reason: Option<String>,
     http: bool,
@@ -122,7 +127,7 @@ fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
     };
     while let Some(arg) = parser.next()? {
         match arg {
-            Long("store") => parsed.store = Some(parser.value()?.into()),
+            Long("store") => parsed.store = Some(text(parser.value()?)?),
             Long("as") => parsed.by = Some(text(parser.value()?)?),
             Long("reason") => parsed.reason = Some(text(parser.value()?)?),
             Long("http") => parsed.http = true,
@@ -185,13 +190,22 @@ fn check(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
     }
 }
 
-fn open_store(parsed: &Words) -> Result<SqliteStore, Failure> {
-    let store = parsed
-        .store
-        .as_ref()
-        .ok_or_else(|| Failure::Usage("--store PATH is needed: where lanes are kept".into()))?;
-    SqliteStore::open(store)
-        .map_err(|error| Failure::Run(format!("cannot open {}: {error}", store.display())))
+/// The store `--store` names, or else the configuration's `[store] url_env`.
+fn store_at(parsed: &Words, config: Option<&Config>) -> Result<StoreAt, Failure> {
+    let read = |name: &str| std::env::var(name).ok();
+    let at = match (
+        &parsed.store,
+        config.and_then(|config| config.store_url_env.as_deref()),
+    ) {
+        (Some(argument), _) => StoreAt::parse(argument, read),
+        (None, Some(name)) => StoreAt::from_env(name, read),
+        (None, None) => {
+            return Err(Failure::Usage(
+                "--store is needed (a SQLite file's path, or env:NAME for a PostgreSQL database), or [store] url_env".into(),
+            ));
+        }
+    };
+    at.map_err(|problem| Failure::Usage(problem.to_string()))
 }
 
 async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
@@ -202,6 +216,30 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
         ));
     };
     let config = read_config(path)?.map_err(|(_, problems)| Failure::Run(problems))?;
+    let at = store_at(&parsed, Some(&config))?;
+    match opened(&at).await? {
+        Opened::File(store) => serve_on(path, &parsed, config, store).await,
+        Opened::Postgres(store) => serve_on(path, &parsed, config, store).await,
+        _ => Err(Failure::Run(format!("{at} cannot be served"))),
+    }
+}
+
+async fn opened(at: &StoreAt) -> Result<Opened, Failure> {
+    at.open()
+        .await
+        .map_err(|problem| Failure::Run(problem.to_string()))
+}
+
+/// Serves `config` with its lanes in `store`.
+async fn serve_on<S>(
+    path: &str,
+    parsed: &Words,
+    config: Config,
+    store: S,
+) -> Result<ExitCode, Failure>
+where
+    S: ApprovalStore + Send + Sync + 'static,
+{
     // What serving needs is checked before any upstream is started.
     let downstream = if parsed.http {
         let http =
@@ -221,7 +259,6 @@ async fn serve(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
         Some(settings) => Some(console(settings).await?),
         None => None,
     };
-    let store = open_store(&parsed)?;
     let gateway = cairnloop_gateway::serve::start(&config, store)
         .await
         .map_err(|error| Failure::Run(error.to_string()))?;
@@ -445,7 +482,20 @@ async fn operator(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
     static NOTHING: cairnloop::Registry<()> = cairnloop::Registry::new(&[]);
     let parsed = words(parser)?;
     // Deciding reads and writes lanes only: no upstream is started.
-    let governor = Governor::new(&NOTHING).with_store(open_store(&parsed)?);
+    match opened(&store_at(&parsed, None)?).await? {
+        Opened::File(store) => operate(&parsed, Governor::new(&NOTHING).with_store(store)).await,
+        Opened::Postgres(store) => {
+            operate(&parsed, Governor::new(&NOTHING).with_store(store)).await
+        }
+        _ => Err(Failure::Run("this store cannot be operated".into())),
+    }
+}
+
+/// An operator's command on the lanes `governor` keeps.
+async fn operate<S: ApprovalStore + Send + Sync + 'static>(
+    parsed: &Words,
+    governor: Governor<(), S>,
+) -> Result<ExitCode, Failure> {
     let key = |word: Option<&String>| -> Result<cairnloop::IdempotencyKey, Failure> {
         word.ok_or_else(|| Failure::Usage("a proposal id is needed".into()))?
             .parse()

@@ -1,12 +1,13 @@
 //! A gateway assembled from its configuration: each upstream started and listed, what it
-//! offers declared to the crate, and one governor over them with a SQLite store. An
+//! offers declared to the crate, and one governor over them with its store (a SQLite file,
+//! or a PostgreSQL database that replicas share). An
 //! upstream that does not start or list is tried again in the background; its
 //! configured tools are withheld until it lists them.
 
 use std::sync::Arc;
 
+use cairnloop::approvals::ApprovalStore;
 use cairnloop::declared::DeclaredTool;
-use cairnloop::stores::SqliteStore;
 use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
 
 use crate::catalogue::{
@@ -50,9 +51,9 @@ pub enum StartError {
 }
 
 /// A gateway ready to serve: its governor, and what each upstream hides.
-pub struct Gateway {
+pub struct Gateway<S: ApprovalStore + Send + Sync + 'static> {
     /// The governor over every offered tool.
-    pub governor: Arc<Governor<(), SqliteStore>>,
+    pub governor: Arc<Governor<(), S>>,
     /// What each upstream lists that is not offered, and why; and the configured tools
     /// withheld until their upstream lists them.
     pub hidden: Vec<(String, Hidden)>,
@@ -77,7 +78,7 @@ struct Kept {
     late: bool,
 }
 
-impl Gateway {
+impl<S: ApprovalStore + Send + Sync + 'static> Gateway<S> {
     /// Stops every upstream (their processes are killed).
     pub async fn shutdown(&self) {
         for upstream in &self.upstreams {
@@ -105,7 +106,10 @@ fn configured(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
 ///
 /// [`StartError`]: an upstream reached by `url` whose `token_env` holds no token, or a
 /// tool that cannot be declared.
-pub async fn start(config: &Config, store: SqliteStore) -> Result<Gateway, StartError> {
+pub async fn start<S: ApprovalStore + Send + Sync + 'static>(
+    config: &Config,
+    store: S,
+) -> Result<Gateway<S>, StartError> {
     let mut entries: Vec<ToolEntry<()>> = Vec::new();
     let mut hidden = Vec::new();
     let mut unstarted = Vec::new();

@@ -15,6 +15,9 @@
 //! issuer = "https://auth.example.com"
 //! jwks_file = "/etc/cairnloop/jwks.json"
 //!
+//! [store]                            # lanes shared by replicas (else `--store FILE`):
+//! url_env = "CAIRNLOOP_DATABASE"     # the variable holding the PostgreSQL connection string
+//!
 //! [upstreams.fs]                     # an id: 1-16 of a-z 0-9, starting with a letter
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/share"]
@@ -93,6 +96,9 @@ pub struct Config {
     pub tools: Vec<ToolRule>,
     /// The approval console, when `[console]` asks for it.
     pub console: Option<ConsoleSettings>,
+    /// The variable holding the PostgreSQL connection string of a store that replicas
+    /// share (`[store] url_env`); `None`: `--store` names the store.
+    pub store_url_env: Option<String>,
 }
 
 /// The gateway's own settings (`[gateway]`).
@@ -329,14 +335,32 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
     reader.only(
         document,
         "the file",
-        &["gateway", "upstreams", "tools", "console"],
+        &["gateway", "upstreams", "tools", "console", "store"],
     );
     let mut config = Config {
         gateway: Gateway::default(),
         upstreams: Vec::new(),
         tools: Vec::new(),
         console: None,
+        store_url_env: None,
     };
+    if let Some(store) = document.get("store")
+        && let Some(table) = reader.table(store, "[store]")
+    {
+        reader.only(table, "[store]", &["url_env"]);
+        if let Some(name) = table.get("url_env")
+            && let Some(text) = reader.string(name, "`url_env`")
+        {
+            if is_variable_name(&text) {
+                config.store_url_env = Some(text);
+            } else {
+                reader.problem(
+                    name.span(),
+                    format!("`url_env`: `{text}` is not a variable name (letters, digits and `_`, not starting with a digit); the connection string itself never goes in the file"),
+                );
+            }
+        }
+    }
     if let Some(console) = document.get("console") {
         config.console = console::read_console(reader, console);
     }
