@@ -73,7 +73,10 @@ fn script() -> PathBuf {
 /// calls reached the upstream, after the call was asked for three more times.
 /// A gateway in front of the hostile upstream in `mode`, its one tool (`bad_write`)
 /// declared with `tier`; the folder holding its store and the upstream's call log.
-async fn gateway_against(mode: &str, tier: &str) -> (Gateway, PathBuf, PathBuf) {
+async fn gateway_against(
+    mode: &str,
+    tier: &str,
+) -> (Gateway<cairnloop::stores::SqliteStore>, PathBuf, PathBuf) {
     let dir = fresh_dir(mode);
     let log = dir.join("calls.log");
     let config = Config::parse(&format!(
