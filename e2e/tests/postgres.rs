@@ -385,3 +385,39 @@ fn a_store_moves_from_its_own_copies_and_never_trusts_a_stale_one() {
         LaneState::Rejected
     );
 }
+
+/// The database over TLS, as `sslmode` and `sslrootcert` say: with the authority that
+/// signed the server's certificate the store works; with a stranger's, the handshake is
+/// refused (the certificate is checked, so TLS is in use); without TLS the server itself
+/// refuses the role, which signs in over TLS only.
+#[test]
+fn tls_to_the_database_checks_the_servers_certificate() {
+    let (Ok(url), Ok(stranger)) = (
+        std::env::var("CAIRNLOOP_POSTGRES_PASSWORD"),
+        std::env::var("CAIRNLOOP_POSTGRES_STRANGER_CA"),
+    ) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this against scripts/with_postgres.sh"
+        );
+        return;
+    };
+    let store = PostgresStore::connect(&url).expect("verified TLS with the right authority");
+    assert!(pollster::block_on(store.list(LaneState::Pending, None, 1)).is_ok());
+
+    let (base, _) = url.split_once('?').unwrap();
+    let with_stranger = format!("{base}?sslmode=verify-full&sslrootcert={stranger}");
+    let refused = PostgresStore::connect(&with_stranger)
+        .err()
+        .expect("refused");
+    assert!(
+        refused.to_string().to_lowercase().contains("certificate"),
+        "{refused}"
+    );
+    let plain = format!("{base}?sslmode=disable");
+    let refused = PostgresStore::connect(&plain).err().expect("refused");
+    assert!(refused.to_string().contains("no encryption"), "{refused}");
+    // A public web root does not vouch for a throwaway authority either.
+    let public = format!("{base}?sslmode=require");
+    assert!(PostgresStore::connect(&public).is_err());
+}

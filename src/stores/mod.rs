@@ -12,6 +12,8 @@ mod lane_filter;
 #[cfg(feature = "postgres")]
 mod pg_relay;
 #[cfg(feature = "postgres")]
+mod pg_tls;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod record;
 #[cfg(feature = "postgres")]

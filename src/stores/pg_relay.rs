@@ -16,7 +16,8 @@ use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 
 use crate::approvals::StoreWatch;
 
@@ -66,10 +67,16 @@ pub(crate) const NOTIFY: &str = "NOTIFY cairnloop_lanes";
 
 /// Listens for other processes' changes and tells them this one's, for as long as the
 /// store's runtime runs; reconnects by itself after the server or the network went away.
-pub(crate) async fn relay(config: tokio_postgres::Config, changes: Arc<Changes>) {
+pub(crate) async fn relay<T>(config: tokio_postgres::Config, tls: T, changes: Arc<Changes>)
+where
+    T: MakeTlsConnect<tokio_postgres::Socket> + Clone + Send + Sync + 'static,
+    T::Stream: Send + 'static,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<tokio_postgres::Socket>>::Future: Send,
+{
     let mut retry = FIRST_RETRY;
     loop {
-        if let Ok((client, mut connection)) = config.connect(NoTls).await {
+        if let Ok((client, mut connection)) = config.connect(tls.clone()).await {
             retry = FIRST_RETRY;
             let own = Arc::new(AtomicI32::new(0));
             let (heard, from) = (Arc::clone(&changes), Arc::clone(&own));

@@ -22,6 +22,7 @@ use crate::gate::{LaneState, Timestamp};
 use crate::stores::kept_lanes::KeptLanes;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::pg_relay::{Changes, NOTIFY, relay};
+use crate::stores::pg_tls;
 use crate::stores::record::{decode, encode, task_from_row};
 use crate::stores::runtime::StoreRuntime;
 use crate::stores::server_time::{READ_AGAIN, READ_SERVER_CLOCK, ServerTime};
@@ -408,9 +409,15 @@ impl Drop for PostgresStore {
 }
 
 impl PostgresStore {
-    /// Connects with a libpq-style configuration string (`host=... user=... dbname=...`;
-    /// a `host` that is a path is a Unix socket directory) and the default
-    /// [`PostgresOptions`], and migrates the schema.
+    /// Connects with a libpq-style configuration string (`host=... user=... dbname=...`,
+    /// or a `postgres://` URL; a `host` that is a path is a Unix socket directory) and the
+    /// default [`PostgresOptions`], and migrates the schema.
+    ///
+    /// TLS is as libpq's `sslmode` says: `disable` turns it off; `allow` and `prefer` (the
+    /// default) use it when the server offers it; `require`, `verify-ca` and `verify-full`
+    /// insist on it. Whenever TLS is used, the server's certificate is checked against the
+    /// public web roots, or the PEM file `sslrootcert` names, and against the host's name
+    /// (rustls): `require` is as strict as `verify-full`, stricter than libpq.
     ///
     /// # Errors
     ///
@@ -420,6 +427,9 @@ impl PostgresStore {
     ///
     /// ```no_run
     /// let store = cairnloop::stores::PostgresStore::connect("host=localhost dbname=approvals")?;
+    /// let shared = cairnloop::stores::PostgresStore::connect(
+    ///     "postgres://gateway@db.internal/approvals?sslmode=verify-full&sslrootcert=/etc/cairnloop/ca.pem",
+    /// )?;
     /// # Ok::<(), cairnloop::approvals::StoreError>(())
     /// ```
     pub fn connect(config: &str) -> Result<Self, StoreError> {
@@ -440,19 +450,20 @@ impl PostgresStore {
     /// # Ok::<(), cairnloop::approvals::StoreError>(())
     /// ```
     pub fn connect_with(config: &str, options: PostgresOptions) -> Result<Self, StoreError> {
-        let mut pg: tokio_postgres::Config = config
-            .parse()
-            .map_err(|error| StoreError::Backend(format!("the connection string: {error}")))?;
+        let pg_tls::Connection {
+            config: mut pg,
+            tls,
+        } = pg_tls::parse(config)?;
         let millis = options.statement_timeout.as_millis();
         pg.options(format!("-c statement_timeout={millis}"))
             .connect_timeout(options.connect_timeout);
-        let manager = Manager::from_config(
-            pg.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let managed = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match &tls {
+            Some(tls) => Manager::from_config(pg.clone(), tls.clone(), managed),
+            None => Manager::from_config(pg.clone(), NoTls, managed),
+        };
         let pool = Pool::builder(manager)
             .max_size(options.pool_size)
             .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -470,7 +481,10 @@ impl PostgresStore {
             Ok::<_, StoreError>((base, Arc::new(ServerTime::new(server, sent, received))))
         })??;
         let changes = Arc::new(Changes::default());
-        runtime.background(relay(pg, Arc::clone(&changes)));
+        match tls {
+            Some(tls) => runtime.background(relay(pg, tls, Arc::clone(&changes))),
+            None => runtime.background(relay(pg, NoTls, Arc::clone(&changes))),
+        }
         runtime.background(follow_server_clock(pool.clone(), Arc::clone(&time)));
         Ok(Self {
             pool,
