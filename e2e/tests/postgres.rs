@@ -408,14 +408,16 @@ fn tls_to_the_database_checks_the_servers_certificate() {
     let (base, _) = url.split_once('?').unwrap();
     let with_stranger = format!("{base}?sslmode=verify-full&sslrootcert={stranger}");
     let refused = PostgresStore::connect(&with_stranger)
-        .err()
-        .expect("refused");
+        .map(drop)
+        .expect_err("refused");
     assert!(
         refused.to_string().to_lowercase().contains("certificate"),
         "{refused}"
     );
     let plain = format!("{base}?sslmode=disable");
-    let refused = PostgresStore::connect(&plain).err().expect("refused");
+    let refused = PostgresStore::connect(&plain)
+        .map(drop)
+        .expect_err("refused");
     assert!(refused.to_string().contains("no encryption"), "{refused}");
     // A public web root does not vouch for a throwaway authority either.
     let public = format!("{base}?sslmode=require");
