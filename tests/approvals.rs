@@ -246,6 +246,7 @@ fn every_allowed_and_every_refused_move() {
         (S::Pending, A::Approve, S::Approved),
         (S::Pending, A::Reject, S::Rejected),
         (S::Pending, A::Defer, S::Deferred),
+        (S::Pending, A::Withdraw, S::Withdrawn),
         (S::Pending, A::Expire, S::Expired),
         (S::Approved, A::StartExecution, S::ExecutionPending),
         (S::Approved, A::Expire, S::Expired),
@@ -277,7 +278,7 @@ fn every_allowed_and_every_refused_move() {
             }
         }
     }
-    assert_eq!(refused, 12 * 14 - allowed.len());
+    assert_eq!(refused, 13 * 15 - allowed.len());
     for state in S::ALL {
         let has_exit = A::ALL.iter().any(|a| state.apply(*a).is_ok());
         assert_eq!(state.is_terminal(), !has_exit, "{state}");

@@ -41,7 +41,7 @@ pub struct Violation {
 /// Runs every check of the contract against stores made by `make` (a fresh, empty store
 /// for each check), with `racers` threads in the race for one claim (at least 2).
 ///
-/// The checks: insert-if-absent; get; compare-and-set (a stale version changes nothing);
+/// The checks: insert-if-absent; get; many lanes read at once, an unknown key left out; compare-and-set (a stale version changes nothing);
 /// a move of a missing lane; events appended with each move, read back in order through
 /// a cursor, in pages; decision records appended; lanes listed by state, in key order,
 /// page by page, each exactly once; the filtered queue (by tool, tiers, proposer and
@@ -76,6 +76,7 @@ where
     F: Fn() -> S,
 {
     insert_if_absent(&make())?;
+    read_together(&make())?;
     compare_and_set(&make())?;
     events_in_order(&make())?;
     pages_by_state(&make())?;
@@ -940,6 +941,37 @@ fn tasks_raced<S: ApprovalStore + 'static>(store: &Arc<S>, racers: usize) -> Res
             CHECK,
             format!(
                 "{racers} racers opening one task: {new} told it was new, all the same: {same}"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Many lanes read in one call: exactly the stored ones among the keys asked for.
+fn read_together<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "read together";
+    let lanes: Vec<ApprovalLane> = (1..=3).map(lane).collect();
+    for stored in &lanes {
+        block_on(store.insert(stored.clone(), opened(stored)))
+            .or_else(|error| store_error(CHECK, &error))?;
+    }
+    let unknown = lane(99).key();
+    let asked = [lanes[0].key(), unknown, lanes[2].key(), lanes[0].key()];
+    let mut found: Vec<_> = block_on(store.get_many(&asked))
+        .or_else(|error| store_error(CHECK, &error))?
+        .iter()
+        .map(ApprovalLane::key)
+        .collect();
+    found.sort();
+    found.dedup();
+    let mut expected = [lanes[0].key(), lanes[2].key()];
+    expected.sort();
+    if found != expected {
+        return fail(
+            CHECK,
+            format!(
+                "asked for two stored lanes and an unknown one, got {} lanes",
+                found.len()
             ),
         );
     }

@@ -74,6 +74,8 @@ pub struct Governor<C: ?Sized + 'static, S = MemoryStore> {
     holder: String,
     /// Keys of calls that awaited approval lately, by their exact text.
     recent: RecentKeys,
+    /// The lanes calls in this process wait on for a decision.
+    waiters: Arc<crate::approvals::Waiters>,
 }
 
 /// What became of a call by name.
@@ -196,6 +198,7 @@ impl<C: ?Sized + Sync + 'static> Governor<C, MemoryStore> {
             sink: None,
             holder: alloc::format!("process-{}", std::process::id()),
             recent: RecentKeys::new(),
+            waiters: Arc::default(),
         }
     }
 }
@@ -227,6 +230,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             sink: self.sink,
             holder: self.holder,
             recent: self.recent,
+            waiters: Arc::default(),
         }
     }
 
@@ -1049,14 +1053,20 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         use std::time::{Duration, Instant};
         /// How often a store that cannot be watched is read.
         const POLL: Duration = Duration::from_millis(50);
+        /// How often a waiter reads its lane whatever it was told: a change that slipped
+        /// past the signals still ends the wait.
+        const ANYWAY: Duration = Duration::from_secs(5);
         let deadline = Instant::now().checked_add(timeout);
         let watch = self.watch();
         let polled = watch.is_none();
         let watch = watch.unwrap_or_default();
+        let mut seen = watch.generation();
+        // Waiting by lane: a change elsewhere wakes this waiter without a read of its own.
+        let waiting = self.waiters.wait(*key);
+        let mut seen_here = waiting.moved().generation();
+        let mut lane = self.expire_if_due(key).await?;
+        waiting.saw(lane.version());
         loop {
-            // Noted before the read: a change between the read and the wait still wakes.
-            let seen = watch.generation();
-            let lane = self.expire_if_due(key).await?;
             if lane.state() != LaneState::Pending {
                 return Ok(lane);
             }
@@ -1073,11 +1083,44 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 .unix_millis()
                 .saturating_sub(self.now()?.unix_millis())
                 .saturating_add(1);
-            let mut wait = left.min(Duration::from_millis(due));
+            let mut wait = left.min(Duration::from_millis(due)).min(ANYWAY);
             if polled {
                 wait = wait.min(POLL);
             }
-            watch.changed(seen, wait).await;
+            let (anywhere, here) = (
+                watch.changed(seen, wait),
+                waiting.moved().changed(seen_here, wait),
+            );
+            let (mut anywhere, mut here) = (core::pin::pin!(anywhere), core::pin::pin!(here));
+            let woken = core::future::poll_fn(|cx| {
+                if let core::task::Poll::Ready(moved) = here.as_mut().poll(cx) {
+                    return core::task::Poll::Ready(Some(moved));
+                }
+                match anywhere.as_mut().poll(cx) {
+                    core::task::Poll::Ready(true) => core::task::Poll::Ready(None),
+                    core::task::Poll::Ready(false) => core::task::Poll::Ready(Some(false)),
+                    core::task::Poll::Pending => core::task::Poll::Pending,
+                }
+            })
+            .await;
+            match woken {
+                // The store changed somewhere: one waiter reads every waited lane, and this
+                // one reads its own only if it moved.
+                None => {
+                    seen = watch.generation();
+                    self.waiters
+                        .read_for_all(self.approvals.store(), seen)
+                        .await
+                        .map_err(ApprovalError::Store)?;
+                }
+                // This lane moved, or the wait ran out (its time may be up): read it.
+                Some(_) => {
+                    seen_here = waiting.moved().generation();
+                    seen = watch.generation();
+                    lane = self.expire_if_due(key).await?;
+                    waiting.saw(lane.version());
+                }
+            }
         }
     }
 

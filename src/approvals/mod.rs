@@ -24,6 +24,7 @@ mod service;
 mod store;
 mod task;
 mod unwind;
+mod waiters;
 mod watch;
 
 #[cfg(feature = "tracing")]
@@ -48,4 +49,5 @@ pub use reply::ModelReply;
 pub(crate) use service::Approvals;
 pub use store::{ApprovalStore, MemoryStore};
 pub use task::{TASK_ID_LEN, TaskId, TaskRecord};
+pub(crate) use waiters::Waiters;
 pub use watch::{Changed, StoreWatch};

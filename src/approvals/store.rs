@@ -192,6 +192,33 @@ pub trait ApprovalStore: Send + Sync {
         None
     }
 
+    /// The lanes with these keys that the store holds, in any order (a key it does not
+    /// hold is left out): one read for many waiters, so that a change wakes a thousand of
+    /// them with one query, not a thousand. The default reads them one by one.
+    ///
+    /// ```
+    /// use cairnloop::IdempotencyKey;
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    ///
+    /// let unknown = [IdempotencyKey::from_bytes([7; 32])];
+    /// assert!(pollster::block_on(MemoryStore::new().get_many(&unknown)).unwrap().is_empty());
+    /// ```
+    fn get_many(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        let keys = keys.to_vec();
+        async move {
+            let mut lanes = Vec::with_capacity(keys.len());
+            for key in &keys {
+                if let Some(lane) = self.get(key).await? {
+                    lanes.push(lane);
+                }
+            }
+            Ok(lanes)
+        }
+    }
+
     /// The lane as this store last wrote or read it in this process, if it keeps such
     /// copies: a move can start from it instead of a read. It may be stale (another
     /// process may have moved the lane since), which the move's compare-and-set finds; a
@@ -442,6 +469,13 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
 
     fn watch(&self) -> Option<StoreWatch> {
         (**self).watch()
+    }
+
+    fn get_many(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        (**self).get_many(keys)
     }
 
     fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {
@@ -878,6 +912,17 @@ impl ApprovalStore for MemoryStore {
 
     fn watch(&self) -> Option<StoreWatch> {
         Some(self.watch.clone())
+    }
+
+    fn get_many(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        ready(self.lock().map(|memory| {
+            keys.iter()
+                .filter_map(|key| memory.lanes.get(key).cloned())
+                .collect()
+        }))
     }
 
     fn open_task(

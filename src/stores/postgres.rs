@@ -988,6 +988,31 @@ impl ApprovalStore for PostgresStore {
         Some(self.committed.changes.watch().clone())
     }
 
+    fn get_many(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        let committed = self.committed.clone();
+        self.run(move |client| async move {
+            let statement = client
+                .prepare_cached("SELECT lane FROM cairnloop_lanes WHERE key = ANY($1)")
+                .await
+                .map_err(read_error)?;
+            let rows = client
+                .query(&statement, &[&keys])
+                .await
+                .map_err(read_error)?;
+            let mut lanes = Vec::with_capacity(rows.len());
+            for row in rows {
+                let lane: ApprovalLane = decode(row.get::<_, &str>(0))?;
+                committed.kept.keep(&lane);
+                lanes.push(lane);
+            }
+            Ok(lanes)
+        })
+    }
+
     fn open_task(
         &self,
         task: TaskRecord,

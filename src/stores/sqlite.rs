@@ -771,6 +771,31 @@ impl ApprovalStore for SqliteStore {
         Some(self.watch.clone())
     }
 
+    fn get_many(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
+        let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        self.worker.run(Access::Read, move |connection| {
+            let mut lanes = Vec::with_capacity(keys.len());
+            // Under SQLite's limit of bound parameters per statement.
+            for chunk in keys.chunks(500) {
+                let marks = std::vec!["?"; chunk.len()].join(", ");
+                let sql = format!("SELECT lane FROM lanes WHERE key IN ({marks})");
+                let mut select = connection.prepare_cached(&sql).map_err(classify)?;
+                let rows = select
+                    .query_map(rusqlite::params_from_iter(chunk), |row| {
+                        row.get::<_, String>(0)
+                    })
+                    .map_err(classify)?;
+                for row in rows {
+                    lanes.push(decode(&row.map_err(classify)?)?);
+                }
+            }
+            Ok(lanes)
+        })
+    }
+
     fn open_task(
         &self,
         task: TaskRecord,
