@@ -1066,9 +1066,13 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let mut seen_here = waiting.moved().generation();
         let mut lane = self.expire_if_due(key).await?;
         waiting.saw(lane.version());
+        let mut leading = None;
         loop {
             if lane.state() != LaneState::Pending {
                 return Ok(lane);
+            }
+            if leading.is_none() {
+                leading = self.waiters.lead(*key);
             }
             let left = match deadline {
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
@@ -1092,9 +1096,15 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 waiting.moved().changed(seen_here, wait),
             );
             let (mut anywhere, mut here) = (core::pin::pin!(anywhere), core::pin::pin!(here));
+            let follows = leading.is_some() || polled;
             let woken = core::future::poll_fn(|cx| {
                 if let core::task::Poll::Ready(moved) = here.as_mut().poll(cx) {
                     return core::task::Poll::Ready(Some(moved));
+                }
+                // Only the leader follows the store's signal (and, for a store that cannot
+                // be watched, every waiter's short wait ends on its own).
+                if !follows {
+                    return core::task::Poll::Pending;
                 }
                 match anywhere.as_mut().poll(cx) {
                     core::task::Poll::Ready(true) => core::task::Poll::Ready(None),

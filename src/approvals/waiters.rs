@@ -1,8 +1,10 @@
 //! Calls waiting for a person, woken by lane. A store's change signal says only that
 //! something changed; a thousand waiters that each read their lane on every change would
-//! make a thousand reads of one decision. Instead the first waiter to wake reads every
+//! make a thousand reads of one decision, and a thousand wake-ups of every other. Instead
+//! one waiter at a time leads: it alone follows the store's signal, reads every
 //! waited-for lane in one batch ([`ApprovalStore::get_many`]) and signals the waiters of
-//! the lanes that moved; the others go back to sleep without reading.
+//! the lanes that moved. The others sleep on their own lane's signal. A leader that stops
+//! waiting hands the lead on.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,6 +21,8 @@ pub(crate) struct Waiters {
     lanes: Mutex<HashMap<IdempotencyKey, Waited>>,
     /// Set while one waiter reads for all.
     reading: AtomicBool,
+    /// Set while a waiter follows the store's signal for all.
+    leading: AtomicBool,
     /// The newest change generation a waiter woke for, and the newest one a finished
     /// read began after: one read covers every waiter woken by the same change.
     wanted: AtomicU64,
@@ -60,6 +64,27 @@ impl Waiting {
 /// The version of a lane no waiter has read yet: any batch read signals it.
 const UNREAD: u64 = u64::MAX;
 
+/// The lead, held by one waiter; handed on when dropped.
+pub(crate) struct Leading {
+    waiters: Arc<Waiters>,
+    key: IdempotencyKey,
+}
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        self.waiters.leading.store(false, Ordering::Release);
+        // Another waiter wakes, reads its lane, and takes the lead.
+        let lanes = self.waiters.lock();
+        let next = lanes
+            .iter()
+            .find(|(key, _)| **key != self.key)
+            .or_else(|| lanes.iter().next());
+        if let Some((_, waited)) = next {
+            waited.moved.notify();
+        }
+    }
+}
+
 impl Drop for Waiting {
     fn drop(&mut self) {
         let mut lanes = self.waiters.lock();
@@ -75,6 +100,14 @@ impl Drop for Waiting {
 impl Waiters {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IdempotencyKey, Waited>> {
         self.lanes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The lead, for a waiter on `key`, when nobody holds it.
+    pub(crate) fn lead(self: &Arc<Self>, key: IdempotencyKey) -> Option<Leading> {
+        (!self.leading.swap(true, Ordering::AcqRel)).then(|| Leading {
+            waiters: Arc::clone(self),
+            key,
+        })
     }
 
     /// Waits on the lane `key`; the waiter reads it next, and says what it saw
