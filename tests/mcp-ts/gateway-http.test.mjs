@@ -18,7 +18,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
+import { resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
+
 import { filesystemUpstream, shareWithHello } from "./filesystem-gateway.mjs";
+import { httpTaskSession } from "./tasks-requester.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
@@ -178,4 +181,28 @@ test("a session is told when an upstream's new listing changes what is offered",
     assert.equal(waited, true, "no notifications/tools/list_changed within 10 s");
     assert.deepEqual((await client.listTools()).tools, []);
   });
+});
+
+test("over HTTP on protocol 2026-07-28, a write answers with a task that the approval completes, written once", async () => {
+  const requester = await httpTaskSession(url.href, token({ sub: "alice", azp: "desktop", scope: "fs:read fs:write" }));
+  try {
+    const target = join(share, "tasked-over-http.txt");
+    const execution = await requester.session.callTool("fs_write_file", { path: target, content: "over http" });
+    assert.equal(execution.kind, "task");
+    let id;
+    for (let tries = 0; tries < 100 && !id; tries++) {
+      const listed = operator("list").stdout.split("\n").find((line) => line.includes("tasked-over-http.txt"));
+      id = listed?.split(/\s+/)[0];
+      if (!id) await new Promise((done) => setTimeout(done, 25));
+    }
+    assert.ok(id, "the call waits");
+    assert.equal(operator("approve", id, "--as", "ops-lead").status, 0);
+    const { outcome } = await execution.settle();
+    assert.equal(outcome.status, "completed");
+    assert.equal(resultFromTaskOutcome(outcome).isError, false);
+    assert.equal(readFileSync(target, "utf8"), "over http");
+    assert.deepEqual(requester.invalid(), [], "every task object conforms to the extension's schemas");
+  } finally {
+    await requester.close();
+  }
 });

@@ -4,7 +4,7 @@
 // for the task wire shapes (`rawDispatch`) and the per-request framing. Every answer that
 // path carries is kept, to be checked against the extension's published schemas.
 
-import { Client } from "@modelcontextprotocol/client";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { createTaskSessionFromClient } from "@modelcontextprotocol/ext-tasks/client";
 import {
@@ -100,4 +100,61 @@ export async function stdioTaskSession(command, args) {
       await client.close();
     },
   };
+}
+
+/** The JSON-RPC answer with `id` in a Streamable HTTP response: a JSON body or an event stream. */
+async function answerOf(response, id) {
+  const text = await response.text();
+  if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) return JSON.parse(text);
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("data:")) continue;
+    const message = JSON.parse(line.slice(5));
+    if (message.id === id) return message;
+  }
+  throw new Error(`no answer to ${id} in ${text.slice(0, 200)}`);
+}
+
+/**
+ * A task session over a gateway served on Streamable HTTP at `url`, each request with the
+ * bearer token `bearer`. The raw path posts each task request on its own, with the headers
+ * protocol 2026-07-28 asks for (`Mcp-Method`, and `Mcp-Name`: the tool or the task).
+ */
+export async function httpTaskSession(url, bearer) {
+  const client = new Client(CLIENT_INFO, { capabilities: CAPABILITIES, versionNegotiation: { mode: "auto" } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${bearer}` } },
+  }));
+  const answers = [];
+  let next = 0;
+  const session = createTaskSessionFromClient(client, {
+    endpointId: `cairnloop-gateway-http-${url}`,
+    rawDispatch: async (request) => {
+      const id = `host-${++next}`;
+      const headers = {
+        authorization: `Bearer ${bearer}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": request.method,
+      };
+      // The name the request acts on: the tool called, or the task followed.
+      const name = request.method === "tools/call" ? request.params?.name : request.params?.taskId;
+      if (name !== undefined) headers["mcp-name"] = name;
+      const response = await fetch(url, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", ...request, id }) });
+      const answer = await answerOf(response, id);
+      answers.push({ method: request.method, response: answer });
+      return "error" in answer
+        ? { kind: "error", error: answer.error }
+        : { kind: "result", result: answer.result };
+    },
+    v2RequestFraming: { protocolVersion: "2026-07-28", clientInfo: CLIENT_INFO, clientCapabilities: CAPABILITIES },
+  });
+  const invalid = () =>
+    answers.flatMap(({ method, response }) => {
+      const schema = schemaFor(method, response.result);
+      if (schema === undefined || response.result === undefined) return [];
+      const checked = schema.safeParse(response.result);
+      return checked.success ? [] : [{ method, issues: checked.error.issues }];
+    });
+  return { client, session, answers, invalid, close: async () => { await session.close?.(); await client.close(); } };
 }
