@@ -62,6 +62,17 @@ async fn pending(governor: &Shared) -> cairnloop::IdempotencyKey {
     panic!("no proposal after two seconds");
 }
 
+/// A server holding calls 30 s, and one call of ticket 42 held on it: the governor, the
+/// desk, the client's wire and the lane's key.
+async fn holding() -> (Shared, Desk, Wire, cairnloop::IdempotencyKey) {
+    let governor: Shared = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = started(&governor, &desk, Duration::from_secs(30)).await;
+    wire.send_json(note(1, 42, None)).await;
+    let key = pending(&governor).await;
+    (governor, desk, wire, key)
+}
+
 #[tokio::test]
 async fn an_approval_during_the_hold_runs_the_call_once_and_answers_the_same_request() {
     let governor: Shared = Arc::new(Governor::new(&DESK));
@@ -96,11 +107,7 @@ async fn an_approval_during_the_hold_runs_the_call_once_and_answers_the_same_req
 
 #[tokio::test]
 async fn a_rejection_during_the_hold_answers_with_the_reason_and_nothing_runs() {
-    let governor: Shared = Arc::new(Governor::new(&DESK));
-    let desk = Desk::default();
-    let mut wire = started(&governor, &desk, Duration::from_secs(30)).await;
-    wire.send_json(note(1, 42, None)).await;
-    let key = pending(&governor).await;
+    let (governor, desk, mut wire, key) = holding().await;
     governor
         .reject(&key, "ops-lead", "wrong ticket")
         .await
@@ -140,11 +147,7 @@ async fn a_hold_that_ends_gives_the_awaiting_answer_and_the_call_made_again_runs
 
 #[tokio::test]
 async fn a_client_that_cancels_a_held_call_leaves_it_pending_and_unrun() {
-    let governor: Shared = Arc::new(Governor::new(&DESK));
-    let desk = Desk::default();
-    let mut wire = started(&governor, &desk, Duration::from_secs(30)).await;
-    wire.send_json(note(1, 42, None)).await;
-    let key = pending(&governor).await;
+    let (governor, desk, mut wire, key) = holding().await;
     wire.send_json(json!({
         "jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": { "requestId": 1, "reason": "the user gave up" },

@@ -90,6 +90,18 @@ async fn settled(wire: &mut Wire, task_id: &str) -> Value {
     panic!("the task was still working after five seconds");
 }
 
+/// A server over a memory store, and a call of `agent-7` that waits as a task: the
+/// governor, the desk, the client's wire, the task's id and the lane's key.
+async fn opened() -> (Arc<Governor<Desk>>, Desk, Wire, String, IdempotencyKey) {
+    let governor = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
+    let created = ask(&mut wire, call(1, true)).await;
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+    (governor, desk, wire, task_id, key)
+}
+
 #[tokio::test]
 async fn a_waiting_call_is_a_task_that_completes_with_the_result_once_approved() {
     let scratch = scratch::Scratch::new("tasks-approved");
@@ -154,12 +166,7 @@ async fn a_waiting_call_is_a_task_that_completes_with_the_result_once_approved()
 
 #[tokio::test]
 async fn a_rejected_call_completes_its_task_as_a_tool_error_and_nothing_runs() {
-    let governor = Arc::new(Governor::new(&DESK));
-    let desk = Desk::default();
-    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
-    let created = ask(&mut wire, call(1, true)).await;
-    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
-    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+    let (governor, desk, mut wire, task_id, key) = opened().await;
     governor
         .reject(&key, "ops-lead", "not for this ticket")
         .await
@@ -174,12 +181,7 @@ async fn a_rejected_call_completes_its_task_as_a_tool_error_and_nothing_runs() {
 
 #[tokio::test]
 async fn only_its_caller_reads_a_task_and_every_bad_id_is_an_unknown_task() {
-    let governor = Arc::new(Governor::new(&DESK));
-    let desk = Desk::default();
-    let mut owner = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
-    let created = ask(&mut owner, call(1, true)).await;
-    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
-    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+    let (governor, desk, mut owner, task_id, key) = opened().await;
 
     let mut stranger = serve(agent(&governor, &desk, "agent-8"), FrameLimits::new());
     let unknown = ask(
@@ -244,12 +246,7 @@ async fn a_request_that_does_not_declare_the_extension_gets_no_task() {
 
 #[tokio::test]
 async fn a_cancelled_task_withdraws_its_pending_call_and_a_late_cancel_changes_nothing() {
-    let governor = Arc::new(Governor::new(&DESK));
-    let desk = Desk::default();
-    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
-    let created = ask(&mut wire, call(1, true)).await;
-    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
-    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+    let (governor, desk, mut wire, task_id, key) = opened().await;
 
     let ack = ask(&mut wire, task_request(2, "tasks/cancel", &task_id)).await;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");

@@ -781,9 +781,21 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         by: &str,
         reason: &str,
     ) -> Result<ApprovalLane, ApprovalError> {
+        self.decide_with_reason(key, LaneAction::Reject, by, reason)
+            .await
+    }
+
+    /// A move that takes a reason (reject, defer, withdraw), now.
+    async fn decide_with_reason(
+        &self,
+        key: &IdempotencyKey,
+        action: LaneAction,
+        by: &str,
+        reason: &str,
+    ) -> Result<ApprovalLane, ApprovalError> {
         let now = self.now()?;
         self.approvals
-            .decide_with_reason(key, LaneAction::Reject, by, reason, now)
+            .decide_with_reason(key, action, by, reason, now)
             .await
     }
 
@@ -810,9 +822,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         by: &str,
         reason: &str,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let now = self.now()?;
-        self.approvals
-            .decide_with_reason(key, LaneAction::Withdraw, by, reason, now)
+        self.decide_with_reason(key, LaneAction::Withdraw, by, reason)
             .await
     }
 
@@ -827,9 +837,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         by: &str,
         reason: &str,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let now = self.now()?;
-        self.approvals
-            .decide_with_reason(key, LaneAction::Defer, by, reason, now)
+        self.decide_with_reason(key, LaneAction::Defer, by, reason)
             .await
     }
 

@@ -63,19 +63,15 @@ function schemaFor(method, result) {
 }
 
 /**
- * A task session over a gateway served on stdio by `command args`. `answers` keeps every
- * raw answer as `{ method, response }`; `invalid()` lists those that fail the extension's
- * schemas (empty when all conform).
+ * A task session of `client` whose raw path is `send` (a request in, its JSON-RPC answer
+ * out), every answer kept and checkable against the extension's schemas.
  */
-export async function stdioTaskSession(command, args) {
-  const coordinated = new Coordinated(new StdioClientTransport({ command, args, stderr: "ignore" }));
-  const client = new Client(CLIENT_INFO, { capabilities: CAPABILITIES, versionNegotiation: { mode: "auto" } });
-  await client.connect(coordinated);
+function taskSession(client, endpointId, send) {
   const answers = [];
   const session = createTaskSessionFromClient(client, {
-    endpointId: "cairnloop-gateway-stdio",
+    endpointId,
     rawDispatch: async (request) => {
-      const response = await coordinated.raw(request);
+      const response = await send(request);
       answers.push({ method: request.method, response });
       return "error" in response
         ? { kind: "error", error: response.error }
@@ -102,6 +98,18 @@ export async function stdioTaskSession(command, args) {
   };
 }
 
+/**
+ * A task session over a gateway served on stdio by `command args`. `answers` keeps every
+ * raw answer as `{ method, response }`; `invalid()` lists those that fail the extension's
+ * schemas (empty when all conform).
+ */
+export async function stdioTaskSession(command, args) {
+  const coordinated = new Coordinated(new StdioClientTransport({ command, args, stderr: "ignore" }));
+  const client = new Client(CLIENT_INFO, { capabilities: CAPABILITIES, versionNegotiation: { mode: "auto" } });
+  await client.connect(coordinated);
+  return taskSession(client, "cairnloop-gateway-stdio", (request) => coordinated.raw(request));
+}
+
 /** The JSON-RPC answer with `id` in a Streamable HTTP response: a JSON body or an event stream. */
 async function answerOf(response, id) {
   const text = await response.text();
@@ -124,37 +132,20 @@ export async function httpTaskSession(url, bearer) {
   await client.connect(new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { Authorization: `Bearer ${bearer}` } },
   }));
-  const answers = [];
   let next = 0;
-  const session = createTaskSessionFromClient(client, {
-    endpointId: `cairnloop-gateway-http-${url}`,
-    rawDispatch: async (request) => {
-      const id = `host-${++next}`;
-      const headers = {
-        authorization: `Bearer ${bearer}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": request.method,
-      };
-      // The name the request acts on: the tool called, or the task followed.
-      const name = request.method === "tools/call" ? request.params?.name : request.params?.taskId;
-      if (name !== undefined) headers["mcp-name"] = name;
-      const response = await fetch(url, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", ...request, id }) });
-      const answer = await answerOf(response, id);
-      answers.push({ method: request.method, response: answer });
-      return "error" in answer
-        ? { kind: "error", error: answer.error }
-        : { kind: "result", result: answer.result };
-    },
-    v2RequestFraming: { protocolVersion: "2026-07-28", clientInfo: CLIENT_INFO, clientCapabilities: CAPABILITIES },
+  return taskSession(client, `cairnloop-gateway-http-${url}`, async (request) => {
+    const id = `host-${++next}`;
+    const headers = {
+      authorization: `Bearer ${bearer}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": request.method,
+    };
+    // The name the request acts on: the tool called, or the task followed.
+    const name = request.method === "tools/call" ? request.params?.name : request.params?.taskId;
+    if (name !== undefined) headers["mcp-name"] = name;
+    const response = await fetch(url, { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", ...request, id }) });
+    return answerOf(response, id);
   });
-  const invalid = () =>
-    answers.flatMap(({ method, response }) => {
-      const schema = schemaFor(method, response.result);
-      if (schema === undefined || response.result === undefined) return [];
-      const checked = schema.safeParse(response.result);
-      return checked.success ? [] : [{ method, issues: checked.error.issues }];
-    });
-  return { client, session, answers, invalid, close: async () => { await session.close?.(); await client.close(); } };
 }
