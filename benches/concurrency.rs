@@ -20,13 +20,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cairnloop::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, MemoryStore, StoreError, TransitionEvent,
-};
-use cairnloop::gate::LaneState;
+use cairnloop::approvals::{ApprovalStore, MemoryStore};
 use cairnloop::stores::{PostgresOptions, PostgresStore, SqliteStore};
-use cairnloop::{Actor, Governor, IdempotencyKey, Outcome, Registry, ToolCall, ToolEntry};
+use cairnloop::{Actor, Governor, Outcome, Registry, ToolCall, ToolEntry};
+#[path = "../tests/fixtures/counted_store.rs"]
+mod counted_store;
 use cairnloop_benches::{LookupRefund, RefundOrder};
+use counted_store::Counted;
 
 static TOOLS: Registry<()> = Registry::new(&[
     ToolEntry::json::<LookupRefund>(),
@@ -60,67 +60,6 @@ impl Work {
             "auto-floor" => Self::AutoFloor,
             other => panic!("unknown work {other}"),
         }
-    }
-}
-
-/// A store that counts the writes it passes on: how many commits a lifecycle makes.
-struct Counting<S> {
-    inner: S,
-    writes: AtomicU64,
-}
-
-impl<S: ApprovalStore> ApprovalStore for Counting<S> {
-    fn insert(
-        &self,
-        lane: ApprovalLane,
-        event: TransitionEvent,
-    ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner.insert(lane, event)
-    }
-    fn get(
-        &self,
-        key: &IdempotencyKey,
-    ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
-        self.inner.get(key)
-    }
-    fn transition(
-        &self,
-        expected_version: u64,
-        lane: ApprovalLane,
-        event: TransitionEvent,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner.transition(expected_version, lane, event)
-    }
-    fn transition_detached(
-        &self,
-        expected_version: u64,
-        lane: ApprovalLane,
-        event: TransitionEvent,
-    ) {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner
-            .transition_detached(expected_version, lane, event);
-    }
-    fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.inner.append(record)
-    }
-    fn events_since(
-        &self,
-        after: u64,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
-        self.inner.events_since(after, limit)
-    }
-    fn list(
-        &self,
-        state: LaneState,
-        after: Option<&IdempotencyKey>,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
-        self.inner.list(state, after, limit)
     }
 }
 
@@ -158,15 +97,13 @@ async fn auto<S: ApprovalStore>(governor: &Governor<(), S>, order: u64) {
 
 /// Commits per lifecycle and per auto call, counted on a memory store.
 fn commits_per_item() -> (u64, u64) {
-    let counting = Arc::new(Counting {
-        inner: MemoryStore::new(),
-        writes: AtomicU64::new(0),
-    });
+    // What a lifecycle and an auto call commit: the writes a store is handed.
+    let counting = Arc::new(Counted::new(MemoryStore::new()));
     let governor = Governor::new(&TOOLS).with_store(Arc::clone(&counting));
     pollster::block_on(lifecycle(&governor, 1));
-    let per_lifecycle = counting.writes.swap(0, Ordering::SeqCst);
+    let per_lifecycle = counting.take_writes();
     pollster::block_on(auto(&governor, 2));
-    (per_lifecycle, counting.writes.load(Ordering::SeqCst))
+    (per_lifecycle, counting.take_writes())
 }
 
 /// Runs `tasks` tasks doing `one` until `until`; returns how many items they finished.

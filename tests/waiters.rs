@@ -3,22 +3,20 @@
 //! times, not once per waiter.
 #![cfg(all(feature = "serde", feature = "std"))]
 
-use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cairnloop::approvals::{
-    ApprovalStore, AuditRecord, MemoryStore, StoreError, StoreWatch, TransitionEvent,
-};
+use cairnloop::approvals::MemoryStore;
 use cairnloop::gate::LaneState;
-use cairnloop::{
-    Actor, ApprovalLane, Governor, IdempotencyKey, Outcome, Registry, ToolCall, ToolEntry,
-};
+use cairnloop::{Actor, Governor, Outcome, Registry, ToolCall, ToolEntry};
 
 #[macro_use]
 #[path = "fixtures/plain_tool.rs"]
 mod plain_tool;
+#[path = "fixtures/counted_store.rs"]
+mod counted_store;
+
+use counted_store::Counted;
 
 #[derive(serde::Deserialize, serde::Serialize)]
 struct Job {
@@ -31,79 +29,9 @@ plain_tool!(Approve, "approve_me", HighWrite, [], |input: Job| -> u32 {
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Approve>()]);
 
-/// A memory store that counts its reads of one lane and of many.
-#[derive(Default)]
-struct Counted {
-    inner: MemoryStore,
-    gets: AtomicUsize,
-    batches: AtomicUsize,
-}
-
-impl ApprovalStore for Counted {
-    fn insert(
-        &self,
-        lane: ApprovalLane,
-        event: TransitionEvent,
-    ) -> impl Future<Output = Result<(ApprovalLane, bool), StoreError>> + Send {
-        self.inner.insert(lane, event)
-    }
-    fn get(
-        &self,
-        key: &IdempotencyKey,
-    ) -> impl Future<Output = Result<Option<ApprovalLane>, StoreError>> + Send {
-        self.gets.fetch_add(1, Ordering::SeqCst);
-        self.inner.get(key)
-    }
-    fn get_many(
-        &self,
-        keys: &[IdempotencyKey],
-    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
-        self.batches.fetch_add(1, Ordering::SeqCst);
-        self.inner.get_many(keys)
-    }
-    fn transition(
-        &self,
-        expected_version: u64,
-        lane: ApprovalLane,
-        event: TransitionEvent,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.transition(expected_version, lane, event)
-    }
-    fn transition_detached(
-        &self,
-        expected_version: u64,
-        lane: ApprovalLane,
-        event: TransitionEvent,
-    ) {
-        self.inner
-            .transition_detached(expected_version, lane, event);
-    }
-    fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.append(record)
-    }
-    fn events_since(
-        &self,
-        after: u64,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<(u64, AuditRecord)>, StoreError>> + Send {
-        self.inner.events_since(after, limit)
-    }
-    fn list(
-        &self,
-        state: LaneState,
-        after: Option<&IdempotencyKey>,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
-        self.inner.list(state, after, limit)
-    }
-    fn watch(&self) -> Option<StoreWatch> {
-        self.inner.watch()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_decision_among_a_thousand_waiters_wakes_its_own_with_a_few_reads() {
-    let governor = Arc::new(Governor::new(&TOOLS).with_store(Counted::default()));
+    let governor = Arc::new(Governor::new(&TOOLS).with_store(Counted::new(MemoryStore::new())));
     let agent = Actor::new("agent-7", &[]);
     let mut keys = Vec::new();
     for n in 0..1_000 {
@@ -127,22 +55,19 @@ async fn one_decision_among_a_thousand_waiters_wakes_its_own_with_a_few_reads() 
         .collect();
     // Every waiter has read its lane once and parked.
     let store = governor.store();
-    while store.gets.load(Ordering::SeqCst) < 1_000 {
+    while store.gets() < 1_000 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let (gets, batches) = (
-        store.gets.load(Ordering::SeqCst),
-        store.batches.load(Ordering::SeqCst),
-    );
+    let (gets, batches) = (store.gets(), store.batches());
 
     governor.approve(&keys[500], "ops-lead").await.unwrap();
     let mut waiters = waiters;
     let decided = waiters.remove(500).await.unwrap().unwrap();
     assert_eq!(decided.state(), LaneState::Approved);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let read_one = store.gets.load(Ordering::SeqCst) - gets;
-    let read_many = store.batches.load(Ordering::SeqCst) - batches;
+    let read_one = store.gets() - gets;
+    let read_many = store.batches() - batches;
     // The approval's own read, and the decided waiter's; one batch for all the rest.
     assert!(read_one <= 4, "{read_one} single reads for one decision");
     assert!(read_many <= 3, "{read_many} batch reads for one decision");
