@@ -82,19 +82,7 @@ async fn call(client: &RunningService<RoleClient, ()>, tool: &str, arguments: Va
 }
 
 fn operator(setup: &Setup, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"))
-        .arg("operator")
-        .arg("--store")
-        .arg(&setup.store)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+    support::operator(setup.store.as_os_str(), &[], args).0
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -80,13 +80,20 @@ test("a write answers with a task; approved by another process, the task complet
   });
 });
 
-test("a rejected write completes its task as a tool error and writes nothing", async () => {
+/** A write of `file` that waits as a task, then `body({ execution, id, store, target })`. */
+async function writeWaiting(file, body) {
   const paths = setup();
-  const target = join(paths.share, "rejected.txt");
+  const target = join(paths.share, file);
   await withSession(paths, async ({ session }) => {
     const execution = await session.callTool("fs_write_file", { path: target, content: "no" });
     const id = await waiting(paths.store);
-    operator(paths.store, "reject", id, "--as", "ops-lead", "--reason", "not this file");
+    await body({ execution, id, store: paths.store, target });
+  });
+}
+
+test("a rejected write completes its task as a tool error and writes nothing", async () => {
+  await writeWaiting("rejected.txt", async ({ execution, id, store, target }) => {
+    operator(store, "reject", id, "--as", "ops-lead", "--reason", "not this file");
     const { outcome } = await execution.settle();
     assert.equal(outcome.status, "completed");
     const result = resultFromTaskOutcome(outcome);
@@ -98,18 +105,14 @@ test("a rejected write completes its task as a tool error and writes nothing", a
 });
 
 test("a cancelled task withdraws its call: it can no longer be approved and nothing is written", async () => {
-  const paths = setup();
-  const target = join(paths.share, "cancelled.txt");
-  await withSession(paths, async ({ session }) => {
-    const execution = await session.callTool("fs_write_file", { path: target, content: "no" });
-    const id = await waiting(paths.store);
+  await writeWaiting("cancelled.txt", async ({ execution, id, store, target }) => {
     await execution.cancel();
     const { outcome } = await execution.settle();
     assert.equal(outcome.status, "cancelled");
-    const lane = JSON.parse(operator(paths.store, "show", id));
+    const lane = JSON.parse(operator(store, "show", id));
     assert.equal(lane.state, "withdrawn");
     assert.equal(lane.decided_by, "agent");
-    assert.throws(() => operator(paths.store, "approve", id, "--as", "ops-lead"));
+    assert.throws(() => operator(store, "approve", id, "--as", "ops-lead"));
     assert.equal(existsSync(target), false);
   });
 });

@@ -1,4 +1,5 @@
-//! The official filesystem MCP server from npm, as the gateway's tests find it.
+//! The official filesystem MCP server from npm, as the gateway's tests find it, and the
+//! operator's command they decide with.
 
 use std::path::{Path, PathBuf};
 
@@ -25,4 +26,21 @@ pub fn filesystem_server() -> Option<PathBuf> {
     }
     eprintln!("no node or filesystem server: run `npm ci` in tests/mcp-ts to run these tests");
     None
+}
+
+/// `cairnloop-gateway operator --store STORE ARGS…`, with `env` set: what it printed, after
+/// checking that it succeeded; what it said on its standard error.
+#[allow(dead_code, reason = "the benchmark decides nothing")]
+pub fn operator(store: &std::ffi::OsStr, env: &[(&str, &str)], args: &[&str]) -> (String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"))
+        .arg("operator")
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{said}");
+    (String::from_utf8(output.stdout).unwrap(), said)
 }
