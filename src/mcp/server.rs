@@ -174,23 +174,6 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         self
     }
 
-    /// Trusts the client's person to approve calls by answering a prompt
-    /// (`elicitation/create`), for the tiers `approver` names. Without it (the default),
-    /// every call that needs approval waits for an operator out of band.
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// # use cairnloop::{Governor, Registry, RiskTier, mcp::{ClientApprover, McpServer}};
-    /// # static TOOLS: Registry<()> = Registry::new(&[]);
-    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7")
-    ///     .with_client_approver(ClientApprover::new("user:alice").may_approve(RiskTier::LowWrite));
-    /// ```
-    #[must_use]
-    pub fn with_client_approver(mut self, approver: ClientApprover) -> Self {
-        self.approver = Some(approver);
-        self
-    }
-
     /// Names where a person decides a waiting call (the approval console's address), for
     /// the message of a task that waits.
     ///
@@ -259,6 +242,23 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// ```
     pub fn governor(&self) -> &Arc<Governor<C, S>> {
         &self.governor
+    }
+
+    /// Trusts the client's person to approve calls by answering a prompt
+    /// (`elicitation/create`), for the tiers `approver` names. Without it (the default),
+    /// every call that needs approval waits for an operator out of band.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry, RiskTier, mcp::{ClientApprover, McpServer}};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7")
+    ///     .with_client_approver(ClientApprover::new("user:alice").may_approve(RiskTier::LowWrite));
+    /// ```
+    #[must_use]
+    pub fn with_client_approver(mut self, approver: ClientApprover) -> Self {
+        self.approver = Some(approver);
+        self
     }
 
     /// The `tools/list` entries of the tools this actor may call, as the handler answers
