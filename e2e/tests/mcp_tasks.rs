@@ -310,3 +310,78 @@ async fn an_expired_call_completes_its_task_and_past_its_retention_the_task_is_u
     assert_eq!(gone["error"]["code"], -32602, "{gone}");
     assert!(desk.ran().is_empty());
 }
+
+/// `request` from a client that can show prompts too.
+fn prompting(mut request: Value) -> Value {
+    request["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"] =
+        json!({ "form": {} });
+    request
+}
+
+fn answering(id: u32, task_id: &str, key: &str, answer: Value) -> Value {
+    let mut request = prompting(task_request(id, "tasks/update", task_id));
+    request["params"]["inputResponses"] = json!({ key: answer });
+    request
+}
+
+#[tokio::test]
+async fn the_clients_person_answers_in_the_task_under_keys_never_reused() {
+    use cairnloop::RiskTier;
+    use cairnloop::mcp::ClientApprover;
+    let governor = Arc::new(Governor::new(&DESK));
+    let desk = Desk::default();
+    let server = agent(&governor, &desk, "agent-7")
+        .with_client_approver(ClientApprover::new("user:alice").may_approve(RiskTier::LowWrite));
+    let mut wire = serve(server, FrameLimits::new());
+    let created = ask(&mut wire, prompting(call(1, true))).await;
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+    let asked = |polled: &Value| -> Vec<String> {
+        polled["result"]["inputRequests"]
+            .as_object()
+            .map(|requests| requests.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let poll = |id| prompting(task_request(id, "tasks/get", &task_id));
+
+    let first = ask(&mut wire, poll(2)).await;
+    assert_eq!(first["result"]["status"], "input_required", "{first}");
+    assert_eq!(asked(&first), ["approval-1"]);
+    assert_eq!(
+        first["result"]["inputRequests"]["approval-1"]["method"],
+        "elicitation/create"
+    );
+    let approve = json!({ "action": "accept", "content": { "decision": "approve" } });
+
+    // An answer to a key never issued is ignored.
+    ask(
+        &mut wire,
+        answering(3, &task_id, "approval-9", approve.clone()),
+    )
+    .await;
+    assert_eq!(asked(&ask(&mut wire, poll(4)).await), ["approval-1"]);
+    // No decision: the next poll asks again, under a new key; the old one is answered.
+    ask(
+        &mut wire,
+        answering(5, &task_id, "approval-1", json!({ "action": "cancel" })),
+    )
+    .await;
+    assert_eq!(asked(&ask(&mut wire, poll(6)).await), ["approval-2"]);
+    ask(
+        &mut wire,
+        answering(7, &task_id, "approval-1", approve.clone()),
+    )
+    .await;
+    assert_eq!(
+        governor.lane(&key).await.unwrap().state(),
+        LaneState::Pending
+    );
+
+    // The open question's approval decides it as the client's person, and the call runs.
+    ask(&mut wire, answering(8, &task_id, "approval-2", approve)).await;
+    let lane = governor.lane(&key).await.unwrap();
+    assert_eq!(lane.decided_by(), Some("user:alice"));
+    let done = settled(&mut wire, &task_id).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(desk.ran(), ["internal_note(42)"]);
+}

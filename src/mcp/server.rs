@@ -562,6 +562,35 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         Ok((record, lane))
     }
 
+    /// The question a waiting task puts to the client's person, when the host trusts that
+    /// person for the call's tier and the client can show prompts: the approval prompt
+    /// under the key of the question now open (the first is issued here, once).
+    async fn question(
+        &self,
+        caller: &Caller,
+        record: &TaskRecord,
+        lane: &ApprovalLane,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<InputRequests> {
+        self.approver_for(caller, lane)
+            .filter(|_| can_elicit(context))?;
+        let mut asked = record.inputs_issued();
+        if asked == 0 {
+            let store = self.governor.store();
+            asked = match store.issue_task_input(record.id(), 0).await {
+                Ok(()) => 1,
+                // Another poll issued it first: read what it issued.
+                Err(_) => store.task(record.id()).await.ok()??.inputs_issued(),
+            };
+        }
+        let mut requests = InputRequests::new();
+        requests.insert(
+            tasks::question_key(asked),
+            InputRequest::Elicitation(approval_prompt(lane)),
+        );
+        Some(requests)
+    }
+
     /// An approved lane's run, started in the background by the first poll that finds it
     /// approved (the lane's single-use claim lets one process run it); the poll answers at
     /// once, never waiting for the tool. Returns the lane as it is now.
@@ -806,26 +835,62 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         let (record, lane) = self.followed(caller, &request.task_id).await?;
         let lane = self.start_if_approved(caller, lane).await;
         let status = tasks::status_of(&lane);
-        let task = tasks::task_object(&record, &lane, status, self.decided_where.as_deref());
         let payload = match status {
             TaskStatus::Completed => TaskPayload::Completed {
                 result: self.final_result(&lane)?,
             },
             TaskStatus::Cancelled => TaskPayload::Cancelled,
-            _ => TaskPayload::Working,
+            _ => match self.question(caller, &record, &lane, &context).await {
+                Some(input_requests) => TaskPayload::InputRequired { input_requests },
+                None => TaskPayload::Working,
+            },
         };
+        let task = tasks::task_object(
+            &record,
+            &lane,
+            payload.status(),
+            self.decided_where.as_deref(),
+        );
         Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
     }
 
+    /// The answer to the question the task asks now (`approval-N`) decides the call as the
+    /// client's person, under the same rules as every approval; an answer to a key never
+    /// issued, or already answered, is ignored. An unknown task, or another caller's, is
+    /// refused.
     async fn update_task(
         &self,
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // No question is put to a client yet: every answer names a key never issued,
-        // which is ignored. An unknown task, or another caller's, is refused.
         let caller = self.caller_of(&context)?;
-        self.followed(caller, &request.task_id).await.map(|_| ())
+        let (record, lane) = self.followed(caller, &request.task_id).await?;
+        let asked = record.inputs_issued();
+        let answer = request.input_responses.get(&tasks::question_key(asked));
+        let Some(approver) = self.approver_for(caller, &lane).filter(|_| asked > 0) else {
+            return Ok(());
+        };
+        if answer.is_none() {
+            return Ok(());
+        }
+        let key = lane.key();
+        // A decision that loses to another made meanwhile leaves that one standing.
+        let _ = match read_echoed_answer(answer, approver.id()) {
+            Answer::Approve => self.governor.approve(&key, approver.id()).await.map(drop),
+            Answer::Reject(reason) => self
+                .governor
+                .reject(&key, approver.id(), &reason)
+                .await
+                .map(drop),
+            // Undecided: the next poll asks again, under a new key.
+            Answer::Undecided(_) => self
+                .governor
+                .store()
+                .issue_task_input(record.id(), asked)
+                .await
+                .map_err(ApprovalError::Store),
+        };
+        Ok(())
     }
 
     /// A pending call is withdrawn (it can no longer be approved; the audit trail says

@@ -33,6 +33,12 @@ pub(crate) fn wants_task(context: &RequestContext<RoleServer>) -> bool {
             .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
+/// The key of a task's `n`th question to the client (`approval-1`, `approval-2`, …): never
+/// reused within a task, so a late answer to an earlier one is told apart.
+pub(crate) fn question_key(n: u32) -> String {
+    format!("approval-{n}")
+}
+
 /// Who may follow a task: the caller's actor, account and person (the OAuth subject
 /// behind a token), in one unambiguous text.
 pub(crate) fn owner_of(caller: &Caller) -> String {
