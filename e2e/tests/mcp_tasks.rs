@@ -140,10 +140,17 @@ async fn a_waiting_call_is_a_task_that_completes_with_the_result_once_approved()
     assert_eq!(polled["result"]["status"], "working", "{polled}");
     assert_eq!(polled["result"]["resultType"], "complete");
 
-    // An operator approves out of band; the next poll starts the run, and the task
-    // completes with the tool's result. It ran once.
+    // An operator approves out of band; the task's runner, woken by the store, runs the
+    // call before any poll, and the task completes with the tool's result. It ran once.
     let key: IdempotencyKey = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
     governor.approve(&key, "ops-lead").await.unwrap();
+    for _ in 0..100 {
+        if !desk.ran().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(desk.ran(), ["internal_note(42)"], "run with no poll");
     let done = settled(&mut wire, &task_id).await;
     let result = &done["result"]["result"];
     assert_eq!(done["result"]["status"], "completed", "{done}");

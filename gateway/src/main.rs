@@ -18,6 +18,9 @@ use cairnloop_gateway::config::{Config, ConsoleSettings, Credential, Http};
 use cairnloop_gateway::store::{Opened, StoreAt};
 use rmcp::ServiceExt;
 
+/// How often a serving gateway sweeps its store for lapsed claims and expired calls.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 const USAGE: &str = "usage: cairnloop-gateway check CONFIG
        cairnloop-gateway serve CONFIG [--store STORE] [--http]
        cairnloop-gateway operator --store STORE (list | show ID | approve ID --as WHO | reject ID --as WHO --reason WHY)
@@ -281,6 +284,19 @@ where
         .await
         .map_err(|error| Failure::Run(format!("cannot sweep the store: {error}")))?;
     let governor = std::sync::Arc::clone(&gateway.governor);
+    // And now and then while it serves: a replica that died mid-run leaves a claim whose
+    // lease runs out, and a call nobody decided expires, in every console.
+    let sweeping = std::sync::Arc::clone(&governor);
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(SWEEP_EVERY);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            if let Err(error) = sweeping.sweep().await {
+                eprintln!("cairnloop-gateway: the store could not be swept: {error}");
+            }
+        }
+    });
     // Where a person decides, for the message of a call that waits.
     let mut decided_where = None;
     if let Some((listener, settings)) = console {

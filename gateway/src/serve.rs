@@ -6,8 +6,9 @@
 
 use std::sync::Arc;
 
-use cairnloop::approvals::ApprovalStore;
+use cairnloop::approvals::{ApprovalConfig, ApprovalStore};
 use cairnloop::declared::DeclaredTool;
+use cairnloop::gate::Ttl;
 use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
 
 use crate::catalogue::{
@@ -194,7 +195,11 @@ pub async fn start<S: ApprovalStore + Send + Sync + 'static>(
     let registry: &'static Registry<()> = Box::leak(Box::new(
         Registry::try_new(entries).map_err(StartError::Registry)?,
     ));
-    let governor = Arc::new(Governor::new(registry).with_store(store));
+    let governor = Arc::new(
+        Governor::new(registry)
+            .with_store(store)
+            .with_config(approval_config(config)),
+    );
     let (changed, catalogue) = tokio::sync::watch::channel(0u64);
     let changed = Arc::new(changed);
     for (id, upstream, kept, listed_at_start) in watched {
@@ -208,6 +213,38 @@ pub async fn start<S: ApprovalStore + Send + Sync + 'static>(
         upstreams,
         catalogue,
     })
+}
+
+/// How long a claim to run an approved call outlives the longest call the gateway
+/// forwards: the time to record the outcome after the upstream answers or times out.
+pub const LEASE_MARGIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The approvals of a gateway serving `config`: its calls wait `approval_ttl_secs`; a
+/// claim to run one holds for the longest `call_timeout_secs` of its upstreams and
+/// [`LEASE_MARGIN`], so that a replica that dies mid-run leaves a lane whose outcome is
+/// unknown within that time, not five minutes later.
+///
+/// ```
+/// # use cairnloop_gateway::{config::Config, serve::approval_config};
+/// let config = Config::parse(
+///     "[gateway]\napproval_ttl_secs = 600\n[upstreams.a]\ncommand = \"a\"\ncall_timeout_secs = 30\n",
+/// )?;
+/// let approvals = approval_config(&config);
+/// assert_eq!(approvals.ttl().as_millis(), 600_000);
+/// assert_eq!(approvals.lease().as_millis(), 40_000);
+/// # Ok::<(), cairnloop_gateway::config::Problems>(())
+/// ```
+#[must_use]
+pub fn approval_config(config: &Config) -> ApprovalConfig {
+    let longest = (config.upstreams.iter())
+        .map(|upstream| upstream.call_timeout)
+        .max()
+        .unwrap_or_default();
+    let millis =
+        |duration: std::time::Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    ApprovalConfig::new()
+        .with_ttl(Ttl::from_millis(millis(config.gateway.approval_ttl)))
+        .with_lease(Ttl::from_millis(millis(longest + LEASE_MARGIN)))
 }
 
 /// Keeps upstream `id`'s tools in line with its listing for as long as the gateway

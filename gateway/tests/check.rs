@@ -467,6 +467,37 @@ fn a_waiting_call_is_held_45_seconds_unless_the_file_says_otherwise() {
     assert_has(&found, 7, "`hold_secs`");
 }
 
+#[test]
+fn a_call_waits_two_days_unless_approval_ttl_secs_says_otherwise_and_a_claim_outlives_the_longest_call()
+ {
+    let unsaid = Config::parse("[upstreams.fs]\ncommand = \"server\"\n").unwrap();
+    assert_eq!(
+        unsaid.gateway.approval_ttl,
+        std::time::Duration::from_secs(172_800)
+    );
+    let approvals = cairnloop_gateway::serve::approval_config(&unsaid);
+    assert_eq!(approvals.ttl().as_millis(), 172_800_000);
+    // The default call timeout (120 s) and ten seconds to record the outcome.
+    assert_eq!(approvals.lease().as_millis(), 130_000);
+
+    let said = Config::parse(
+        "[gateway]\napproval_ttl_secs = 60\n[upstreams.a]\ncommand = \"a\"\ncall_timeout_secs = 5\n\
+         [upstreams.b]\ncommand = \"b\"\ncall_timeout_secs = 300\n",
+    )
+    .unwrap();
+    let approvals = cairnloop_gateway::serve::approval_config(&said);
+    assert_eq!(approvals.ttl().as_millis(), 60_000);
+    assert_eq!(approvals.lease().as_millis(), 310_000);
+
+    for bad in ["0", "2592001", "\"1d\""] {
+        let found = problems_of(&format!(
+            "[upstreams.fs]\ncommand = \"server\"\n[gateway]\napproval_ttl_secs = {bad}\n"
+        ));
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_has(&found, 4, "`approval_ttl_secs`");
+    }
+}
+
 /// The problems `source` has, each as its line and message.
 fn problems_of(source: &str) -> Vec<(usize, String)> {
     Config::parse(source)

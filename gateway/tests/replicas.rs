@@ -2,7 +2,9 @@
 //! PostgreSQL database reached with a password role: a call proposed through one and
 //! approved from an operator of the other runs exactly once, whichever replica it is made
 //! again on; sixteen clients racing across both replicas run it once; a task opened on one
-//! is followed on the other; the password shows nowhere.
+//! is followed on the other; a replica killed while it runs an approved call leaves its
+//! outcome unknown once the claim's lease runs out, never run again; the password shows
+//! nowhere.
 //!
 //! `scripts/with_postgres.sh` names the database in `CAIRNLOOP_POSTGRES_PASSWORD`; CI must
 //! run these, elsewhere without it they say so and pass.
@@ -49,8 +51,14 @@ struct Setup {
     logs: PathBuf,
 }
 
-/// A share and a configuration whose `[store]` names the database by a variable.
-fn setup(name: &str, script: &Path, (url, secret): (String, String)) -> Setup {
+/// A share and a configuration whose `[store]` names the database by a variable, with
+/// `upstream` (given the setup's folder and the share in it) for its upstreams and tools.
+fn setup(
+    name: &str,
+    database: (String, String),
+    upstream: impl Fn(&Path, &Path) -> String,
+) -> Setup {
+    let (url, secret) = database;
     let dir =
         std::env::temp_dir().join(format!("cairnloop-replicas-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -64,11 +72,8 @@ fn setup(name: &str, script: &Path, (url, secret): (String, String)) -> Setup {
         &config,
         format!(
             "[gateway]\nlocal_actor = \"agent\"\nlocal_scopes = [\"fs:read\", \"fs:write\"]\nhold_secs = 0\n\n\
-             [store]\nurl_env = \"GATEWAY_DATABASE\"\n\n\
-             [upstreams.fs]\ncommand = \"node\"\nargs = [{script:?}, {share:?}]\n\n{tools}",
-            script = script.display().to_string(),
-            share = share.display().to_string(),
-            tools = include_str!("configs/filesystem-tools.toml"),
+             [store]\nurl_env = \"GATEWAY_DATABASE\"\n\n{}",
+            upstream(&dir, &share)
         ),
     )
     .unwrap();
@@ -78,6 +83,18 @@ fn setup(name: &str, script: &Path, (url, secret): (String, String)) -> Setup {
         url,
         secret,
         logs,
+    }
+}
+
+/// The npm filesystem server at `script`, serving `share`, and its tools.
+fn filesystem(script: &Path) -> impl Fn(&Path, &Path) -> String {
+    move |_, share| {
+        format!(
+            "[upstreams.fs]\ncommand = \"node\"\nargs = [{script:?}, {share:?}]\n\n{tools}",
+            script = script.display().to_string(),
+            share = share.display().to_string(),
+            tools = include_str!("configs/filesystem-tools.toml"),
+        )
     }
 }
 
@@ -131,7 +148,7 @@ async fn a_call_proposed_on_one_replica_and_approved_from_the_other_runs_once_am
     let (Some(script), Some(database)) = (filesystem_server(), database()) else {
         return;
     };
-    let setup = setup("race", &script, database);
+    let setup = setup("race", database, filesystem(&script));
     let (one, two) = (
         replica(&setup, "one.log").await,
         replica(&setup, "two.log").await,
@@ -236,6 +253,30 @@ impl Raw {
             }
         }
     }
+
+    /// The task `task` once it is no longer `working`, polled for up to `within`.
+    async fn settled(&mut self, task: &str, within: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + within;
+        for id in 1000.. {
+            let polled = self.ask(id, "tasks/get", json!({ "taskId": task })).await;
+            if polled["result"]["status"] != "working" || tokio::time::Instant::now() > deadline {
+                return polled;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        unreachable!()
+    }
+}
+
+/// The id of the lane whose listing line names `what`, in the operator's list.
+fn lane_naming(setup: &Setup, what: &str) -> String {
+    let listed = operator(setup, &["list"]);
+    listed
+        .lines()
+        .find(|line| line.contains(what))
+        .and_then(|line| line.split_whitespace().next())
+        .unwrap_or_else(|| panic!("a lane naming {what} in {listed}"))
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,7 +284,7 @@ async fn a_task_opened_on_one_replica_is_followed_on_the_other_and_after_a_repli
     let (Some(script), Some(database)) = (filesystem_server(), database()) else {
         return;
     };
-    let setup = setup("tasks", &script, database);
+    let setup = setup("tasks", database, filesystem(&script));
     let target = setup.share.join("tasked.txt");
     let write = json!({
         "name": "fs_write_file",
@@ -260,29 +301,72 @@ async fn a_task_opened_on_one_replica_is_followed_on_the_other_and_after_a_repli
     let polled = two.ask(2, "tasks/get", json!({ "taskId": task })).await;
     assert_eq!(polled["result"]["status"], "working", "{polled}");
     // The tests share the database: this call's lane is the one that writes its file.
-    let listed = operator(&setup, &["list"]);
-    let id = listed
-        .lines()
-        .find(|line| line.contains("tasked.txt"))
-        .and_then(|line| line.split_whitespace().next())
-        .unwrap_or_else(|| panic!("the task's lane in {listed}"))
-        .to_owned();
+    let id = lane_naming(&setup, "tasked.txt");
     operator(&setup, &["approve", &id, "--as", "ops-lead"]);
-    let mut done = Value::Null;
-    for n in 0..100 {
-        done = two
-            .ask(10 + n, "tasks/get", json!({ "taskId": task }))
-            .await;
-        if done["result"]["status"] != "working" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let done = two.settled(&task, Duration::from_secs(10)).await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(done["result"]["result"]["isError"], false, "{done}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "tasked");
     let lane: Value = serde_json::from_str(&operator(&setup, &["show", &id])).unwrap();
     assert_eq!(lane["attempts"], 1, "{lane}");
+    two.child.kill().await.unwrap();
+    password_shown_nowhere(&setup);
+}
+
+const HOSTILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hostile/upstream.py");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_between_claiming_a_call_and_recording_its_outcome_leaves_it_unknown_not_run_again()
+ {
+    let Some(database) = database() else {
+        return;
+    };
+    // An upstream that takes every call and never answers; a call may take 5 s, so a
+    // claim holds for 15 s.
+    let setup = setup("killed", database, |dir, _| {
+        let log = dir.join("calls.log").display().to_string();
+        format!(
+            "[upstreams.bad]\ncommand = \"python3\"\nargs = [{HOSTILE:?}, \"hang\", {log:?}]\n\
+             call_timeout_secs = 5\n\n[tools.bad.write]\ntier = \"high_write\"\n"
+        )
+    });
+    let calls = setup.config.with_file_name("calls.log");
+    let reached = || {
+        std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let mut one = Raw::start(&setup, "one.log");
+    let write = json!({ "name": "bad_write", "arguments": { "text": "killed mid-run" } });
+    let created = one.ask(1, "tools/call", write).await;
+    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let id = lane_naming(&setup, "bad_write");
+    operator(&setup, &["approve", &id, "--as", "ops-lead"]);
+    // The replica holding the task claims the call and forwards it; once the upstream has
+    // it, the replica is killed (SIGKILL) before any outcome can be recorded.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while reached() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the approved call never reached the upstream"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    one.child.kill().await.unwrap();
+
+    // The other replica follows the task: it waits while the claim holds, never runs the
+    // call itself, and ends with the outcome unknown once the lease runs out.
+    let mut two = Raw::start(&setup, "two.log");
+    let polled = two.ask(2, "tasks/get", json!({ "taskId": task })).await;
+    assert_eq!(polled["result"]["status"], "working", "{polled}");
+    let done = two.settled(&task, Duration::from_secs(40)).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(done["result"]["result"]["isError"], true, "{done}");
+    assert!(done.to_string().contains("outcome_unknown"), "{done}");
+    let lane: Value = serde_json::from_str(&operator(&setup, &["show", &id])).unwrap();
+    assert_eq!(lane["state"], "outcome_unknown", "{lane}");
+    assert_eq!(reached(), 1, "the call reached the upstream once");
     two.child.kill().await.unwrap();
     password_shown_nowhere(&setup);
 }

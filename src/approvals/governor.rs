@@ -841,8 +841,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             .await
     }
 
-    /// Expires a pending or approved lane whose time is up; returns the lane, moved or
-    /// not.
+    /// Expires a pending or approved lane whose time is up, and marks the outcome of a
+    /// claim whose lease ran out unknown (its holder died mid-run), as [`Governor::sweep`]
+    /// would for every lane; returns the lane, moved or not.
     ///
     /// # Errors
     ///

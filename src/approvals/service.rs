@@ -208,17 +208,26 @@ impl<S: ApprovalStore> Approvals<S> {
         self.apply(&lane, action, now, Some(by), Some(reason)).await
     }
 
-    /// Expires a pending or approved lane whose time is up. Returns the lane, moved or not.
+    /// Expires a pending or approved lane whose time is up, and marks the outcome of a
+    /// claim whose lease ran out unknown, as a sweep would. Returns the lane, moved or not.
     pub(crate) async fn expire_if_due(
         &self,
         key: &IdempotencyKey,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key).await?;
-        if self.due(&lane, now)? {
-            return self.apply(&lane, LaneAction::Expire, now, None, None).await;
+        let (action, reason) = if self.due(&lane, now)? {
+            (LaneAction::Expire, None)
+        } else if lease_lapsed(&lane, now) {
+            (LaneAction::LoseLease, Some(LEASE_LAPSED))
+        } else {
+            return Ok(lane);
+        };
+        match self.apply(&lane, action, now, None, reason).await {
+            // Its holder or a sweeper moved it first: the lane as it is now.
+            Err(ApprovalError::Store(StoreError::Conflict)) => self.lane(key).await,
+            moved => moved,
         }
-        Ok(lane)
     }
 
     /// The lane a move starts from: the copy the store kept of it in this process when it
@@ -551,9 +560,7 @@ impl<S: ApprovalStore> Approvals<S> {
                 let lanes = self.store.list(state, after.as_ref(), page).await?;
                 for lane in &lanes {
                     let action = match state {
-                        LaneState::ExecutionPending
-                            if lane.claim().is_none_or(|claim| claim.until() <= now) =>
-                        {
+                        LaneState::ExecutionPending if lease_lapsed(lane, now) => {
                             LaneAction::LoseLease
                         }
                         LaneState::Pending | LaneState::Approved
@@ -563,8 +570,7 @@ impl<S: ApprovalStore> Approvals<S> {
                         }
                         _ => continue,
                     };
-                    let reason = (action == LaneAction::LoseLease)
-                        .then_some("the claim's lease ran out with no outcome recorded");
+                    let reason = (action == LaneAction::LoseLease).then_some(LEASE_LAPSED);
                     match self.apply(lane, action, now, None, reason).await {
                         Ok(_) => moved += 1,
                         // Another sweeper or the holder moved it first: nothing to do.
@@ -609,6 +615,16 @@ struct Claim<C: ?Sized + 'static> {
     codec: &'static dyn Codec<C>,
     input: ErasedInput,
     idempotent: bool,
+}
+
+/// What the audit trail says of a claim whose holder never recorded an outcome.
+const LEASE_LAPSED: &str = "the claim's lease ran out with no outcome recorded";
+
+/// Whether `lane` is claimed to run and its claim's lease ran out by `now` (a claim with
+/// no lease recorded is one whose holder is gone).
+fn lease_lapsed(lane: &ApprovalLane, now: Timestamp) -> bool {
+    lane.state() == LaneState::ExecutionPending
+        && lane.claim().is_none_or(|claim| claim.until() <= now)
 }
 
 /// Why a lane is not to be run by this execution, if it was claimed or run by another:

@@ -509,7 +509,10 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         let before = Timestamp::from_unix_millis(opened_at.unix_millis().saturating_sub(kept_for));
         let _ = store.forget_tasks(before).await;
         let record = TaskRecord::new(id, lane.key(), tasks::owner_of(caller), opened_at);
-        let (record, _) = store.open_task(record).await.ok()?;
+        let (record, opened) = store.open_task(record).await.ok()?;
+        if opened {
+            self.run_when_approved(caller, lane, opened_at);
+        }
         Some(tasks::task_object(
             &record,
             lane,
@@ -591,13 +594,48 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         Some(requests)
     }
 
-    /// An approved lane's run, started in the background by the first poll that finds it
-    /// approved (the lane's single-use claim lets one process run it); the poll answers at
-    /// once, never waiting for the tool. Returns the lane as it is now.
+    /// An approved lane's run, started in the background by a poll that finds it approved
+    /// (its task's runner is gone, or has not woken yet: the lane's single-use claim lets
+    /// one of them run it); the poll answers at once, never waiting for the tool. Returns
+    /// the lane as it is now.
     async fn start_if_approved(&self, caller: &Caller, lane: ApprovalLane) -> ApprovalLane {
-        if lane.state() != LaneState::Approved {
-            return lane;
+        if lane.state() == LaneState::Approved {
+            let run = self.run(caller, &lane);
+            tokio::spawn(run);
         }
+        lane
+    }
+
+    /// The task's runner in the process that opened it: woken by the store's change
+    /// signal when `lane` is decided, here or in another process, it runs the call once
+    /// approved, so the next `tasks/get` finds the result. It waits no longer than the
+    /// lane lives; a task whose process ends is run by the first `tasks/get` after the
+    /// approval instead. The lane's single-use claim decides which of the two runs it.
+    fn run_when_approved(&self, caller: &Caller, lane: &ApprovalLane, now: Timestamp) {
+        let governor = Arc::clone(&self.governor);
+        let run = self.run(caller, lane);
+        let key = lane.key();
+        let lives = lane
+            .expires_at()
+            .unix_millis()
+            .saturating_sub(now.unix_millis());
+        tokio::spawn(async move {
+            let decided = governor
+                .await_decision(&key, core::time::Duration::from_millis(lives))
+                .await;
+            if decided.is_ok_and(|lane| lane.state() == LaneState::Approved) {
+                run.await;
+            }
+        });
+    }
+
+    /// `lane`'s call, made for `caller` through the governor: run if it is approved and
+    /// unclaimed. Its outcome is the lane's: a task reads it there.
+    fn run(
+        &self,
+        caller: &Caller,
+        lane: &ApprovalLane,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let (governor, context, caller) = (
             Arc::clone(&self.governor),
             Arc::clone(&self.context),
@@ -607,15 +645,13 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             lane.proposal().tool().to_string(),
             lane.proposal().input().to_string(),
         );
-        tokio::spawn(async move {
+        async move {
             let scopes = caller.scope_refs();
             let actor = caller.actor(&scopes);
-            // Its outcome is the lane's: the next poll reads it there.
             let _ = governor
                 .call(&ToolCall::new(&tool, &input), &actor, &*context)
                 .await;
-        });
-        lane
+        }
     }
 
     /// A finished lane's result, as a repeated call would get it.

@@ -9,6 +9,7 @@
 //! local_scopes = ["fs:read", "fs:write"]
 //! # hold_secs = 45                   # a waiting call held open this long for a client
 //!                                    # that follows no task (0: answered at once)
+//! # approval_ttl_secs = 172800       # how long a call waits for a person (48 h)
 //!
 //! [gateway.http]                     # for `serve --http`: Streamable HTTP, OAuth tokens
 //! address = "127.0.0.1:8379"
@@ -129,7 +130,15 @@ pub struct Gateway {
     /// How long a call that waits for a person is held open for a client that gets no
     /// task (`hold_secs`, 0 to 3600; [`DEFAULT_HOLD`] by default, 0: not held).
     pub hold: std::time::Duration,
+    /// How long a call waits for a person before it expires (`approval_ttl_secs`, 1 to
+    /// 2,592,000, 30 days; [`DEFAULT_APPROVAL_TTL`] by default).
+    pub approval_ttl: std::time::Duration,
 }
+
+/// How long a call waits for a person unless `approval_ttl_secs` says otherwise: two
+/// days, the crate's own default, so a call made on a Friday is still there on Monday
+/// morning only if someone set it longer.
+pub const DEFAULT_APPROVAL_TTL: std::time::Duration = std::time::Duration::from_secs(48 * 3600);
 
 /// How long a waiting call is held open unless `hold_secs` says otherwise: under the 60
 /// seconds after which the TypeScript SDK gives up on a request, so a client that does
@@ -145,6 +154,7 @@ impl Default for Gateway {
             client_approves: Vec::new(),
             http: None,
             hold: DEFAULT_HOLD,
+            approval_ttl: DEFAULT_APPROVAL_TTL,
         }
     }
 }
@@ -442,12 +452,18 @@ fn read_gateway<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Gateway {
             "client_approves",
             "http",
             "hold_secs",
+            "approval_ttl_secs",
         ],
     );
     if let Some(secs) = table.get("hold_secs")
         && let Some(secs) = reader.number(secs, "`hold_secs`", 0..=3600)
     {
         gateway.hold = std::time::Duration::from_secs(secs);
+    }
+    if let Some(secs) = table.get("approval_ttl_secs")
+        && let Some(secs) = reader.number(secs, "`approval_ttl_secs`", 1..=30 * 24 * 3600)
+    {
+        gateway.approval_ttl = std::time::Duration::from_secs(secs);
     }
     if let Some(actor) = table.get("local_actor")
         && let Some(id) = reader.string(actor, "`local_actor`")
