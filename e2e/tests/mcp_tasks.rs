@@ -20,23 +20,9 @@ use cairnloop::stores::SqliteStore;
 use cairnloop::{Governor, IdempotencyKey};
 use desk::{DESK, Desk};
 use serde_json::{Value, json};
-use wire::{Wire, serve};
+use wire::{Wire, request_meta as meta, serve};
 
 const NOTE: &str = r#"{"ticket": 42, "body": "Called twice."}"#;
-
-/// The per-request context a 2026-07-28 client sends, declaring the extension or not.
-fn meta(tasks: bool) -> Value {
-    let capabilities = if tasks {
-        json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } })
-    } else {
-        json!({})
-    };
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "wire", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    })
-}
 
 fn call(id: u32, tasks: bool) -> Value {
     json!({

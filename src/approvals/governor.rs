@@ -1019,11 +1019,15 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// holds a workflow here until a person decides, in this process or, with a shared
     /// store, in any other: the store's [`StoreWatch`](crate::approvals::StoreWatch)
     /// wakes it, and a store that cannot be watched is read every 50 ms. A lane whose
-    /// time is up is expired here, so the wait ends with it.
+    /// time is up is expired here, so the wait ends with it. A store that fails once the
+    /// wait has begun (a database restarting) is read again every half second until it
+    /// answers or the timeout ends the wait with the lane as last read: the wait goes on
+    /// through an outage.
     ///
     /// # Errors
     ///
-    /// [`ApprovalError::UnknownLane`], the clock's or the store's error.
+    /// [`ApprovalError::UnknownLane`], the clock's error, or the store's error when the
+    /// lane cannot be read at the start.
     ///
     /// ```
     /// use std::time::Duration;
@@ -1065,6 +1069,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         /// How often a waiter reads its lane whatever it was told: a change that slipped
         /// past the signals still ends the wait.
         const ANYWAY: Duration = Duration::from_secs(5);
+        /// How soon a read that failed is made again.
+        const RETRY: Duration = Duration::from_millis(500);
         let deadline = Instant::now().checked_add(timeout);
         let watch = self.watch();
         let polled = watch.is_none();
@@ -1076,6 +1082,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let mut lane = self.expire_if_due(key).await?;
         waiting.saw(lane.version());
         let mut leading = None;
+        let mut failing = false;
         loop {
             if lane.state() != LaneState::Pending {
                 return Ok(lane);
@@ -1099,6 +1106,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             let mut wait = left.min(Duration::from_millis(due)).min(ANYWAY);
             if polled {
                 wait = wait.min(POLL);
+            }
+            if failing {
+                wait = wait.min(RETRY);
             }
             let (anywhere, here) = (
                 watch.changed(seen, wait),
@@ -1127,17 +1137,25 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 // one reads its own only if it moved.
                 None => {
                     seen = watch.generation();
-                    self.waiters
+                    failing = (self.waiters)
                         .read_for_all(self.approvals.store(), seen)
                         .await
-                        .map_err(ApprovalError::Store)?;
+                        .is_err();
                 }
                 // This lane moved, or the wait ran out (its time may be up): read it.
                 Some(_) => {
                     seen_here = waiting.moved().generation();
                     seen = watch.generation();
-                    lane = self.expire_if_due(key).await?;
-                    waiting.saw(lane.version());
+                    match self.expire_if_due(key).await {
+                        Ok(read) => {
+                            lane = read;
+                            waiting.saw(lane.version());
+                            failing = false;
+                        }
+                        // The store is away: the lane as last read, read again soon.
+                        Err(ApprovalError::Store(_)) => failing = true,
+                        Err(error) => return Err(error),
+                    }
                 }
             }
         }
