@@ -2,9 +2,9 @@
 // (`@modelcontextprotocol/ext-tasks` over `@modelcontextprotocol/client` 2.x, protocol
 // 2026-07-28) against cairnloop-gateway on stdio, in front of the npm filesystem server:
 // `write_file` answers with a task; approved by another process (`operator approve`), the
-// task completes with the upstream's result and the file is written once; rejected and
-// cancelled tasks end as the extension says and nothing is written. Every task object the
-// gateway sends is checked against the extension's published Zod schemas.
+// task completes with the upstream's result and the file is written once; rejected,
+// expired and cancelled tasks end as the extension says and nothing is written. Every
+// task object the gateway sends is checked against the extension's published Zod schemas.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -22,10 +22,10 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
 const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
 
-function setup() {
+function setup(extra = "") {
   const { dir, share } = shareWithHello("cairnloop-gateway-tasks-");
   const config = join(dir, "gateway.toml");
-  writeFileSync(config, localGatewayConfig(share));
+  writeFileSync(config, localGatewayConfig(share, { extra }));
   return { share, config, store: join(dir, "lanes.db") };
 }
 
@@ -80,9 +80,10 @@ test("a write answers with a task; approved by another process, the task complet
   });
 });
 
-/** A write of `file` that waits as a task, then `body({ execution, id, store, target })`. */
-async function writeWaiting(file, body) {
-  const paths = setup();
+/** A write of `file` that waits as a task, then `body({ execution, id, store, target })`;
+ * `extra` is added to the gateway's `[gateway]` table. */
+async function writeWaiting(file, body, extra = "") {
+  const paths = setup(extra);
   const target = join(paths.share, file);
   await withSession(paths, async ({ session }) => {
     const execution = await session.callTool("fs_write_file", { path: target, content: "no" });
@@ -115,4 +116,19 @@ test("a cancelled task withdraws its call: it can no longer be approved and noth
     assert.throws(() => operator(store, "approve", id, "--as", "ops-lead"));
     assert.equal(existsSync(target), false);
   });
+});
+
+test("an expired write completes its task as a tool error and can no longer be approved", async () => {
+  await writeWaiting("expired.txt", async ({ execution, id, store, target }) => {
+    // Nobody decides within the two seconds the call waits.
+    await new Promise((done) => setTimeout(done, 2500));
+    const { outcome } = await execution.settle();
+    assert.equal(outcome.status, "completed");
+    const result = resultFromTaskOutcome(outcome);
+    assert.equal(result.isError, true);
+    assert.equal(result.structuredContent.status, "expired");
+    assert.equal(JSON.parse(operator(store, "show", id)).state, "expired");
+    assert.throws(() => operator(store, "approve", id, "--as", "ops-lead"));
+    assert.equal(existsSync(target), false);
+  }, "approval_ttl_secs = 2");
 });
