@@ -4,16 +4,20 @@ The gateway runs over stdio in front of the official filesystem MCP server (from
 as a desktop client starts it, with `[console]` in its configuration; this test speaks
 MCP to it frame by frame while an operator decides in Chromium: the write waits, the
 proposer is not offered an approval, another operator approves it, the re-issued call
-writes the file once.
+writes the file once. Two replicas on one PostgreSQL database: a call taken as a task by
+one is approved in the other's console, and the first runs it once.
 
-Run by .ci/run with $CAIRNLOOP_GATEWAY (the built binary), $CAIRNLOOP_FILESYSTEM_SERVER
-(the server `npm ci` put in tests/mcp-ts) and $CAIRNLOOP_CHROMIUM.
+Run by .ci/run under scripts/with_postgres.sh, with $CAIRNLOOP_GATEWAY (the built
+binary), $CAIRNLOOP_FILESYSTEM_SERVER (the server `npm ci` put in tests/mcp-ts) and
+$CAIRNLOOP_CHROMIUM.
 """
 
 import json
 import os
+import re
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -29,16 +33,28 @@ FILESYSTEM = os.environ.get(
 TOOLS = ROOT / "gateway/tests/configs/filesystem-tools.toml"
 
 
-class Gateway:
-    """The gateway over stdio, spoken to one JSON-RPC frame at a time."""
+# What a client on protocol 2026-07-28 sends with each request, declaring the Tasks
+# extension: such a client follows a waiting call as a task and needs no `initialize`.
+TASKS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "console-test", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+}
 
-    def __init__(self, config, store, env):
+
+class Gateway:
+    """The gateway over stdio, spoken to one JSON-RPC frame at a time: as a 2025-06-18
+    client, or as a 2026-07-28 one that follows tasks (`tasks=True`)."""
+
+    def __init__(self, config, store, env, tasks=False):
         self.process = subprocess.Popen(
             [GATEWAY, "serve", config, "--store", store],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, env=env,
         )
         self.next_id = 0
+        if tasks:
+            return
         self.request("initialize", {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "console-test", "version": "1"},
@@ -63,24 +79,26 @@ class Gateway:
         self.process.wait(timeout=30)
 
 
-def start_with_console(config, work, port, env):
-    """The gateway serving `config` on a store in `work`, and its console's address once
-    it answers."""
-    gateway = Gateway(str(config), str(work / "lanes.db"), env)
+def start_with_console(config, store, port, env, tasks=False):
+    """The gateway serving `config` on `store`, and its console's address once it
+    answers."""
+    gateway = Gateway(str(config), store, env, tasks)
     base = f"http://127.0.0.1:{port}"
     wait_for_console(base, gateway.process, "the gateway's console")
     return gateway, base
 
 
-@pytest.fixture(scope="module")
-def served():
+OPERATORS = dict(CONSOLE_LEAD_TOKEN="lead-token-0123456789", CONSOLE_ALICE_TOKEN="alice-token-0123456789")
+
+
+def filesystem_with_console(work, share, name="gateway"):
+    """A configuration in `work`, named `name`, of a gateway in front of the filesystem
+    server on `share`, with a console on a free port for the operators `ops-lead` and
+    `alice` (the caller): its path and the console's port."""
     if not Path(FILESYSTEM).is_file():
         pytest.fail(f"no filesystem server at {FILESYSTEM}: run `npm ci` in tests/mcp-ts")
-    work = Path(tempfile.mkdtemp(prefix="cairnloop-gateway-console-"))
-    share = (work / "share").resolve()
-    share.mkdir()
     port = free_port()
-    config = work / "gateway.toml"
+    config = work / f"{name}.toml"
     config.write_text(
         '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:read", "fs:write"]\nhold_secs = 0\n\n'
         f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
@@ -89,8 +107,22 @@ def served():
         '[console.operators.alice]\ntoken_env = "CONSOLE_ALICE_TOKEN"\n\n'
         + TOOLS.read_text()
     )
-    env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789", CONSOLE_ALICE_TOKEN="alice-token-0123456789")
-    gateway, base = start_with_console(config, work, port, env)
+    return config, port
+
+
+def shared_folder(prefix):
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    share = (work / "share").resolve()
+    share.mkdir()
+    return work, share
+
+
+@pytest.fixture(scope="module")
+def served():
+    work, share = shared_folder("cairnloop-gateway-console-")
+    config, port = filesystem_with_console(work, share)
+    env = dict(os.environ, **OPERATORS)
+    gateway, base = start_with_console(config, str(work / "lanes.db"), port, env)
     yield {"gateway": gateway, "base": base, "share": share}
     gateway.close()
 
@@ -161,7 +193,7 @@ def died():
     )
     env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789",
                CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
-    gateway, base = start_with_console(config, work, port, env)
+    gateway, base = start_with_console(config, str(work / "lanes.db"), port, env)
     write = ("bad_write", {"text": "move the money"})
     waiting = gateway.call(*write)
     assert waiting["status"] == "awaiting_approval", waiting
@@ -216,3 +248,67 @@ def test_settling_a_run_takes_the_tier_right_that_deciding_it_takes(died, browse
     settle.locator("button[type=submit]").click()
     expect(page.locator("p.empty")).to_have_text("Nothing to settle.")
     context.close()
+
+
+@pytest.fixture(scope="module")
+def replicas():
+    """Two replicas of the gateway, each with its console, sharing one PostgreSQL database
+    (the throwaway server scripts/with_postgres.sh starts, reached over TLS with a
+    password); the first followed by a 2026-07-28 client that takes tasks."""
+    url = os.environ.get("CAIRNLOOP_POSTGRES_PASSWORD")
+    if url is None:
+        pytest.fail("no CAIRNLOOP_POSTGRES_PASSWORD: run under scripts/with_postgres.sh")
+    work, share = shared_folder("cairnloop-gateway-replicas-")
+    env = dict(os.environ, GATEWAY_DATABASE=url, **OPERATORS)
+    started = []
+    for name, tasks in (("one", True), ("two", False)):
+        config, port = filesystem_with_console(work, share, name)
+        started.append(start_with_console(config, "env:GATEWAY_DATABASE", port, env, tasks))
+    yield {"one": started[0], "two": started[1], "share": share}
+    for gateway, _ in started:
+        gateway.close()
+
+
+def test_a_task_opened_on_one_replica_is_approved_in_the_other_replicas_console_and_runs_once(replicas, browser):
+    (one, one_base), (_, two_base), share = replicas["one"], replicas["two"], replicas["share"]
+    target = share / "across-replicas.txt"
+    write = {"name": "fs_write_file", "arguments": {"path": str(target), "content": "approved on two"},
+             "_meta": TASKS_META}
+    created = one.request("tools/call", write)
+    assert created["resultType"] == "task", created
+    task = {"taskId": created["taskId"], "_meta": TASKS_META}
+    assert one.request("tasks/get", task)["status"] == "working"
+
+    # The second replica's console lists the call the first one took, and approves it.
+    context, page = signed_in(browser, two_base, "ops-lead", "lead-token-0123456789")
+    row = page.locator("#queue-rows tr", has_text="across-replicas.txt")
+    expect(row).to_have_count(1)
+    row.locator("a").first.click()
+    expect(page.locator("main")).to_contain_text(str(target))
+    proposal = page.url.rsplit("/", 1)[1]
+    page.click("button.approve")
+    # The first replica may already be running it when the page is drawn.
+    expect(page.locator("p.state")).to_have_text(re.compile("^(approved|execution_pending|executed)$"))
+    context.close()
+
+    # The first replica, woken by the database, runs it; its task completes with the
+    # upstream's result.
+    deadline = time.monotonic() + 20
+    while (done := one.request("tasks/get", task))["status"] == "working":
+        assert time.monotonic() < deadline, done
+        time.sleep(0.1)
+    assert done["status"] == "completed", done
+    assert done["result"]["isError"] is False, done
+    assert "Successfully wrote" in json.dumps(done["result"]["content"])
+    assert target.read_text() == "approved on two"
+
+    # Both consoles show it run, once; polled again, the task does not run it again.
+    for base in (one_base, two_base):
+        context, page = signed_in(browser, base, "ops-lead", "lead-token-0123456789")
+        page.goto(f"{base}/proposals/{proposal}")
+        expect(page.locator("p.state")).to_have_text("executed")
+        context.close()
+    target.write_text("sentinel")
+    assert one.request("tasks/get", task)["status"] == "completed"
+    time.sleep(0.5)
+    assert target.read_text() == "sentinel", "the approved call ran once"
