@@ -27,14 +27,6 @@ job_tool!(Ship, "ship", |id| {
 
 static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Ship>()]);
 
-fn shell(command: &str) {
-    let status = std::process::Command::new("sh")
-        .args(["-c", command])
-        .status()
-        .unwrap();
-    assert!(status.success(), "{command}");
-}
-
 /// An error a store may give while its server is away: typed, and saying why.
 fn is_typed_outage(error: &ApprovalError) -> bool {
     match error {
@@ -130,9 +122,9 @@ fn a_server_restarted_mid_load_recovers_by_itself_and_runs_nothing_twice() {
         .collect();
     go.wait();
     std::thread::sleep(Duration::from_millis(150));
-    shell(&stop);
+    pg::shell(&stop);
     std::thread::sleep(Duration::from_millis(500));
-    shell(&start);
+    pg::shell(&start);
     // The same governor serves again by itself, within seconds.
     let back = Instant::now();
     let recovered = loop {

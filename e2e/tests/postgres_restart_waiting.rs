@@ -24,14 +24,6 @@ use wire::{Wire, request_meta, serve};
 
 type Shared = Arc<Governor<Desk, PostgresStore>>;
 
-fn shell(command: &str) {
-    let status = std::process::Command::new("sh")
-        .args(["-c", command])
-        .status()
-        .unwrap();
-    assert!(status.success(), "{command}");
-}
-
 fn server(governor: &Shared, desk: &Desk) -> McpServer<Desk, PostgresStore> {
     McpServer::new(Arc::clone(governor), desk.clone(), "agent-7")
         .with_account("acme")
@@ -111,7 +103,7 @@ async fn tasks_and_held_calls_wait_through_a_restart_and_each_approved_call_runs
         keys.insert(ticket, lane_of(&governor, ticket).await);
     }
 
-    shell(&stop);
+    pg::shell(&stop);
     // While the server is down a poll is `working` or a typed error; nothing has run.
     let polled = poll(&mut tasks, 100, &task_ids[0]).await;
     let said = polled.to_string();
@@ -125,7 +117,7 @@ async fn tasks_and_held_calls_wait_through_a_restart_and_each_approved_call_runs
     );
     // Down longer than a waiter goes without reading its lane, so that reads fail.
     tokio::time::sleep(Duration::from_secs(6)).await;
-    shell(&start);
+    pg::shell(&start);
 
     // Another process decides once the server is back: 1, 2, 11 and 12 approved, 3 and
     // 13 rejected.

@@ -46,3 +46,17 @@ hold_secs = ${hold}
 ${extra}
 ${filesystemUpstream(share, node)}`;
 }
+
+/** The gateway under test: $CAIRNLOOP_GATEWAY, or the workspace's debug build. */
+export const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
+
+/**
+ * A share (in a folder named from `prefix`), a configuration in front of the filesystem
+ * server with `extra` lines of `[gateway]`, and a lane store: `{ share, config, store }`.
+ */
+export function localSetup(prefix, extra = "") {
+  const { dir, share } = shareWithHello(prefix);
+  const config = join(dir, "gateway.toml");
+  writeFileSync(config, localGatewayConfig(share, { extra }));
+  return { share, config, store: join(dir, "lanes.db") };
+}

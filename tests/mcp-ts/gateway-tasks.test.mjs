@@ -9,25 +9,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 
 import { resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
 
-import { localGatewayConfig, shareWithHello } from "./filesystem-gateway.mjs";
+import { GATEWAY, localSetup } from "./filesystem-gateway.mjs";
 import { stdioTaskSession } from "./tasks-requester.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const ROOT = resolve(HERE, "../..");
-const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
-
-function setup(extra = "") {
-  const { dir, share } = shareWithHello("cairnloop-gateway-tasks-");
-  const config = join(dir, "gateway.toml");
-  writeFileSync(config, localGatewayConfig(share, { extra }));
-  return { share, config, store: join(dir, "lanes.db") };
-}
+const setup = (extra = "") => localSetup("cairnloop-gateway-tasks-", extra);
 
 const operator = (store, ...words) =>
   execFileSync(GATEWAY, ["operator", "--store", store, ...words], { encoding: "utf8" });

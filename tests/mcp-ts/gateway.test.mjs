@@ -8,26 +8,15 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
-import { localGatewayConfig, shareWithHello } from "./filesystem-gateway.mjs";
+import { GATEWAY, localSetup } from "./filesystem-gateway.mjs";
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const ROOT = resolve(HERE, "../..");
-const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
-
-/** A share, a configuration in front of the filesystem server, and a lane store. */
-function setup(extra = "") {
-  const { dir, share } = shareWithHello("cairnloop-gateway-ts-");
-  const config = join(dir, "gateway.toml");
-  writeFileSync(config, localGatewayConfig(share, { extra }));
-  return { share, config, store: join(dir, "lanes.db") };
-}
+const setup = (extra = "") => localSetup("cairnloop-gateway-ts-", extra);
 
 async function connect({ config, store }, answer) {
   const capabilities = answer ? { elicitation: {} } : {};
