@@ -32,6 +32,9 @@ pub enum WebhookError {
     /// The notifier's threads could not start.
     #[error("cannot start the webhook's threads: {0}")]
     Thread(String),
+    /// The root certificate given to trust holds no certificate in PEM.
+    #[error("the webhook's root certificate is not a PEM certificate: {0}")]
+    Certificate(String),
 }
 
 /// A webhook's settings; [`Webhook::start`] makes the [`WebhookNotifier`].
@@ -40,8 +43,11 @@ pub enum WebhookError {
 /// [`SIGNATURE_HEADER`] with the send time, so the receiver can refuse a forgery and a
 /// replay ([`verify`](crate::notifiers::verify)). An answer other than 2xx, a timeout or a
 /// network error is tried again after a wait that doubles, up to the cap of attempts;
-/// a 4xx other than 408 and 429 is not (the receiver refused the notice itself). The
-/// audit trail says what became of each.
+/// a 4xx other than 408 and 429 is not (the receiver refused the notice itself), and
+/// neither is a redirect: it is never followed, so a notice goes to the URL configured
+/// and nowhere else. The endpoint's certificate is checked against the public web roots,
+/// or against a private root given with [`Webhook::trusting`]. The audit trail says what
+/// became of each.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -69,6 +75,8 @@ pub struct Webhook {
     timeout: Duration,
     threads: usize,
     queue: usize,
+    /// The roots the endpoint's certificate must chain to; `None`: the public web roots.
+    roots: Option<Vec<ureq::tls::Certificate<'static>>>,
 }
 
 impl core::fmt::Debug for Webhook {
@@ -121,7 +129,38 @@ impl Webhook {
             timeout: Duration::from_secs(5),
             threads: 2,
             queue: 1_000,
+            roots: None,
         })
+    }
+
+    /// Trusts the root certificates in `pem` (an internal receiver's authority) for the
+    /// endpoint's certificate, in place of the public web roots.
+    ///
+    /// # Errors
+    ///
+    /// [`WebhookError::Certificate`] when `pem` holds no certificate, or one that does not
+    /// parse.
+    ///
+    /// ```
+    /// # use cairnloop::notifiers::{Webhook, WebhookError};
+    /// let refused = Webhook::new("https://hooks.internal/approvals")?.trusting(b"not a certificate");
+    /// assert!(matches!(refused, Err(WebhookError::Certificate(_))));
+    /// # Ok::<(), WebhookError>(())
+    /// ```
+    pub fn trusting(mut self, pem: &[u8]) -> Result<Self, WebhookError> {
+        let mut roots = Vec::new();
+        for item in ureq::tls::parse_pem(pem) {
+            match item {
+                Ok(ureq::tls::PemItem::Certificate(certificate)) => roots.push(certificate),
+                Ok(_) => {}
+                Err(error) => return Err(WebhookError::Certificate(error.to_string())),
+            }
+        }
+        if roots.is_empty() {
+            return Err(WebhookError::Certificate("no certificate found".into()));
+        }
+        self.roots = Some(roots);
+        Ok(self)
     }
 
     /// The body's format.
@@ -216,9 +255,16 @@ impl Webhook {
     pub fn start(self) -> Result<WebhookNotifier, WebhookError> {
         let (sender, receiver) = mpsc::sync_channel::<Job>(self.queue);
         let receiver = Arc::new(Mutex::new(receiver));
+        let roots = match &self.roots {
+            Some(roots) => ureq::tls::RootCerts::new_with_certs(roots),
+            None => ureq::tls::RootCerts::WebPki,
+        };
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(self.timeout))
             .http_status_as_error(false)
+            // A redirect is answered, not followed: the notice goes where it was sent.
+            .max_redirects(0)
+            .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
             .build()
             .into();
         let settings = Arc::new(self);
@@ -307,6 +353,10 @@ impl Webhook {
                     408 | 429 | 500..=599 => {
                         Err((std::format!("the endpoint answered {status}"), true))
                     }
+                    300..=399 => Err((
+                        std::format!("the endpoint redirected the notice ({status}): not followed"),
+                        false,
+                    )),
                     _ => Err((
                         std::format!("the endpoint refused the notice with {status}"),
                         false,
@@ -322,7 +372,11 @@ impl Webhook {
 fn describe(error: &ureq::Error) -> String {
     match error {
         ureq::Error::Timeout(_) => "the endpoint did not answer in time".to_string(),
-        ureq::Error::Io(io) => std::format!("the endpoint could not be reached: {}", io.kind()),
+        // TLS refusals come as I/O errors (an unknown issuer, say): their cause is said.
+        ureq::Error::Io(io) => match io.get_ref() {
+            Some(cause) => std::format!("the endpoint could not be reached: {cause}"),
+            None => std::format!("the endpoint could not be reached: {}", io.kind()),
+        },
         ureq::Error::ConnectionFailed => "the endpoint could not be reached".to_string(),
         ureq::Error::HostNotFound => "the endpoint's host was not found".to_string(),
         ureq::Error::Tls(why) => std::format!("TLS failed: {why}"),
