@@ -89,6 +89,9 @@ enum Flaw {
     /// A task's question count moves on whatever count the caller last saw: two processes
     /// can issue one question number twice.
     TaskCountNotAtomic,
+    /// The versions it reports for waiters are not the lanes' own (one ahead): a waiter
+    /// would be woken for a move that never happened, or miss one that did.
+    VersionsAhead,
 }
 
 impl Broken {
@@ -232,6 +235,19 @@ impl ApprovalStore for Broken {
             .collect()))
     }
 
+    fn versions_of(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<(IdempotencyKey, u64)>, StoreError>> + Send {
+        let lanes = self.lanes.lock().unwrap();
+        let ahead = u64::from(self.flaw == Flaw::VersionsAhead);
+        ready(Ok(keys
+            .iter()
+            .filter_map(|key| lanes.get(key))
+            .map(|lane| (lane.key(), lane.version() + ahead))
+            .collect()))
+    }
+
     fn list(
         &self,
         state: LaneState,
@@ -358,6 +374,7 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         (Flaw::KeepsAnyLane, "kept copies"),
         (Flaw::TaskPerOpen, "tasks"),
         (Flaw::TaskCountNotAtomic, "tasks"),
+        (Flaw::VersionsAhead, "read together"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");

@@ -523,7 +523,11 @@ fn an_https_receiver_is_trusted_under_its_private_root_only() {
         let refused = notified(hook);
         assert!(!refused.delivered, "{refused:?}");
         assert!(
-            refused.reason.as_deref().unwrap_or("").contains("certificate"),
+            refused
+                .reason
+                .as_deref()
+                .unwrap_or("")
+                .contains("certificate"),
             "{refused:?}"
         );
     }

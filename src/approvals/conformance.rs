@@ -966,6 +966,21 @@ fn read_together<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
     found.dedup();
     let mut expected = [lanes[0].key(), lanes[2].key()];
     expected.sort();
+    // Their versions alone, as a waiter reads them: the same lanes, at the versions kept.
+    let mut versions =
+        block_on(store.versions_of(&asked)).or_else(|error| store_error(CHECK, &error))?;
+    versions.sort();
+    versions.dedup();
+    let mut kept = [&lanes[0], &lanes[2]].map(|lane| (lane.key(), lane.version()));
+    kept.sort();
+    if versions != kept {
+        return fail(
+            CHECK,
+            format!(
+                "asked for the versions of two stored lanes and an unknown one, got {versions:?}"
+            ),
+        );
+    }
     if found != expected {
         return fail(
             CHECK,

@@ -219,6 +219,32 @@ pub trait ApprovalStore: Send + Sync {
         }
     }
 
+    /// The version of each lane with these keys that the store holds, in any order (a key
+    /// it does not hold is left out): what a waiter needs to know whether its lane moved,
+    /// without reading and decoding the lanes whole. The default reads them with
+    /// [`ApprovalStore::get_many`].
+    ///
+    /// ```
+    /// use cairnloop::IdempotencyKey;
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    ///
+    /// let unknown = [IdempotencyKey::from_bytes([7; 32])];
+    /// assert!(pollster::block_on(MemoryStore::new().versions_of(&unknown)).unwrap().is_empty());
+    /// ```
+    fn versions_of(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<(IdempotencyKey, u64)>, StoreError>> + Send {
+        let read = self.get_many(keys);
+        async move {
+            let lanes = read.await?;
+            Ok(lanes
+                .iter()
+                .map(|lane| (lane.key(), lane.version()))
+                .collect())
+        }
+    }
+
     /// The lane as this store last wrote or read it in this process, if it keeps such
     /// copies: a move can start from it instead of a read. It may be stale (another
     /// process may have moved the lane since), which the move's compare-and-set finds; a
@@ -476,6 +502,13 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
         keys: &[IdempotencyKey],
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         (**self).get_many(keys)
+    }
+
+    fn versions_of(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<(IdempotencyKey, u64)>, StoreError>> + Send {
+        (**self).versions_of(keys)
     }
 
     fn last_known(&self, key: &IdempotencyKey) -> Option<ApprovalLane> {

@@ -164,13 +164,13 @@ impl Waiters {
     /// Reads every waited-for lane and signals the waiters of those that moved.
     async fn read<S: ApprovalStore + ?Sized>(&self, store: &S) -> Result<(), StoreError> {
         let keys: Vec<IdempotencyKey> = self.lock().keys().copied().collect();
-        let read = store.get_many(&keys).await?;
+        let read = store.versions_of(&keys).await?;
         let mut lanes = self.lock();
-        for lane in read {
-            if let Some(waited) = lanes.get_mut(&lane.key())
-                && waited.version != lane.version()
+        for (key, version) in read {
+            if let Some(waited) = lanes.get_mut(&key)
+                && waited.version != version
             {
-                waited.version = lane.version();
+                waited.version = version;
                 waited.moved.notify();
             }
         }

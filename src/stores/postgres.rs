@@ -23,7 +23,7 @@ use crate::stores::kept_lanes::KeptLanes;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::pg_relay::{Changes, NOTIFY, relay};
 use crate::stores::pg_tls;
-use crate::stores::record::{decode, encode, task_from_row};
+use crate::stores::record::{decode, encode, stored_version, task_from_row};
 use crate::stores::runtime::StoreRuntime;
 use crate::stores::server_time::{READ_AGAIN, READ_SERVER_CLOCK, ServerTime};
 
@@ -1010,6 +1010,26 @@ impl ApprovalStore for PostgresStore {
                 lanes.push(lane);
             }
             Ok(lanes)
+        })
+    }
+
+    fn versions_of(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<(IdempotencyKey, u64)>, StoreError>> + Send {
+        let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        self.run(move |client| async move {
+            let statement = client
+                .prepare_cached("SELECT key, version FROM cairnloop_lanes WHERE key = ANY($1)")
+                .await
+                .map_err(read_error)?;
+            let rows = client
+                .query(&statement, &[&keys])
+                .await
+                .map_err(read_error)?;
+            rows.iter()
+                .map(|row| stored_version(row.get::<_, &str>(0), row.get::<_, i64>(1)))
+                .collect()
         })
     }
 

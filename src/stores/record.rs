@@ -41,3 +41,15 @@ pub(crate) fn task_from_row(
     )
     .with_inputs_issued(issued))
 }
+
+/// A lane's key and version as a row keeps them; a row that does not read back is
+/// corruption.
+pub(crate) fn stored_version(
+    key: &str,
+    version: i64,
+) -> Result<(crate::declare::IdempotencyKey, u64), StoreError> {
+    let corrupt = |what: &str| StoreError::Corrupt(format!("a stored lane has {what}"));
+    let key = key.parse().map_err(|_| corrupt("a malformed key"))?;
+    let version = u64::try_from(version).map_err(|_| corrupt("a negative version"))?;
+    Ok((key, version))
+}

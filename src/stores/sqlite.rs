@@ -18,7 +18,7 @@ use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
 use crate::stores::checkpointer::Checkpointer;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
-use crate::stores::record::{decode, encode, task_from_row};
+use crate::stores::record::{decode, encode, stored_version, task_from_row};
 use crate::stores::worker::{Access, Batch, Worker};
 
 /// Marks a SQLite file as a cairnloop store (`PRAGMA application_id`): "CLop".
@@ -793,6 +793,31 @@ impl ApprovalStore for SqliteStore {
                 }
             }
             Ok(lanes)
+        })
+    }
+
+    fn versions_of(
+        &self,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<(IdempotencyKey, u64)>, StoreError>> + Send {
+        let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        self.worker.run(Access::Read, move |connection| {
+            let mut versions = Vec::with_capacity(keys.len());
+            for chunk in keys.chunks(500) {
+                let marks = std::vec!["?"; chunk.len()].join(", ");
+                let sql = format!("SELECT key, version FROM lanes WHERE key IN ({marks})");
+                let mut select = connection.prepare_cached(&sql).map_err(classify)?;
+                let rows = select
+                    .query_map(rusqlite::params_from_iter(chunk), |row| {
+                        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+                    })
+                    .map_err(classify)?;
+                for row in rows {
+                    let (key, version) = row.map_err(classify)?;
+                    versions.push(stored_version(&key, version)?);
+                }
+            }
+            Ok(versions)
         })
     }
 
