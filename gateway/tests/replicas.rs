@@ -313,6 +313,82 @@ async fn a_task_opened_on_one_replica_is_followed_on_the_other_and_after_a_repli
     password_shown_nowhere(&setup);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_of_both_replicas_deciding_one_call_at_once_leave_one_decision_standing() {
+    let (Some(script), Some(database)) = (filesystem_server(), database()) else {
+        return;
+    };
+    let setup = setup("decide", database, filesystem(&script));
+    let one = replica(&setup, "one.log").await;
+    let target = setup.share.join("decided.txt");
+    let write = json!({"path": target.display().to_string(), "content": "decided"});
+    let waiting = call(&one, "fs_write_file", &write).await;
+    let id = waiting["structuredContent"]["proposal_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Eight operators' commands at once, half approving and half rejecting.
+    let deciders: Vec<_> = (0..8)
+        .map(|n| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"));
+            command
+                .args(["operator", "--store", "env:GATEWAY_DATABASE"])
+                .env("GATEWAY_DATABASE", &setup.url);
+            let who = format!("ops-{n}");
+            if n % 2 == 0 {
+                command.args(["approve", &id, "--as", &who]);
+            } else {
+                command.args(["reject", &id, "--as", &who, "--reason", "not now"]);
+            }
+            command
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut standing = 0;
+    for decider in deciders {
+        let output = decider.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(!said.contains(&setup.secret), "{said}");
+        if output.status.success() {
+            standing += 1;
+        } else {
+            // The losers are told the call was decided already, never a bare failure.
+            assert!(
+                said.contains("cannot approve") || said.contains("cannot reject"),
+                "{said}"
+            );
+        }
+    }
+    assert_eq!(standing, 1, "one decision stands");
+    let lane: Value = serde_json::from_str(&operator(&setup, &["show", &id])).unwrap();
+    let state = lane["state"].as_str().unwrap();
+    let decided_by = lane["decided_by"].as_str().unwrap();
+    let approver = decided_by
+        .trim_start_matches("ops-")
+        .parse::<u32>()
+        .unwrap()
+        % 2
+        == 0;
+    assert_eq!(
+        state,
+        if approver { "approved" } else { "rejected" },
+        "{lane}"
+    );
+    // Made again, the call follows the decision that stood.
+    let again = call(&one, "fs_write_file", &write).await;
+    assert_eq!(
+        again["structuredContent"]["status"],
+        if approver { "executed" } else { "rejected" },
+        "{again}"
+    );
+    assert_eq!(target.exists(), approver);
+    one.cancel().await.unwrap();
+    password_shown_nowhere(&setup);
+}
+
 const HOSTILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/hostile/upstream.py");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -244,8 +244,10 @@ impl<S: ApprovalStore> Approvals<S> {
 
     /// A kept copy may be stale (another process moved the lane since): a move it refused,
     /// or that lost its compare-and-set, is decided again on the lane as read now, so a
-    /// stale copy never refuses what the stored lane allows. A move that wrote something
-    /// is not made again.
+    /// stale copy never refuses what the stored lane allows. A move made on a lane read
+    /// afresh that lost its compare-and-set to a racer is decided again too, so the loser
+    /// is told what the winner did (a call approved already, say), not that the lane
+    /// changed. A move that wrote something is not made again.
     async fn again_if_stale<T, F, Fut>(
         &self,
         key: &IdempotencyKey,
@@ -259,6 +261,7 @@ impl<S: ApprovalStore> Approvals<S> {
     {
         match first {
             Err(error) if kept && decided_on_the_copy(&error) => again(self.lane(key).await?).await,
+            Err(ApprovalError::Store(StoreError::Conflict)) => again(self.lane(key).await?).await,
             first => first,
         }
     }
