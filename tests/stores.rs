@@ -17,8 +17,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairnloop::approvals::{
-    ApprovalStore, AuditRecord, LaneMark, LaneQuery, ManualClock, MemoryStore, StoreError,
-    StoreWatch, TaskId, TaskRecord, TransitionEvent, conformance,
+    ApprovalStore, AuditRecord, DueNotice, LaneMark, LaneQuery, ManualClock, MemoryStore,
+    NoticeOutcome, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent, conformance,
 };
 use cairnloop::gate::{LaneState, Timestamp};
 use cairnloop::stores::{SqliteOptions, SqliteStore};
@@ -55,7 +55,13 @@ struct Broken {
     /// The lane last written, whatever its key.
     last: Mutex<Option<ApprovalLane>>,
     tasks: Mutex<BTreeMap<TaskId, TaskRecord>>,
+    /// Each notice by lane, target and round: attempts, holder, when it is due (a claim's
+    /// lease, a retry's time, or never).
+    notices: Mutex<BTreeMap<NoticeId, (u32, String, u64)>>,
 }
+
+/// A notice's lane, target and round.
+type NoticeId = (IdempotencyKey, String, u64);
 
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 enum Flaw {
@@ -92,6 +98,13 @@ enum Flaw {
     /// The versions it reports for waiters are not the lanes' own (one ahead): a waiter
     /// would be woken for a move that never happened, or miss one that did.
     VersionsAhead,
+    /// A notice held by one claim is claimed again by another.
+    ClaimsHeldNotices,
+    /// Any holder settles a notice, not only the one whose claim holds it.
+    SettlesOthersNotices,
+    /// The claim reads which notices are due, then marks them a moment later: racing
+    /// claimers take the same notice.
+    NoticeClaimNotAtomic,
 }
 
 impl Broken {
@@ -308,6 +321,88 @@ impl ApprovalStore for Broken {
         }))
     }
 
+    fn claim_notices(
+        &self,
+        target: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
+        let lanes: Vec<ApprovalLane> = (self.lanes.lock().unwrap().values())
+            .filter(|lane| lane.state() == LaneState::Pending && lane.expires_at() > now)
+            .cloned()
+            .collect();
+        let id = |lane: &ApprovalLane| {
+            (
+                lane.key(),
+                target.to_owned(),
+                lane.proposed_at().unix_millis(),
+            )
+        };
+        let due: Vec<(ApprovalLane, u32)> = {
+            let notices = self.notices.lock().unwrap();
+            lanes
+                .into_iter()
+                .filter_map(|lane| match notices.get(&id(&lane)) {
+                    None => Some((lane, 0)),
+                    Some((attempts, by, due_at)) => {
+                        let held_elsewhere = *due_at > now.unix_millis() && by != holder;
+                        let ignores_hold =
+                            self.flaw == Flaw::ClaimsHeldNotices && *due_at != u64::MAX;
+                        (*due_at <= now.unix_millis() || (held_elsewhere && ignores_hold))
+                            .then_some((lane, *attempts))
+                    }
+                })
+                .take(limit)
+                .collect()
+        };
+        if self.flaw == Flaw::NoticeClaimNotAtomic {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let mut notices = self.notices.lock().unwrap();
+        let claimed = due
+            .into_iter()
+            .map(|(lane, attempts)| {
+                notices.insert(
+                    id(&lane),
+                    (attempts + 1, holder.to_owned(), until.unix_millis()),
+                );
+                DueNotice::new(lane, target, attempts + 1)
+            })
+            .collect();
+        ready(Ok(claimed))
+    }
+
+    fn settle_notice(
+        &self,
+        notice: &DueNotice,
+        holder: &str,
+        outcome: NoticeOutcome,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let mut notices = self.notices.lock().unwrap();
+        let id = (
+            notice.lane().key(),
+            notice.target().to_owned(),
+            notice.round().unix_millis(),
+        );
+        let Some((attempts, by, due_at)) = notices.get_mut(&id) else {
+            return ready(Ok(false));
+        };
+        let held = *due_at != u64::MAX && *attempts == notice.attempt() && !by.is_empty();
+        let holds = held && (by == holder || self.flaw == Flaw::SettlesOthersNotices);
+        if !holds {
+            return ready(Ok(false));
+        }
+        *due_at = match outcome {
+            NoticeOutcome::Retry(at) => at.unix_millis(),
+            _ => u64::MAX,
+        };
+        // A retry waits unheld: its holder is gone.
+        by.clear();
+        ready(Ok(true))
+    }
+
     fn task(
         &self,
         id: &TaskId,
@@ -375,6 +470,9 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         (Flaw::TaskPerOpen, "tasks"),
         (Flaw::TaskCountNotAtomic, "tasks"),
         (Flaw::VersionsAhead, "read together"),
+        (Flaw::ClaimsHeldNotices, "outbox"),
+        (Flaw::SettlesOthersNotices, "outbox"),
+        (Flaw::NoticeClaimNotAtomic, "outbox under racing claims"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");
@@ -423,7 +521,7 @@ fn a_file_that_is_not_ours_is_refused_and_left_as_it_was() {
         SqliteStore::open(&newer).unwrap_err(),
         StoreError::NewerSchema {
             found: 99,
-            supported: 3
+            supported: 4
         }
     );
     assert_eq!(bytes(&newer), before);

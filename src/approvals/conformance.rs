@@ -5,6 +5,7 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
@@ -12,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use crate::approvals::block_on;
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch, TaskId,
-    TaskRecord, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneMark, LaneQuery, NoticeOutcome,
+    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, Scope, ToolSpec};
 use crate::gate::{LaneAction, LaneState, ModePolicy, Timestamp};
@@ -56,6 +57,11 @@ pub struct Violation {
 /// pair opens another, read back by id, an unknown id unknown, the question count a
 /// compare-and-set, old tasks forgotten and no others, and `racers` threads opening one
 /// lane's task for one owner at once all given the same task, exactly one told it is new;
+/// the outbox (for a store that keeps one): a notice due for each pending lane and target,
+/// oldest first, held by one claim until it is settled or its lease runs out, settled only
+/// by its holder, due again at its retry time with the attempt counted, never again once
+/// delivered or given up, none for a decided lane, and `racers` threads claiming at once
+/// each notice claimed by exactly one;
 /// for a store
 /// that can be watched, a waiter parked on another thread woken by a proposal, a
 /// decision and a detached move, and finding each written when it wakes (a store that
@@ -88,6 +94,8 @@ where
     cursor_under_writers(Arc::new(make()), racers.max(2))?;
     sweepers(Arc::new(make()), racers.max(2))?;
     tasks(Arc::new(make()), racers.max(2))?;
+    outbox(&make())?;
+    outbox_raced(Arc::new(make()), racers.max(2))?;
     Ok(())
 }
 
@@ -987,6 +995,185 @@ fn read_together<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
             format!(
                 "asked for two stored lanes and an unknown one, got {} lanes",
                 found.len()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// What `holder` claims for `target` at `now`, for a lease of 1,000 ms.
+fn claim<S: ApprovalStore>(
+    store: &S,
+    target: &str,
+    holder: &str,
+    now: u64,
+) -> Result<Vec<DueNotice>, StoreError> {
+    let (at, until) = (
+        Timestamp::from_unix_millis(now),
+        Timestamp::from_unix_millis(now + 1_000),
+    );
+    block_on(store.claim_notices(target, holder, at, until, 100))
+}
+
+/// The lanes' inputs (`{"n":N}`) and attempts of `notices`, sorted (the kit's lanes are
+/// all proposed at one time: their order among themselves is the store's).
+fn numbered(notices: &[DueNotice]) -> Vec<(String, u32)> {
+    let mut numbered: Vec<(String, u32)> = notices
+        .iter()
+        .map(|notice| {
+            (
+                notice.lane().proposal().input().to_string(),
+                notice.attempt(),
+            )
+        })
+        .collect();
+    numbered.sort();
+    numbered
+}
+
+/// The outbox: a notice due for each pending lane and target, held by one claim, settled
+/// by its holder only, retried when due, never again once delivered or given up.
+fn outbox<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "outbox";
+    let lanes: Vec<ApprovalLane> = (1..=3).map(lane).collect();
+    for stored in &lanes {
+        block_on(store.insert(stored.clone(), opened(stored)))
+            .or_else(|error| store_error(CHECK, &error))?;
+    }
+    // Lane 3 is decided: nobody needs telling any more.
+    let (approved, event) = moved(&lanes[2], LaneAction::Approve);
+    block_on(store.transition(lanes[2].version(), approved, event))
+        .or_else(|error| store_error(CHECK, &error))?;
+    let t = T0.unix_millis() + 10;
+    let first = match claim(store, "hook", "a", t) {
+        Err(StoreError::Unsupported(_)) => return Ok(()),
+        Err(error) => return store_error(CHECK, &error),
+        Ok(first) => first,
+    };
+    let one = |n: u32, attempt: u32| (format!("{{\"n\":{n}}}"), attempt);
+    let expect =
+        |what: &str, got: Result<Vec<DueNotice>, StoreError>, want: Vec<(String, u32)>| match got {
+            Ok(got) if numbered(&got) == want => Ok(got),
+            other => fail(
+                CHECK,
+                format!(
+                    "{what}: {:?}, not {want:?}",
+                    other.map(|got| numbered(&got))
+                ),
+            ),
+        };
+    let first = expect("the first claim", Ok(first), vec![one(1, 1), one(2, 1)])?;
+    expect(
+        "a claim while they are held",
+        claim(store, "hook", "b", t),
+        vec![],
+    )?;
+    // Each target has its own notices.
+    expect(
+        "another target's claim",
+        claim(store, "pager", "b", t),
+        vec![one(1, 1), one(2, 1)],
+    )?;
+    let settle = |notice: &DueNotice, holder: &str, outcome| {
+        block_on(store.settle_notice(notice, holder, outcome))
+            .or_else(|error| store_error(CHECK, &error))
+    };
+    let retry_at = NoticeOutcome::Retry(Timestamp::from_unix_millis(t + 500));
+    let settled = [
+        settle(&first[1], "b", NoticeOutcome::Delivered)?,
+        settle(&first[0], "a", NoticeOutcome::Delivered)?,
+        settle(&first[1], "a", retry_at)?,
+        settle(&first[0], "a", NoticeOutcome::Delivered)?,
+    ];
+    if settled != [false, true, true, false] {
+        return fail(
+            CHECK,
+            format!(
+                "another holder's settle, two of the holder's and a second one of a settled notice answered {settled:?}, not [false, true, true, false]"
+            ),
+        );
+    }
+    expect(
+        "a claim before the retry is due",
+        claim(store, "hook", "b", t + 499),
+        vec![],
+    )?;
+    let again = expect(
+        "a claim when the retry is due",
+        claim(store, "hook", "b", t + 500),
+        vec![one(2, 2)],
+    )?;
+    // Its holder goes quiet: past the lease another takes it, and the first can no
+    // longer settle it.
+    expect(
+        "a claim within the lease",
+        claim(store, "hook", "c", t + 1_499),
+        vec![],
+    )?;
+    let taken = expect(
+        "a claim past the lease",
+        claim(store, "hook", "c", t + 1_500),
+        vec![one(2, 3)],
+    )?;
+    let late = settle(&again[0], "b", NoticeOutcome::Delivered)?;
+    let given_up = settle(&taken[0], "c", NoticeOutcome::GaveUp)?;
+    if late || !given_up {
+        return fail(
+            CHECK,
+            format!("a lapsed holder's settle answered {late}, the new holder's {given_up}"),
+        );
+    }
+    expect(
+        "a claim after every notice was settled",
+        claim(store, "hook", "d", t + 100_000),
+        vec![],
+    )?;
+    Ok(())
+}
+
+/// `racers` threads released together, each claiming the notices of eight pending lanes
+/// for one target: every notice claimed by exactly one of them.
+fn outbox_raced<S: ApprovalStore + 'static>(store: Arc<S>, racers: usize) -> Result<(), Violation> {
+    const CHECK: &str = "outbox under racing claims";
+    for n in 1..=8 {
+        let stored = lane(n);
+        block_on(store.insert(stored.clone(), opened(&stored)))
+            .or_else(|error| store_error(CHECK, &error))?;
+    }
+    let start = Arc::new(Barrier::new(racers));
+    let handles: Vec<_> = (0..racers)
+        .map(|racer| {
+            let (store, start) = (Arc::clone(&store), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                claim(
+                    &*store,
+                    "hook",
+                    &format!("racer-{racer}"),
+                    T0.unix_millis() + 10,
+                )
+            })
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(notices)) => claimed.extend(numbered(&notices)),
+            Ok(Err(StoreError::Unsupported(_))) => return Ok(()),
+            Ok(Err(error)) => return store_error(CHECK, &error),
+            Err(_) => return fail(CHECK, "a racer panicked"),
+        }
+    }
+    claimed.sort();
+    let mut distinct = claimed.clone();
+    distinct.dedup();
+    if claimed.len() != 8 || distinct.len() != 8 {
+        return fail(
+            CHECK,
+            format!(
+                "{racers} racers claimed {} notices of 8 lanes ({} distinct)",
+                claimed.len(),
+                distinct.len()
             ),
         );
     }

@@ -17,6 +17,7 @@ mod governor;
 mod identity;
 mod lane;
 mod notify;
+mod outbox;
 mod query;
 mod recent;
 mod reply;
@@ -43,6 +44,7 @@ pub use identity::{
 pub use lane::{ApprovalLane, Claim, TransitionEvent};
 pub use notify::{Notice, NoticeEvent, NoticeReport, Notifier};
 pub(crate) use notify::{Recorder, announce};
+pub use outbox::{DueNotice, NoticeOutcome};
 pub(crate) use query::newest_first;
 pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;

@@ -4,8 +4,8 @@ use alloc::vec::Vec;
 use core::future::{Future, ready};
 
 use crate::approvals::{
-    ApprovalLane, AuditRecord, LaneMark, LaneQuery, StoreError, StoreWatch, TaskId, TaskRecord,
-    TransitionEvent, newest_first,
+    ApprovalLane, AuditRecord, DueNotice, LaneMark, LaneQuery, NoticeOutcome, StoreError,
+    StoreWatch, TaskId, TaskRecord, TransitionEvent, newest_first,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -364,6 +364,57 @@ pub trait ApprovalStore: Send + Sync {
         let _ = before;
         ready(Err(StoreError::Unsupported("tasks")))
     }
+
+    /// Claims up to `limit` notices due to `target` at `now`, oldest proposal first, for
+    /// `holder` until `until`. A notice is due for every lane pending and unexpired at
+    /// `now` (in the round of its proposal time) unless, for this target and round, it was
+    /// delivered or given up, another claim on it holds past `now`, or its next attempt is
+    /// later than `now`. Each claimed notice's attempt count goes up by one, in the same
+    /// atomic step as the claim: however many processes claim at once, a notice is held
+    /// by one of them. `StoreError::Unsupported` (the default) for a store that keeps no
+    /// outbox.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    /// use cairnloop::gate::Timestamp;
+    ///
+    /// let (now, until) = (Timestamp::from_unix_millis(1_000), Timestamp::from_unix_millis(31_000));
+    /// let due = pollster::block_on(MemoryStore::new().claim_notices("webhook:ops", "replica-1", now, until, 10));
+    /// assert_eq!(due, Ok(vec![]));
+    /// ```
+    fn claim_notices(
+        &self,
+        target: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
+        let _ = (target, holder, now, until, limit);
+        ready(Err(StoreError::Unsupported("outbox")))
+    }
+
+    /// Records what became of `notice`, claimed by `holder`: `true` when that claim was
+    /// still `holder`'s, `false` (nothing written) when it was not (its lease ran out and
+    /// another holder claimed the notice, or it was settled already).
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, DueNotice, MemoryStore, NoticeOutcome};
+    ///
+    /// # fn f(notice: DueNotice) {
+    /// let settled = pollster::block_on(MemoryStore::new().settle_notice(&notice, "replica-1", NoticeOutcome::Delivered));
+    /// assert_eq!(settled, Ok(false), "never claimed here");
+    /// # }
+    /// ```
+    fn settle_notice(
+        &self,
+        notice: &DueNotice,
+        holder: &str,
+        outcome: NoticeOutcome,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (notice, holder, outcome);
+        ready(Err(StoreError::Unsupported("outbox")))
+    }
 }
 
 /// Pages read at a time by the default query and count.
@@ -547,6 +598,26 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
     ) -> impl Future<Output = Result<u64, StoreError>> + Send {
         (**self).forget_tasks(before)
     }
+
+    fn claim_notices(
+        &self,
+        target: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
+        (**self).claim_notices(target, holder, now, until, limit)
+    }
+
+    fn settle_notice(
+        &self,
+        notice: &DueNotice,
+        holder: &str,
+        outcome: NoticeOutcome,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).settle_notice(notice, holder, outcome)
+    }
 }
 
 /// An in-memory [`ApprovalStore`], safe to share between threads, for tests and hosts
@@ -595,6 +666,36 @@ struct Memory {
     /// The tasks by id, and each one's id by its lane and owner.
     tasks: std::collections::BTreeMap<TaskId, TaskRecord>,
     task_of: std::collections::BTreeMap<(IdempotencyKey, String), TaskId>,
+    /// What became of each notice: by lane, target and round (proposal time).
+    notices: std::collections::BTreeMap<(IdempotencyKey, String, u64), NoticeState>,
+}
+
+/// Where one notice stands in the outbox, with the attempts made so far.
+#[cfg(feature = "std")]
+#[derive(Clone, Debug)]
+struct NoticeState {
+    attempts: u32,
+    stage: NoticeStage,
+}
+
+#[cfg(feature = "std")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum NoticeStage {
+    Held { holder: String, until: Timestamp },
+    Retry(Timestamp),
+    Done,
+}
+
+#[cfg(feature = "std")]
+impl NoticeState {
+    /// Whether it may be claimed at `now`.
+    fn due(&self, now: Timestamp) -> bool {
+        match &self.stage {
+            NoticeStage::Held { until, .. } => *until <= now,
+            NoticeStage::Retry(at) => *at <= now,
+            NoticeStage::Done => false,
+        }
+    }
 }
 
 #[cfg(feature = "std")]
@@ -664,6 +765,7 @@ impl MemoryStore {
                 evicted: 0,
                 tasks: std::collections::BTreeMap::new(),
                 task_of: std::collections::BTreeMap::new(),
+                notices: std::collections::BTreeMap::new(),
             }),
             capacity,
             event_capacity: Self::DEFAULT_EVENT_CAPACITY,
@@ -858,6 +960,75 @@ impl MemoryStore {
         Ok(())
     }
 
+    fn claim_notices_now(
+        &self,
+        target: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<DueNotice>, StoreError> {
+        let mut memory = self.lock()?;
+        let mut waiting: Vec<ApprovalLane> = (memory.lanes.values())
+            .filter(|lane| lane.state() == LaneState::Pending && lane.expires_at() > now)
+            .cloned()
+            .collect();
+        waiting.sort_by_key(|lane| (lane.proposed_at(), lane.key()));
+        let mut claimed = Vec::new();
+        for lane in waiting {
+            if claimed.len() >= limit {
+                break;
+            }
+            let id = (lane.key(), target.into(), lane.proposed_at().unix_millis());
+            let attempts = match memory.notices.get(&id) {
+                Some(state) if !state.due(now) => continue,
+                Some(state) => state.attempts,
+                None => 0,
+            };
+            let attempt = attempts.saturating_add(1);
+            let stage = NoticeStage::Held {
+                holder: holder.into(),
+                until,
+            };
+            memory.notices.insert(
+                id,
+                NoticeState {
+                    attempts: attempt,
+                    stage,
+                },
+            );
+            claimed.push(DueNotice::new(lane, target, attempt));
+        }
+        Ok(claimed)
+    }
+
+    fn settle_notice_now(
+        &self,
+        notice: &DueNotice,
+        holder: &str,
+        outcome: NoticeOutcome,
+    ) -> Result<bool, StoreError> {
+        let mut memory = self.lock()?;
+        let id = (
+            notice.lane().key(),
+            notice.target().into(),
+            notice.round().unix_millis(),
+        );
+        let Some(state) = memory.notices.get_mut(&id) else {
+            return Ok(false);
+        };
+        let held_here = matches!(&state.stage, NoticeStage::Held { holder: by, .. } if by == holder)
+            && state.attempts == notice.attempt();
+        if !held_here {
+            return Ok(false);
+        }
+        state.stage = match outcome {
+            NoticeOutcome::Retry(at) => NoticeStage::Retry(at),
+            NoticeOutcome::Delivered | NoticeOutcome::GaveUp => NoticeStage::Done,
+        };
+        Ok(true)
+    }
+
     fn forget_tasks_now(&self, before: Timestamp) -> Result<u64, StoreError> {
         let mut memory = self.lock()?;
         let old: Vec<TaskRecord> = memory
@@ -985,5 +1156,25 @@ impl ApprovalStore for MemoryStore {
         before: Timestamp,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send {
         ready(self.forget_tasks_now(before))
+    }
+
+    fn claim_notices(
+        &self,
+        target: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
+        ready(self.claim_notices_now(target, holder, now, until, limit))
+    }
+
+    fn settle_notice(
+        &self,
+        notice: &DueNotice,
+        holder: &str,
+        outcome: NoticeOutcome,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(self.settle_notice_now(notice, holder, outcome))
     }
 }

@@ -14,8 +14,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, Recycli
 use tokio_postgres::NoTls;
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TaskId,
-    TaskRecord, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeOutcome, StoreError,
+    StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -23,15 +23,15 @@ use crate::stores::kept_lanes::KeptLanes;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
 use crate::stores::pg_relay::{Changes, NOTIFY, relay};
 use crate::stores::pg_tls;
-use crate::stores::record::{decode, encode, stored_version, task_from_row};
+use crate::stores::record::{decode, encode, notice_stage, stored_version, task_from_row};
 use crate::stores::runtime::StoreRuntime;
 use crate::stores::server_time::{READ_AGAIN, READ_SERVER_CLOCK, ServerTime};
 
 /// The schema this library writes. A database whose schema is newer is refused.
-pub const POSTGRES_SCHEMA_VERSION: i32 = 4;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 5;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     "
     CREATE TABLE cairnloop_lanes (
         key TEXT PRIMARY KEY,
@@ -100,7 +100,45 @@ const MIGRATIONS: [&str; 4] = [
     );
     CREATE INDEX cairnloop_tasks_by_age ON cairnloop_tasks (opened_at);
     ",
+    // What became of each notice of a pending lane, per target and round (the lane's
+    // proposal time): held by a claim until `due_at`, due again at `due_at`, or done
+    // (`due_at` at the end of time).
+    "
+    CREATE TABLE cairnloop_notices (
+        key TEXT NOT NULL,
+        target TEXT NOT NULL,
+        round BIGINT NOT NULL,
+        attempts BIGINT NOT NULL,
+        stage TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        due_at BIGINT NOT NULL,
+        PRIMARY KEY (key, target, round)
+    );
+    ",
 ];
+
+// Claims the notices due to a target in one statement. Two claimers racing for one
+// notice: the second's insert waits on the first's row, then takes the update, whose
+// condition it reads on the row as the first left it (held into the future): skipped.
+const CLAIM_NOTICES: &str = "
+    WITH due AS (
+        SELECT l.key, l.lane, l.proposed_at, coalesce(n.attempts, 0) AS attempts
+        FROM cairnloop_lanes l
+        LEFT JOIN cairnloop_notices n
+          ON n.key = l.key AND n.target = $1 AND n.round = l.proposed_at
+        WHERE l.state = 'pending' AND l.expires_at > $2 AND (n.key IS NULL OR n.due_at <= $2)
+        ORDER BY l.proposed_at, l.key LIMIT $5
+    ), claimed AS (
+        INSERT INTO cairnloop_notices (key, target, round, attempts, stage, holder, due_at)
+        SELECT key, $1, proposed_at, attempts + 1, 'held', $3, $4 FROM due
+        ON CONFLICT (key, target, round) DO UPDATE SET
+            attempts = cairnloop_notices.attempts + 1, stage = 'held',
+            holder = excluded.holder, due_at = excluded.due_at
+        WHERE cairnloop_notices.due_at <= $2
+        RETURNING key, attempts
+    )
+    SELECT due.lane, claimed.attempts FROM claimed JOIN due ON due.key = claimed.key
+    ORDER BY due.proposed_at, due.key";
 
 // A task: the new row, or, when the lane and owner have one, that one (a conflict on the
 // pair reads it back in the same statement).
@@ -1030,6 +1068,72 @@ impl ApprovalStore for PostgresStore {
             rows.iter()
                 .map(|row| stored_version(row.get::<_, &str>(0), row.get::<_, i64>(1)))
                 .collect()
+        })
+    }
+
+    fn claim_notices(
+        &self,
+        target: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
+        let (target, holder) = (target.to_string(), holder.to_string());
+        let (now, until) = (millis(now.unix_millis()), millis(until.unix_millis()));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.run(move |client| async move {
+            let statement = client
+                .prepare_cached(CLAIM_NOTICES)
+                .await
+                .map_err(write_error)?;
+            let rows = client
+                .query(&statement, &[&target, &now, &holder, &until, &limit])
+                .await
+                .map_err(write_error)?;
+            rows.iter()
+                .map(|row| {
+                    let lane: ApprovalLane = decode(row.get::<_, &str>(0))?;
+                    let attempt = u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX);
+                    Ok(DueNotice::new(lane, target.clone(), attempt))
+                })
+                .collect()
+        })
+    }
+
+    fn settle_notice(
+        &self,
+        notice: &DueNotice,
+        holder: &str,
+        outcome: NoticeOutcome,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let (stage, due_at) = notice_stage(outcome);
+        let (key, target, holder) = (
+            notice.lane().key().to_string(),
+            notice.target().to_string(),
+            holder.to_string(),
+        );
+        let (round, attempt) = (
+            millis(notice.round().unix_millis()),
+            i64::from(notice.attempt()),
+        );
+        self.run(move |client| async move {
+            let statement = client
+                .prepare_cached(
+                    "UPDATE cairnloop_notices SET stage = $1, due_at = $2
+                     WHERE key = $3 AND target = $4 AND round = $5
+                       AND stage = 'held' AND holder = $6 AND attempts = $7",
+                )
+                .await
+                .map_err(write_error)?;
+            let settled = client
+                .execute(
+                    &statement,
+                    &[&stage, &due_at, &key, &target, &round, &holder, &attempt],
+                )
+                .await
+                .map_err(write_error)?;
+            Ok(settled == 1)
         })
     }
 

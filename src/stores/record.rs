@@ -53,3 +53,14 @@ pub(crate) fn stored_version(
     let version = u64::try_from(version).map_err(|_| corrupt("a negative version"))?;
     Ok((key, version))
 }
+
+/// How a settled notice is kept: its stage, and when it is due again (never, for one
+/// delivered or given up).
+pub(crate) fn notice_stage(outcome: crate::approvals::NoticeOutcome) -> (&'static str, i64) {
+    use crate::approvals::NoticeOutcome;
+    match outcome {
+        NoticeOutcome::Retry(at) => ("retry", i64::try_from(at.unix_millis()).unwrap_or(i64::MAX)),
+        NoticeOutcome::Delivered => ("delivered", i64::MAX),
+        NoticeOutcome::GaveUp => ("given_up", i64::MAX),
+    }
+}

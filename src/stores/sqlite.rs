@@ -11,24 +11,24 @@ use std::vec::Vec;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, LaneQuery, StoreError, StoreWatch, TaskId,
-    TaskRecord, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeOutcome, StoreError,
+    StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
 use crate::stores::checkpointer::Checkpointer;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
-use crate::stores::record::{decode, encode, stored_version, task_from_row};
+use crate::stores::record::{decode, encode, notice_stage, stored_version, task_from_row};
 use crate::stores::worker::{Access, Batch, Worker};
 
 /// Marks a SQLite file as a cairnloop store (`PRAGMA application_id`): "CLop".
 const APPLICATION_ID: i32 = 0x434c_6f70;
 
 /// The schema this library writes. A file with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "
     CREATE TABLE lanes (
         key TEXT PRIMARY KEY,
@@ -78,6 +78,21 @@ const MIGRATIONS: [&str; 3] = [
         UNIQUE (lane, owner)
     ) WITHOUT ROWID;
     CREATE INDEX tasks_by_age ON tasks (opened_at);
+    ",
+    // What became of each notice of a pending lane, per target and round (the lane's
+    // proposal time): held by a claim until `due_at`, due again at `due_at`, or done
+    // (`due_at` at the end of time).
+    "
+    CREATE TABLE notices (
+        key TEXT NOT NULL,
+        target TEXT NOT NULL,
+        round INTEGER NOT NULL,
+        attempts INTEGER NOT NULL,
+        stage TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        due_at INTEGER NOT NULL,
+        PRIMARY KEY (key, target, round)
+    ) WITHOUT ROWID;
     ",
 ];
 
@@ -818,6 +833,94 @@ impl ApprovalStore for SqliteStore {
                 }
             }
             Ok(versions)
+        })
+    }
+
+    fn claim_notices(
+        &self,
+        target: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
+        let (target, holder) = (target.to_string(), holder.to_string());
+        let (now, until) = (millis(now.unix_millis()), millis(until.unix_millis()));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.worker.run(Access::Write, move |connection| {
+            let due: Vec<(String, i64)> = connection
+                .prepare_cached(
+                    "SELECT l.lane, coalesce(n.attempts, 0) FROM lanes l
+                     LEFT JOIN notices n
+                       ON n.key = l.key AND n.target = ?1 AND n.round = l.proposed_at
+                     WHERE l.state = 'pending' AND l.expires_at > ?2
+                       AND (n.key IS NULL OR n.due_at <= ?2)
+                     ORDER BY l.proposed_at, l.key LIMIT ?3",
+                )
+                .and_then(|mut select| {
+                    select
+                        .query_map(params![target, now, limit], |row| {
+                            Ok((row.get(0)?, row.get(1)?))
+                        })?
+                        .collect()
+                })
+                .map_err(classify)?;
+            let mut claimed = Vec::with_capacity(due.len());
+            for (text, attempts) in due {
+                let lane: ApprovalLane = decode(&text)?;
+                let attempt = u32::try_from(attempts)
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(1);
+                connection
+                    .prepare_cached(
+                        "INSERT INTO notices (key, target, round, attempts, stage, holder, due_at)
+                         VALUES (?1, ?2, ?3, ?4, 'held', ?5, ?6)
+                         ON CONFLICT (key, target, round) DO UPDATE SET
+                           attempts = excluded.attempts, stage = 'held',
+                           holder = excluded.holder, due_at = excluded.due_at",
+                    )
+                    .and_then(|mut claim| {
+                        claim.execute(params![
+                            lane.key().to_string(),
+                            target,
+                            millis(lane.proposed_at().unix_millis()),
+                            attempt,
+                            holder,
+                            until
+                        ])
+                    })
+                    .map_err(classify)?;
+                claimed.push(DueNotice::new(lane, target.clone(), attempt));
+            }
+            Ok(claimed)
+        })
+    }
+
+    fn settle_notice(
+        &self,
+        notice: &DueNotice,
+        holder: &str,
+        outcome: NoticeOutcome,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let (stage, due_at) = notice_stage(outcome);
+        let (key, target, holder) = (
+            notice.lane().key().to_string(),
+            notice.target().to_string(),
+            holder.to_string(),
+        );
+        let (round, attempt) = (millis(notice.round().unix_millis()), notice.attempt());
+        self.worker.run(Access::Write, move |connection| {
+            let settled = connection
+                .prepare_cached(
+                    "UPDATE notices SET stage = ?1, due_at = ?2
+                     WHERE key = ?3 AND target = ?4 AND round = ?5
+                       AND stage = 'held' AND holder = ?6 AND attempts = ?7",
+                )
+                .and_then(|mut settle| {
+                    settle.execute(params![stage, due_at, key, target, round, holder, attempt])
+                })
+                .map_err(classify)?;
+            Ok(settled == 1)
         })
     }
 
