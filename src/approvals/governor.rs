@@ -12,7 +12,7 @@ use crate::approvals::identity::check_id;
 use crate::approvals::recent::{CallParts, RecentKeys};
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, Approvals, AuditRecord, AuditSink,
-    Clock, MemoryStore, SystemClock,
+    Clock, MemoryStore, OutboxPass, OutboxPolicy, SystemClock,
 };
 use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, ToolEntry};
 use crate::gate::{Blocked, Decision, LaneAction, LaneState, Timestamp, Verdict, decide, execute};
@@ -217,11 +217,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// ```
     #[must_use]
     pub fn with_store<T: ApprovalStore + 'static>(self, store: T) -> Governor<C, T> {
-        let notifier = self.approvals.notifier();
+        let telling = self.approvals.telling();
         let (config, sink) = self.approvals.into_parts();
         let mut approvals = Approvals::new(store, config);
         approvals.set_sink(sink);
-        approvals.set_notifier(notifier);
+        approvals.set_telling(telling);
         Governor {
             registry: self.registry,
             governance: self.governance,
@@ -256,8 +256,80 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// ```
     #[must_use]
     pub fn with_notifier(mut self, notifier: impl Notifier + 'static) -> Self {
-        self.approvals.set_notifier(Some(Arc::new(notifier)));
+        self.approvals.telling_mut().notifier = Some(Arc::new(notifier));
         self
+    }
+
+    /// Tells `target` of each call that waits for a person through the store's outbox:
+    /// the notice is owed from the moment the lane is stored, and whichever process runs
+    /// [`Governor::deliver_notices`] first (on any replica sharing the store) claims it,
+    /// hands it to `notifier` and records what became of it, retrying by the
+    /// [`OutboxPolicy`]. A process killed before the notice went out loses nothing: the
+    /// next pass, there or elsewhere, sends it. Delivery never delays or changes the lane.
+    /// `target` names the notices in the store: keep it stable across restarts (a new
+    /// name owes a notice for every call waiting then). The store must keep an outbox
+    /// (SQLite, PostgreSQL, the memory store).
+    ///
+    /// ```
+    /// use cairnloop::approvals::{Notice, NoticeReport, Notifier};
+    /// use cairnloop::{Governor, Registry};
+    ///
+    /// struct Pager;
+    /// impl Notifier for Pager {
+    ///     fn proposed(&self, notice: Notice, report: NoticeReport) {
+    ///         report.delivered("pager", 1);
+    ///     }
+    /// }
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS).with_outbox("pager", Pager);
+    /// let pass = pollster::block_on(governor.deliver_notices("replica-1"))?;
+    /// assert_eq!(pass.delivered, 0, "nothing waits yet");
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    #[must_use]
+    pub fn with_outbox(
+        mut self,
+        target: impl Into<String>,
+        notifier: impl Notifier + 'static,
+    ) -> Self {
+        (self.approvals.telling_mut().outbox).push((target.into(), Arc::new(notifier)));
+        self
+    }
+
+    /// How the outbox claims, retries and gives up ([`OutboxPolicy::new`] by default).
+    ///
+    /// ```
+    /// use cairnloop::approvals::OutboxPolicy;
+    /// use cairnloop::{Governor, Registry};
+    ///
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS).with_outbox_policy(OutboxPolicy::new().attempts(10));
+    /// ```
+    #[must_use]
+    pub fn with_outbox_policy(mut self, policy: OutboxPolicy) -> Self {
+        self.approvals.telling_mut().policy = policy;
+        self
+    }
+
+    /// One pass of the outbox, for `holder` (this process's name among the replicas): the
+    /// notices due now, to every target of [`Governor::with_outbox`], claimed, handed to
+    /// their notifiers, and settled by what each says within the claim's lease. Run it
+    /// now and then (every second, say) and when the store says something changed.
+    ///
+    /// # Errors
+    ///
+    /// The clock's or the store's error (`StoreError::Unsupported` for a store that keeps
+    /// no outbox).
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let pass = pollster::block_on(Governor::new(&TOOLS).deliver_notices("replica-1"))?;
+    /// assert_eq!(pass, Default::default());
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    pub async fn deliver_notices(&self, holder: &str) -> Result<OutboxPass, ApprovalError> {
+        self.approvals.deliver_notices(holder, || self.now()).await
     }
 
     /// Names this governor in the claims it takes to run approved calls (by default

@@ -4,6 +4,7 @@
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 
+use crate::approvals::outbox::{Answer, Told};
 use crate::approvals::{ApprovalLane, AuditRecord};
 use crate::declare::{IdempotencyKey, RiskTier};
 use crate::gate::Timestamp;
@@ -149,6 +150,8 @@ pub struct NoticeReport {
     tool: String,
     account_id: Option<String>,
     record: Recorder,
+    /// For a notice an outbox handed over: where the outcome goes, to be settled.
+    answer: Option<Arc<Answer>>,
 }
 
 impl core::fmt::Debug for NoticeReport {
@@ -167,6 +170,15 @@ impl NoticeReport {
             tool: notice.tool.clone(),
             account_id: notice.account_id.clone(),
             record,
+            answer: None,
+        }
+    }
+
+    /// A report of a notice an outbox handed over, whose outcome also goes to `answer`.
+    pub(crate) fn answering(notice: &Notice, record: Recorder, answer: Arc<Answer>) -> Self {
+        Self {
+            answer: Some(answer),
+            ..Self::new(notice, record)
         }
     }
 
@@ -178,7 +190,7 @@ impl NoticeReport {
     /// # }
     /// ```
     pub fn delivered(self, target: &str, attempts: u32) {
-        self.write(target, attempts, None);
+        self.write(target, attempts, None, Told::Delivered);
     }
 
     /// The notifier gave up after `attempts` attempts, for `reason`.
@@ -189,10 +201,24 @@ impl NoticeReport {
     /// # }
     /// ```
     pub fn failed(self, target: &str, attempts: u32, reason: impl Into<String>) {
-        self.write(target, attempts, Some(reason.into()));
+        self.write(target, attempts, Some(reason.into()), Told::Failed);
     }
 
-    fn write(self, target: &str, attempts: u32, reason: Option<String>) {
+    /// The target refused the notice itself (it would refuse it again: a 4xx, a
+    /// redirect), after `attempts` attempts, for `reason`. Recorded as a failure; an
+    /// outbox gives the notice up instead of trying it again.
+    ///
+    /// ```
+    /// # fn f(report: cairnloop::approvals::NoticeReport) {
+    /// report.refused("webhook:ops", 1, "the endpoint refused the notice with 403");
+    /// # }
+    /// ```
+    pub fn refused(self, target: &str, attempts: u32, reason: impl Into<String>) {
+        self.write(target, attempts, Some(reason.into()), Told::Refused);
+    }
+
+    fn write(self, target: &str, attempts: u32, reason: Option<String>, told: Told) {
+        let answer = self.answer.clone();
         let event = NoticeEvent {
             key: self.key,
             tool: self.tool,
@@ -204,6 +230,10 @@ impl NoticeReport {
             at: Timestamp::now().unwrap_or(Timestamp::from_unix_millis(0)),
         };
         (self.record)(AuditRecord::Notice(event));
+        // Told after the record is written: an outbox settles the notice on this.
+        if let Some(answer) = answer {
+            answer.tell(told);
+        }
     }
 }
 

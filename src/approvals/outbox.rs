@@ -119,3 +119,212 @@ pub enum NoticeOutcome {
     /// is never claimed again.
     GaveUp,
 }
+
+/// How an outbox delivers ([`Governor::with_outbox`](crate::Governor::with_outbox)): how
+/// long a claim on a notice holds while its target is tried, how long after a failure
+/// it is tried again (doubling from the first wait up to the longest), and after how many
+/// attempts it is given up. The defaults (a 30 s claim, 1 s doubling to 5 min, 30
+/// attempts) keep trying a receiver that is down for about two hours; a notice is also
+/// given up when its call no longer waits (decided or expired), since only pending lanes
+/// are due.
+///
+/// ```
+/// use std::time::Duration;
+/// use cairnloop::approvals::OutboxPolicy;
+///
+/// let policy = OutboxPolicy::new().attempts(5).first_retry(Duration::from_secs(2));
+/// assert_eq!(policy.wait_after(1), Duration::from_secs(2));
+/// assert_eq!(policy.wait_after(3), Duration::from_secs(8));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutboxPolicy {
+    lease: core::time::Duration,
+    first_retry: core::time::Duration,
+    longest_wait: core::time::Duration,
+    attempts: u32,
+}
+
+impl Default for OutboxPolicy {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OutboxPolicy {
+    /// A 30 s claim; retries after 1 s, doubling up to 5 min; 30 attempts.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::OutboxPolicy::new().max_attempts(), 30);
+    /// ```
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            lease: core::time::Duration::from_secs(30),
+            first_retry: core::time::Duration::from_secs(1),
+            longest_wait: core::time::Duration::from_secs(300),
+            attempts: 30,
+        }
+    }
+
+    /// How long a claim holds while the target is tried (longer than one attempt takes).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let policy = cairnloop::approvals::OutboxPolicy::new().lease(Duration::from_secs(10));
+    /// assert_eq!(policy.claim_lease(), Duration::from_secs(10));
+    /// ```
+    #[must_use]
+    pub const fn lease(self, lease: core::time::Duration) -> Self {
+        Self { lease, ..self }
+    }
+
+    /// The wait after the first failed attempt.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let policy = cairnloop::approvals::OutboxPolicy::new().first_retry(Duration::from_millis(50));
+    /// assert_eq!(policy.wait_after(1), Duration::from_millis(50));
+    /// ```
+    #[must_use]
+    pub const fn first_retry(self, first_retry: core::time::Duration) -> Self {
+        Self {
+            first_retry,
+            ..self
+        }
+    }
+
+    /// The longest wait between two attempts.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let policy = cairnloop::approvals::OutboxPolicy::new().longest_wait(Duration::from_secs(60));
+    /// assert_eq!(policy.wait_after(20), Duration::from_secs(60));
+    /// ```
+    #[must_use]
+    pub const fn longest_wait(self, longest_wait: core::time::Duration) -> Self {
+        Self {
+            longest_wait,
+            ..self
+        }
+    }
+
+    /// At most this many attempts per notice (at least 1).
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::OutboxPolicy::new().attempts(0).max_attempts(), 1);
+    /// ```
+    #[must_use]
+    pub const fn attempts(self, attempts: u32) -> Self {
+        Self {
+            attempts: if attempts == 0 { 1 } else { attempts },
+            ..self
+        }
+    }
+
+    /// How long a claim holds.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// assert_eq!(cairnloop::approvals::OutboxPolicy::new().claim_lease(), Duration::from_secs(30));
+    /// ```
+    #[must_use]
+    pub const fn claim_lease(&self) -> core::time::Duration {
+        self.lease
+    }
+
+    /// At most this many attempts per notice.
+    ///
+    /// ```
+    /// assert_eq!(cairnloop::approvals::OutboxPolicy::new().attempts(3).max_attempts(), 3);
+    /// ```
+    #[must_use]
+    pub const fn max_attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The wait after the `attempt`-th failed attempt: the first wait doubled per attempt
+    /// before it, up to the longest.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let policy = cairnloop::approvals::OutboxPolicy::new();
+    /// assert_eq!(policy.wait_after(2), Duration::from_secs(2));
+    /// assert_eq!(policy.wait_after(30), Duration::from_secs(300));
+    /// ```
+    #[must_use]
+    pub fn wait_after(&self, attempt: u32) -> core::time::Duration {
+        let doublings = attempt.saturating_sub(1).min(31);
+        self.first_retry
+            .saturating_mul(1 << doublings)
+            .min(self.longest_wait)
+    }
+}
+
+/// What a notifier said of one notice an outbox handed it, in this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Told {
+    Delivered,
+    /// Failed; worth trying again.
+    Failed,
+    /// The target refused the notice itself: never tried again.
+    Refused,
+}
+
+/// Where a notifier's report of one outbox notice lands, and the signal that it did.
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    told: std::sync::Mutex<Option<Told>>,
+    signal: crate::approvals::StoreWatch,
+}
+
+impl Answer {
+    pub(crate) fn tell(&self, told: Told) {
+        if let Ok(mut slot) = self.told.lock() {
+            slot.get_or_insert(told);
+        }
+        self.signal.notify();
+    }
+
+    /// The answer, once given, or `None` when `timeout` passes first.
+    pub(crate) async fn wait(&self, timeout: core::time::Duration) -> Option<Told> {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        loop {
+            let seen = self.signal.generation();
+            if let Some(told) = self.told.lock().ok().and_then(|slot| *slot) {
+                return Some(told);
+            }
+            let left = deadline?.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() || !self.signal.changed(seen, left).await {
+                return self.told.lock().ok().and_then(|slot| *slot);
+            }
+        }
+    }
+}
+
+/// What one pass of an outbox did ([`Governor::deliver_notices`]): notices delivered,
+/// failed and due again later, given up, and handed over with no answer within the claim
+/// (claimed again once their lease runs out).
+///
+/// [`Governor::deliver_notices`]: crate::Governor::deliver_notices
+///
+/// ```
+/// let pass = cairnloop::approvals::OutboxPass::default();
+/// assert_eq!(pass.delivered + pass.retried + pass.given_up + pass.unanswered, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutboxPass {
+    /// Delivered.
+    pub delivered: usize,
+    /// Failed, and due again later.
+    pub retried: usize,
+    /// Given up: refused, or failed at the last attempt.
+    pub given_up: usize,
+    /// Not answered within the claim.
+    pub unanswered: usize,
+}
+
+/// A duration in whole milliseconds, saturating.
+pub(crate) fn millis_of(duration: core::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,20 +1,25 @@
-use alloc::string::ToString;
+use alloc::string::{String, ToString};
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 
 use serde_json::Value;
 
 use crate::approvals::StoreError;
 use crate::approvals::identity::{check_id, same_person};
+use crate::approvals::outbox::{Answer, Told, millis_of};
 use crate::approvals::unwind::CatchPanic;
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink, BoundField,
-    Invalidation, Notifier, Recorder, TransitionEvent, announce, block_on,
+    Invalidation, Notice, NoticeOutcome, NoticeReport, Notifier, OutboxPass, OutboxPolicy,
+    Recorder, TransitionEvent, announce, block_on,
 };
 use crate::declare::text;
 use crate::declare::{
     Actor, Codec, ErasedInput, IdempotencyKey, Registry, RunError, RunKey, ToolEntry,
 };
-use crate::gate::{Blocked, LaneAction, LaneState, Subject, Timestamp, Verdict, is_due, run_gates};
+use crate::gate::{
+    Blocked, LaneAction, LaneState, Subject, Timestamp, Ttl, Verdict, is_due, run_gates,
+};
 use crate::json::{Governance, PolicySnapshot, Proposal, decode_stored, run_ready};
 
 /// The approval lifecycle over a store: propose, approve, reject, defer, expire, and
@@ -26,7 +31,16 @@ pub(crate) struct Approvals<S> {
     sink: Option<Arc<dyn AuditSink>>,
     /// Appends a record to the store from any thread (a notifier's report).
     append: Recorder,
-    notifier: Option<Arc<dyn Notifier>>,
+    telling: Telling,
+}
+
+/// Who is told of new proposals: a notifier told at once by the process that opened the
+/// lane, and the outbox's targets, told by whichever process claims each notice.
+#[derive(Clone, Default)]
+pub(crate) struct Telling {
+    pub(crate) notifier: Option<Arc<dyn Notifier>>,
+    pub(crate) outbox: Vec<(String, Arc<dyn Notifier>)>,
+    pub(crate) policy: OutboxPolicy,
 }
 
 impl<S: ApprovalStore> Approvals<S> {
@@ -45,32 +59,117 @@ impl<S: ApprovalStore> Approvals<S> {
             config,
             sink: None,
             append,
-            notifier: None,
+            telling: Telling::default(),
         }
     }
 
-    /// Tells `notifier` of each new proposal; its reports go to the store and the sink.
-    pub(crate) fn set_notifier(&mut self, notifier: Option<Arc<dyn Notifier>>) {
-        self.notifier = notifier;
+    /// Who is told of new proposals; reports go to the store and the sink.
+    pub(crate) fn set_telling(&mut self, telling: Telling) {
+        self.telling = telling;
     }
 
-    pub(crate) fn notifier(&self) -> Option<Arc<dyn Notifier>> {
-        self.notifier.clone()
+    pub(crate) fn telling(&self) -> Telling {
+        self.telling.clone()
     }
 
-    /// Tells the notifier, if there is one, of a lane just opened.
-    fn announce(&self, lane: &ApprovalLane) {
-        let Some(notifier) = &self.notifier else {
-            return;
-        };
+    pub(crate) fn telling_mut(&mut self) -> &mut Telling {
+        &mut self.telling
+    }
+
+    /// Writes a record to the store and the sink, from any thread.
+    fn recorder(&self) -> Recorder {
         let (append, sink) = (Arc::clone(&self.append), self.sink.clone());
-        let record: Recorder = Arc::new(move |record: AuditRecord| {
+        Arc::new(move |record: AuditRecord| {
             if let Some(sink) = &sink {
                 sink.record(&record);
             }
             append(record);
-        });
-        announce(notifier.as_ref(), &record, lane);
+        })
+    }
+
+    /// Tells the notifier, if there is one, of a lane just opened (the outbox's targets
+    /// are told by whichever process claims the notice).
+    fn announce(&self, lane: &ApprovalLane) {
+        if let Some(notifier) = &self.telling.notifier {
+            announce(notifier.as_ref(), &self.recorder(), lane);
+        }
+    }
+
+    /// One pass of the outbox: for each target, the notices due now claimed for `holder`
+    /// (a batch at a time), handed to its notifier, and settled by what it says: delivered;
+    /// failed, tried again after the policy's wait or given up after its last attempt;
+    /// refused, given up. A notice its notifier says nothing of within the claim is left
+    /// to its lease, and claimed again after it.
+    pub(crate) async fn deliver_notices(
+        &self,
+        holder: &str,
+        clock: impl Fn() -> Result<Timestamp, ApprovalError>,
+    ) -> Result<OutboxPass, ApprovalError> {
+        const BATCH: usize = 64;
+        let policy = self.telling.policy;
+        let lease = policy.claim_lease();
+        // An answer is awaited for most of the claim, so that settling it still finds
+        // the claim this holder's.
+        let patience = lease.saturating_sub(lease / 5);
+        let mut pass = OutboxPass::default();
+        for (target, notifier) in &self.telling.outbox {
+            let now = clock()?;
+            let until = now
+                .checked_add(Ttl::from_millis(millis_of(lease)))
+                .ok_or(ApprovalError::TimeOverflow)?;
+            let due = self
+                .store
+                .claim_notices(target, holder, now, until, BATCH)
+                .await?;
+            let started = std::time::Instant::now();
+            let mut handed = Vec::with_capacity(due.len());
+            for notice in due {
+                let answer = Arc::new(Answer::default());
+                let (attempt, write) = (notice.attempt(), self.recorder());
+                // The audit record says which of the outbox's attempts this was.
+                let record: Recorder = Arc::new(move |mut record: AuditRecord| {
+                    if let AuditRecord::Notice(event) = &mut record {
+                        event.attempts = attempt;
+                    }
+                    write(record);
+                });
+                let told = Notice::of(notice.lane());
+                let report = NoticeReport::answering(&told, record, Arc::clone(&answer));
+                // A notifier's panic is an answer of nothing: the lease runs out.
+                let _ = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                    notifier.proposed(told, report);
+                }));
+                handed.push((notice, answer));
+            }
+            for (notice, answer) in handed {
+                let left = patience.saturating_sub(started.elapsed());
+                let outcome = match answer.wait(left).await {
+                    None => {
+                        pass.unanswered += 1;
+                        continue;
+                    }
+                    Some(Told::Delivered) => NoticeOutcome::Delivered,
+                    Some(Told::Failed) if notice.attempt() < policy.max_attempts() => {
+                        let wait = policy.wait_after(notice.attempt());
+                        let at = clock()?
+                            .checked_add(Ttl::from_millis(millis_of(wait)))
+                            .ok_or(ApprovalError::TimeOverflow)?;
+                        NoticeOutcome::Retry(at)
+                    }
+                    Some(Told::Failed | Told::Refused) => NoticeOutcome::GaveUp,
+                };
+                // A claim lost meanwhile (its lease ran out, another holder took it) is
+                // that holder's to settle.
+                if self.store.settle_notice(&notice, holder, outcome).await? {
+                    match outcome {
+                        NoticeOutcome::Delivered => pass.delivered += 1,
+                        NoticeOutcome::Retry(_) => pass.retried += 1,
+                        NoticeOutcome::GaveUp => pass.given_up += 1,
+                    }
+                }
+            }
+        }
+        Ok(pass)
     }
 
     pub(crate) fn set_sink(&mut self, sink: Option<Arc<dyn AuditSink>>) {

@@ -317,7 +317,7 @@ impl Webhook {
                 Err((reason, again)) => {
                     last = reason;
                     if !again {
-                        return report.failed(&self.target, attempt, last);
+                        return report.refused(&self.target, attempt, last);
                     }
                 }
             }
