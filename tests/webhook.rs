@@ -18,6 +18,8 @@ use cairnloop::{Actor, Governor, Outcome, Registry, ToolCall, ToolEntry};
 #[macro_use]
 #[path = "fixtures/plain_tool.rs"]
 mod plain_tool;
+#[path = "fixtures/receiver.rs"]
+mod receiver;
 #[path = "fixtures/scratch.rs"]
 mod scratch;
 
@@ -335,153 +337,6 @@ fn a_governor_dropped_right_after_a_proposal_still_delivers_its_notice() {
     );
 }
 
-/// Runs `openssl` with `args` in `dir`.
-fn openssl(dir: &std::path::Path, args: &[&str]) {
-    let status = std::process::Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("openssl is installed");
-    assert!(status.success(), "openssl {args:?}");
-}
-
-/// In `dir`: a test authority (`ca.pem`), a certificate for 127.0.0.1 signed by it
-/// (`server.pem`, `server.key`), and a stranger authority (`stranger.pem`).
-fn authorities(dir: &std::path::Path) {
-    let authority = |name: &str| {
-        let subject = format!("/CN={name}");
-        let (key, pem) = (format!("{name}.key"), format!("{name}.pem"));
-        openssl(
-            dir,
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                &subject,
-                "-keyout",
-                &key,
-                "-out",
-                &pem,
-            ],
-        );
-    };
-    authority("ca");
-    authority("stranger");
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-        ],
-    );
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-            "-out",
-            "server.pem",
-        ],
-    );
-}
-
-/// The receiver, killed when dropped.
-struct Receiver {
-    child: std::process::Child,
-    log: std::path::PathBuf,
-    base: String,
-}
-
-impl Receiver {
-    /// Started in `dir`, over TLS with the certificate `authorities` made when `tls`,
-    /// answering `answers` in turn (then 200).
-    fn start(dir: &std::path::Path, tls: bool, answers: &[u16]) -> Self {
-        let log = dir.join(format!("posts-{}.jsonl", answers.len()));
-        let mut command = std::process::Command::new("python3");
-        command
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/support/receiver.py"
-            ))
-            .arg(&log);
-        if tls {
-            command
-                .arg("--tls")
-                .arg(dir.join("server.pem"))
-                .arg(dir.join("server.key"));
-        }
-        command
-            .arg("--answer")
-            .args(answers.iter().map(u16::to_string));
-        let child = command.spawn().unwrap();
-        let port_file = log.with_extension("jsonl.port");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let port = loop {
-            if let Ok(port) = std::fs::read_to_string(&port_file) {
-                break port;
-            }
-            assert!(Instant::now() < deadline, "the receiver did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let scheme = if tls { "https" } else { "http" };
-        Self {
-            child,
-            log,
-            base: format!("{scheme}://127.0.0.1:{port}"),
-        }
-    }
-
-    /// The paths of the posts it received.
-    fn paths(&self) -> Vec<String> {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.lines()
-            .map(|line| {
-                serde_json::from_str::<serde_json::Value>(line).unwrap()["path"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned()
-            })
-            .collect()
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The notice record of one proposal notified through `hook`.
 fn notified(hook: Webhook) -> cairnloop::approvals::NoticeEvent {
     let hook = hook
@@ -497,8 +352,8 @@ fn notified(hook: Webhook) -> cairnloop::approvals::NoticeEvent {
 #[test]
 fn an_https_receiver_is_trusted_under_its_private_root_only() {
     let scratch = scratch::Scratch::new("webhook-tls");
-    authorities(scratch.path());
-    let receiver = Receiver::start(scratch.path(), true, &[]);
+    receiver::authorities(scratch.path());
+    let receiver = receiver::Receiver::start(scratch.path(), true, &[]);
     let url = format!("{}/hook", receiver.base);
     let pem = |name: &str| std::fs::read(scratch.file(name)).unwrap();
 
@@ -543,7 +398,7 @@ fn an_https_receiver_is_trusted_under_its_private_root_only() {
 #[test]
 fn a_redirect_is_never_followed_nor_tried_again() {
     let scratch = scratch::Scratch::new("webhook-redirect");
-    let receiver = Receiver::start(scratch.path(), false, &[302, 307]);
+    let receiver = receiver::Receiver::start(scratch.path(), false, &[302, 307]);
     let event = notified(Webhook::new(&format!("{}/hook", receiver.base)).unwrap());
     assert_eq!((event.delivered, event.attempts), (false, 1), "{event:?}");
     assert!(

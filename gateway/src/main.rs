@@ -18,6 +18,10 @@ use cairnloop_gateway::config::{Config, ConsoleSettings, Credential, Http};
 use cairnloop_gateway::store::{Opened, StoreAt};
 use rmcp::ServiceExt;
 
+/// How often a serving gateway with `[[notify]]` receivers looks for notices owed, when
+/// nothing in the store woke it sooner.
+const DELIVER_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How often a serving gateway sweeps its store for lapsed claims and expired calls.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -284,6 +288,33 @@ where
         .await
         .map_err(|error| Failure::Run(format!("cannot sweep the store: {error}")))?;
     let governor = std::sync::Arc::clone(&gateway.governor);
+    // The receivers of [[notify]]: every notice the store owes them, sent by whichever
+    // replica claims it first, as soon as a call is proposed anywhere and every second.
+    if !config.notify.is_empty() {
+        let delivering = std::sync::Arc::clone(&governor);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.subsec_nanos());
+        let holder = format!("gateway-{}-{nanos:08x}", std::process::id());
+        tokio::spawn(async move {
+            let watch = delivering.watch().unwrap_or_default();
+            let mut said = String::new();
+            loop {
+                let seen = watch.generation();
+                if let Err(error) = delivering.deliver_notices(&holder).await {
+                    // Said once while it lasts, not every second.
+                    let text = error.to_string();
+                    if text != said {
+                        eprintln!("cairnloop-gateway: notices cannot be delivered: {text}");
+                        said = text;
+                    }
+                } else {
+                    said.clear();
+                }
+                watch.changed(seen, DELIVER_EVERY).await;
+            }
+        });
+    }
     // And now and then while it serves: a replica that died mid-run leaves a claim whose
     // lease runs out, and a call nobody decided expires, in every console.
     let sweeping = std::sync::Arc::clone(&governor);

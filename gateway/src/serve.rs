@@ -14,7 +14,7 @@ use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
 use crate::catalogue::{
     Hidden, Offer, Offered, UpstreamTool, build, read_listing, unlisted, without_text,
 };
-use crate::config::{Config, Transport};
+use crate::config::{Config, NotifySettings, Transport};
 use crate::upstream::{ToUpstream, Upstream, UpstreamError, restart_delay};
 
 /// Why a gateway could not be assembled.
@@ -49,6 +49,16 @@ pub enum StartError {
     /// The registry refused the tools (two names equal ignoring ASCII case).
     #[error("{0}")]
     Registry(cairnloop::SpecError),
+    /// A `[[notify]]` receiver cannot be told as configured (its URL's or secret's
+    /// variable is not set, its root certificate does not read). Never shows the URL or
+    /// the secret.
+    #[error("[[notify]] `{name}`: {why}")]
+    Notify {
+        /// The receiver's name.
+        name: String,
+        /// Why.
+        why: String,
+    },
 }
 
 /// A gateway ready to serve: its governor, and what each upstream hides.
@@ -195,11 +205,13 @@ pub async fn start<S: ApprovalStore + Send + Sync + 'static>(
     let registry: &'static Registry<()> = Box::leak(Box::new(
         Registry::try_new(entries).map_err(StartError::Registry)?,
     ));
-    let governor = Arc::new(
-        Governor::new(registry)
-            .with_store(store)
-            .with_config(approval_config(config)),
-    );
+    let mut governor = Governor::new(registry)
+        .with_store(store)
+        .with_config(approval_config(config));
+    for notify in &config.notify {
+        governor = governor.with_outbox(notify.name.clone(), notifier_of(config, notify)?);
+    }
+    let governor = Arc::new(governor);
     let (changed, catalogue) = tokio::sync::watch::channel(0u64);
     let changed = Arc::new(changed);
     for (id, upstream, kept, listed_at_start) in watched {
@@ -213,6 +225,47 @@ pub async fn start<S: ApprovalStore + Send + Sync + 'static>(
         upstreams,
         catalogue,
     })
+}
+
+/// The webhook that tells the `[[notify]]` receiver `notify`: its URL and secret read from
+/// the environment now, its root certificate from its file. It tries once per notice: the
+/// store's outbox retries.
+fn notifier_of(
+    config: &Config,
+    notify: &NotifySettings,
+) -> Result<cairnloop::notifiers::WebhookNotifier, StartError> {
+    use cairnloop::notifiers::Webhook;
+    let refused = |why: String| StartError::Notify {
+        name: notify.name.clone(),
+        why,
+    };
+    let variable = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .filter(|value| !value.is_empty())
+            .ok_or_else(|| refused(format!("${name} is not set")))
+    };
+    // The error names the variable, never the URL (Slack's and Teams' hold a token).
+    let mut hook = Webhook::new(&variable(&notify.url_env)?)
+        .map_err(|error| refused(format!("${}: {error}", notify.url_env)))?
+        .format(notify.format)
+        .attempts(1);
+    if let Some(name) = &notify.secret_env {
+        hook = hook.signed_with(variable(name)?.into_bytes());
+    }
+    if let Some(path) = &notify.root_certificate {
+        let pem = std::fs::read(path)
+            .map_err(|error| refused(format!("cannot read {}: {error}", path.display())))?;
+        hook = hook
+            .trusting(&pem)
+            .map_err(|error| refused(format!("{}: {error}", path.display())))?;
+    }
+    let link = (notify.link.clone())
+        .or_else(|| (config.console.as_ref()).map(|console| format!("http://{}", console.address)));
+    if let Some(link) = link {
+        hook = hook.console(&link);
+    }
+    hook.start().map_err(|error| refused(error.to_string()))
 }
 
 /// How long a claim to run an approved call outlives the longest call the gateway

@@ -516,3 +516,47 @@ fn assert_has(found: &[(usize, String)], line: usize, piece: &str) {
         "no problem at line {line} with {piece:?}: {found:#?}"
     );
 }
+
+#[test]
+fn a_notify_table_is_read_whole_and_every_problem_is_said_where_it_is() {
+    let config =
+        Config::parse("[[notify]]\nname = \"ops\"\nformat = \"teams\"\nurl_env = \"OPS_URL\"\n")
+            .unwrap();
+    let notify = &config.notify[0];
+    assert_eq!(
+        (notify.name.as_str(), notify.url_env.as_str()),
+        ("ops", "OPS_URL")
+    );
+    assert_eq!(notify.format, cairnloop::notifiers::WebhookFormat::Teams);
+    assert_eq!(
+        (notify.secret_env.as_ref(), notify.root_certificate.as_ref()),
+        (None, None)
+    );
+
+    let found = problems_of(
+        "[[notify]]\nurl_env = \"https://hooks.example.com/x\"\n\
+         [[notify]]\nname = \"a\"\nformat = \"pager\"\nurl_env = \"A_URL\"\nretries = 3\n\
+         [[notify]]\nname = \"b\"\nurl_env = \"B_URL\"\n\
+         [[notify]]\nname = \"b\"\nurl_env = \"B_URL\"\n\
+         [[notify]]\nname = \"c\"\nurl_env = \"C_URL\"\nlink = \"approvals.example.com\"\n",
+    );
+    assert_has(&found, 1, "needs a `name`");
+    assert_has(&found, 2, "not a variable name");
+    assert_has(&found, 5, "`pager` is not one of `json`, `slack`, `teams`");
+    assert_has(&found, 7, "`retries`");
+    assert_has(&found, 11, "`b` is named twice");
+    assert_has(&found, 17, "`link`");
+    assert_eq!(found.len(), 6, "{found:#?}");
+
+    // A receiver's address or secret is never handed to an upstream.
+    let found = problems_of(
+        "[[notify]]\nname = \"a\"\nurl_env = \"A_URL\"\nsecret_env = \"A_SECRET\"\n\
+         [upstreams.fs]\ncommand = \"server\"\npass_env = [\"A_SECRET\"]\n",
+    );
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_has(
+        &found,
+        7,
+        "`A_SECRET` holds a notice receiver's address or signing secret",
+    );
+}

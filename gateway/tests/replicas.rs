@@ -9,6 +9,8 @@
 //! `scripts/with_postgres.sh` names the database in `CAIRNLOOP_POSTGRES_PASSWORD`; CI must
 //! run these, elsewhere without it they say so and pass.
 
+#[path = "../../tests/fixtures/receiver.rs"]
+mod receiver;
 #[path = "support/filesystem.rs"]
 mod support;
 
@@ -386,6 +388,78 @@ async fn operators_of_both_replicas_deciding_one_call_at_once_leave_one_decision
     );
     assert_eq!(target.exists(), approver);
     one.cancel().await.unwrap();
+    password_shown_nowhere(&setup);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_telling_one_receiver_send_each_notice_once() {
+    let (Some(script), Some(database)) = (filesystem_server(), database()) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("cairnloop-replicas-desk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let desk = receiver::Receiver::start(&dir, false, &[]);
+    let url = format!("{}/hook", desk.base);
+    let setup = setup("notify", database, |dir, share| {
+        format!(
+            "[[notify]]\nname = \"desk\"\nurl_env = \"DESK_URL\"\n\n{}",
+            filesystem(&script)(dir, share)
+        )
+    });
+    let start = |log: &str| {
+        let log = std::fs::File::create(setup.logs.join(log)).unwrap();
+        let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"))
+            .configure(|command| {
+                command
+                    .arg("serve")
+                    .arg(&setup.config)
+                    .env("GATEWAY_DATABASE", &setup.url)
+                    .env("DESK_URL", &url);
+            });
+        TokioChildProcess::builder(command)
+            .stderr(log)
+            .spawn()
+            .unwrap()
+            .0
+    };
+    let one = ().serve(start("one.log")).await.unwrap();
+    let two = ().serve(start("two.log")).await.unwrap();
+    // Four calls wait, proposed through the first; both replicas deliver.
+    for n in 0..4 {
+        let write = json!({"path": setup.share.join(format!("told-{n}.txt")).display().to_string(), "content": "x"});
+        let waiting = call(&one, "fs_write_file", &write).await;
+        assert_eq!(
+            waiting["structuredContent"]["status"], "awaiting_approval",
+            "{waiting}"
+        );
+    }
+    // The tests share the database, and the receiver hears of every waiting call in it:
+    // these calls' notices are the ones that name their files.
+    let told = || -> Vec<String> {
+        (desk.posts().iter())
+            .map(|post| post["body"].as_str().unwrap().to_owned())
+            .filter(|body| body.contains("told-"))
+            .map(|body| serde_json::from_str::<Value>(&body).unwrap()["key"].to_string())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while told().len() < 4 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} notices after 30 s",
+            told().len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut told = told();
+    assert_eq!(told.len(), 4, "each notice sent once: {told:?}");
+    told.sort();
+    told.dedup();
+    assert_eq!(told.len(), 4, "four calls, four notices");
+    one.cancel().await.unwrap();
+    two.cancel().await.unwrap();
     password_shown_nowhere(&setup);
 }
 

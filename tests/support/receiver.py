@@ -2,10 +2,10 @@
 certificate of a test authority (or plain HTTP without one), Python's standard library
 only.
 
-Usage: receiver.py LOG [--tls CERT KEY] [--answer STATUS...]
+Usage: receiver.py LOG [--port PORT] [--tls CERT KEY] [--answer STATUS...]
 
-It listens on a free port of 127.0.0.1 and writes that port to LOG + ".port" once it
-listens. Each POST it receives is appended to LOG as one JSON line (its path, headers
+It listens on PORT of 127.0.0.1 (a free one by default) and writes the port to LOG +
+".port" once it listens. Each POST it receives is appended to LOG as one JSON line (its path, headers
 and body) and answered with the next status of --answer (past them, 200); a status of
 3xx is sent with a Location header pointing at /elsewhere on the same receiver.
 """
@@ -19,10 +19,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 args = sys.argv[1:]
 log = args.pop(0)
 cert = key = None
+port = 0
 answers = []
 while args:
     flag = args.pop(0)
-    if flag == "--tls":
+    if flag == "--port":
+        port = int(args.pop(0))
+    elif flag == "--tls":
         cert, key = args.pop(0), args.pop(0)
     elif flag == "--answer":
         while args and not args[0].startswith("--"):
@@ -51,7 +54,7 @@ class Receiver(BaseHTTPRequestHandler):
         pass
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+server = ThreadingHTTPServer(("127.0.0.1", port), Receiver)
 if cert:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)

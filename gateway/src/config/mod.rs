@@ -19,6 +19,11 @@
 //! [store]                            # lanes shared by replicas (else `--store FILE`):
 //! url_env = "CAIRNLOOP_DATABASE"     # the variable holding the PostgreSQL connection string
 //!
+//! [[notify]]                         # told of each call that waits, through the outbox
+//! name = "ops-slack"
+//! format = "slack"                   # json (the default), slack, teams
+//! url_env = "OPS_SLACK_WEBHOOK"      # the variable holding the receiver's URL
+//!
 //! [upstreams.fs]                     # an id: 1-16 of a-z 0-9, starting with a letter
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/share"]
@@ -46,6 +51,7 @@
 
 mod console;
 mod names;
+mod notify;
 mod problem;
 mod read;
 
@@ -62,6 +68,7 @@ pub use console::{ConsoleOperator, ConsoleSettings, Credential};
 pub use names::{
     MAX_UPSTREAM_ID, MAX_UPSTREAM_TOOL_NAME, is_upstream_id, listed_name, upstream_tool,
 };
+pub use notify::NotifySettings;
 pub use problem::{Problem, Problems};
 use read::{Reader, Value};
 
@@ -100,6 +107,8 @@ pub struct Config {
     /// The variable holding the PostgreSQL connection string of a store that replicas
     /// share (`[store] url_env`); `None`: `--store` names the store.
     pub store_url_env: Option<String>,
+    /// The receivers told of each call that waits (`[[notify]]`), in the order of the file.
+    pub notify: Vec<NotifySettings>,
 }
 
 /// The gateway's own settings (`[gateway]`).
@@ -345,7 +354,14 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
     reader.only(
         document,
         "the file",
-        &["gateway", "upstreams", "tools", "console", "store"],
+        &[
+            "gateway",
+            "upstreams",
+            "tools",
+            "console",
+            "store",
+            "notify",
+        ],
     );
     let mut config = Config {
         gateway: Gateway::default(),
@@ -353,6 +369,7 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
         tools: Vec::new(),
         console: None,
         store_url_env: None,
+        notify: Vec::new(),
     };
     if let Some(store) = document.get("store")
         && let Some(table) = reader.table(store, "[store]")
@@ -374,18 +391,30 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
     if let Some(console) = document.get("console") {
         config.console = console::read_console(reader, console);
     }
+    if let Some(notify) = document.get("notify") {
+        config.notify = notify::read_notify(reader, notify);
+    }
     if let Some(gateway) = document.get("gateway") {
         config.gateway = read_gateway(reader, gateway);
     }
-    // The console's sign-in tokens, which no upstream is handed.
-    let console_secrets: Vec<String> = config
+    // The console's sign-in tokens and the receivers' URLs and signing secrets, which no
+    // upstream is handed: each with what it is.
+    let console_secrets: Vec<(String, &str)> = config
         .console
         .iter()
         .flat_map(|console| &console.operators)
         .filter_map(|operator| match &operator.credential {
-            console::Credential::TokenEnv(name) => Some(name.clone()),
+            console::Credential::TokenEnv(name) => Some((
+                name.clone(),
+                "signs an operator into the console: it is never handed to an upstream, which could then approve its own calls",
+            )),
             console::Credential::PasswordHash(_) => None,
         })
+        .chain(config.notify.iter().flat_map(|notify| {
+            std::iter::once(notify.url_env.clone())
+                .chain(notify.secret_env.clone())
+                .map(|name| (name, "holds a notice receiver's address or signing secret: it is never handed to an upstream, which could then forge notices"))
+        }))
         .collect();
     if let Some(upstreams) = document.get("upstreams")
         && let Some(upstreams) = reader.table(upstreams, "`upstreams`")
@@ -603,7 +632,7 @@ fn read_upstream<'s>(
     id: &str,
     id_span: Range<usize>,
     value: &Value<'s>,
-    console_secrets: &[String],
+    console_secrets: &[(String, &str)],
 ) -> Option<Upstream> {
     let within = format!("[upstreams.{id}]");
     if !is_upstream_id(id) {
@@ -731,7 +760,7 @@ fn is_variable_name(name: &str) -> bool {
 fn read_pass_env<'s>(
     reader: &mut Reader<'s>,
     value: &Value<'s>,
-    console_secrets: &[String],
+    console_secrets: &[(String, &str)],
 ) -> Vec<String> {
     let mut names = Vec::new();
     for (name, span) in reader.strings(value, "`pass_env`") {
@@ -742,8 +771,8 @@ fn read_pass_env<'s>(
                     "`pass_env` names environment variables (`A-Z a-z 0-9 _`); `{name}` is not one"
                 ),
             );
-        } else if console_secrets.contains(&name) {
-            reader.problem(span, format!("`{name}` signs an operator into the console: it is never handed to an upstream, which could then approve its own calls"));
+        } else if let Some((_, what)) = console_secrets.iter().find(|(secret, _)| *secret == name) {
+            reader.problem(span, format!("`{name}` {what}"));
         } else {
             names.push(name);
         }
