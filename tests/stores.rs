@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairnloop::approvals::{
     ApprovalStore, AuditRecord, DueNotice, LaneMark, LaneQuery, ManualClock, MemoryStore,
-    NoticeOutcome, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent, conformance,
+    NoticeClaim, NoticeOutcome, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
+    conformance,
 };
 use cairnloop::gate::{LaneState, Timestamp};
 use cairnloop::stores::{SqliteOptions, SqliteStore};
@@ -323,22 +324,16 @@ impl ApprovalStore for Broken {
 
     fn claim_notices(
         &self,
-        target: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: usize,
+        claim: &NoticeClaim,
     ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
+        let (now, holder) = (claim.now().unix_millis(), claim.holder());
         let lanes: Vec<ApprovalLane> = (self.lanes.lock().unwrap().values())
-            .filter(|lane| lane.state() == LaneState::Pending && lane.expires_at() > now)
+            .filter(|lane| lane.state() == LaneState::Pending && lane.expires_at() > claim.now())
             .cloned()
             .collect();
         let id = |lane: &ApprovalLane| {
-            (
-                lane.key(),
-                target.to_owned(),
-                lane.proposed_at().unix_millis(),
-            )
+            let round = lane.proposed_at().unix_millis();
+            (lane.key(), claim.target().to_owned(), round)
         };
         let due: Vec<(ApprovalLane, u32)> = {
             let notices = self.notices.lock().unwrap();
@@ -347,28 +342,26 @@ impl ApprovalStore for Broken {
                 .filter_map(|lane| match notices.get(&id(&lane)) {
                     None => Some((lane, 0)),
                     Some((attempts, by, due_at)) => {
-                        let held_elsewhere = *due_at > now.unix_millis() && by != holder;
+                        let held_elsewhere = *due_at > now && by != holder;
                         let ignores_hold =
                             self.flaw == Flaw::ClaimsHeldNotices && *due_at != u64::MAX;
-                        (*due_at <= now.unix_millis() || (held_elsewhere && ignores_hold))
+                        (*due_at <= now || (held_elsewhere && ignores_hold))
                             .then_some((lane, *attempts))
                     }
                 })
-                .take(limit)
+                .take(claim.max())
                 .collect()
         };
         if self.flaw == Flaw::NoticeClaimNotAtomic {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let mut notices = self.notices.lock().unwrap();
+        let until = claim.until().unix_millis();
         let claimed = due
             .into_iter()
             .map(|(lane, attempts)| {
-                notices.insert(
-                    id(&lane),
-                    (attempts + 1, holder.to_owned(), until.unix_millis()),
-                );
-                DueNotice::new(lane, target, attempts + 1)
+                notices.insert(id(&lane), (attempts + 1, holder.to_owned(), until));
+                DueNotice::claimed(lane, claim, attempts + 1)
             })
             .collect();
         ready(Ok(claimed))
@@ -377,20 +370,21 @@ impl ApprovalStore for Broken {
     fn settle_notice(
         &self,
         notice: &DueNotice,
-        holder: &str,
         outcome: NoticeOutcome,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         let mut notices = self.notices.lock().unwrap();
+        let round = notice.round().unix_millis();
         let id = (
             notice.lane().key(),
-            notice.target().to_owned(),
-            notice.round().unix_millis(),
+            notice.claim().target().to_owned(),
+            round,
         );
         let Some((attempts, by, due_at)) = notices.get_mut(&id) else {
             return ready(Ok(false));
         };
         let held = *due_at != u64::MAX && *attempts == notice.attempt() && !by.is_empty();
-        let holds = held && (by == holder || self.flaw == Flaw::SettlesOthersNotices);
+        let holds =
+            held && (by == notice.claim().holder() || self.flaw == Flaw::SettlesOthersNotices);
         if !holds {
             return ready(Ok(false));
         }

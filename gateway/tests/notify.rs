@@ -20,6 +20,15 @@ use support::filesystem_server;
 
 const SECRET: &str = "a long random signing secret";
 
+/// A folder of this run's own, the configuration in it (see [`configuration`]), and the
+/// store's path; `None` when the filesystem server is not installed.
+fn prepared(name: &str) -> Option<(PathBuf, PathBuf, PathBuf)> {
+    let script = filesystem_server()?;
+    let (dir, share) = workspace(name);
+    let config = configuration(&dir, &share, &script);
+    Some((dir.join("lanes.db"), config, share))
+}
+
 /// A folder of this run's own, with a share in it and a test authority's certificates.
 fn workspace(name: &str) -> (PathBuf, PathBuf) {
     let dir = std::env::temp_dir().join(format!("cairnloop-notify-{name}-{}", std::process::id()));
@@ -117,12 +126,10 @@ fn free_port() -> u16 {
 
 #[test]
 fn a_gateway_killed_while_the_receiver_is_down_loses_no_notice_and_the_next_sends_it_once() {
-    let Some(script) = filesystem_server() else {
+    let Some((store, config, share)) = prepared("killed") else {
         return;
     };
-    let (dir, share) = workspace("killed");
-    let config = configuration(&dir, &share, &script);
-    let store = dir.join("lanes.db");
+    let dir = store.parent().unwrap();
     let port = free_port();
     let env = [
         ("DESK_URL", format!("https://127.0.0.1:{port}/hook")),
@@ -146,7 +153,7 @@ fn a_gateway_killed_while_the_receiver_is_down_loses_no_notice_and_the_next_send
     drop(first);
 
     // The receiver comes back, and so does a gateway: the notice goes out, once.
-    let desk = receiver::Receiver::listen(&dir, true, &[], port);
+    let desk = receiver::Receiver::listen(dir, true, &[], port);
     let _second = Served::start(&config, &store, &env);
     let deadline = Instant::now() + Duration::from_secs(30);
     while desk.posts().is_empty() {
@@ -193,16 +200,14 @@ fn a_gateway_killed_while_the_receiver_is_down_loses_no_notice_and_the_next_send
 
 #[test]
 fn a_receivers_variable_that_is_not_set_stops_the_gateway_at_start_naming_it() {
-    let Some(script) = filesystem_server() else {
+    let Some((store, config, _)) = prepared("unset") else {
         return;
     };
-    let (dir, share) = workspace("unset");
-    let config = configuration(&dir, &share, &script);
     let output = Command::new(env!("CARGO_BIN_EXE_cairnloop-gateway"))
         .arg("serve")
         .arg(&config)
         .arg("--store")
-        .arg(dir.join("lanes.db"))
+        .arg(&store)
         .env(
             "DESK_URL",
             "https://hooks.example.com/services/T0/B0/tok-hunter2",

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use crate::approvals::block_on;
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneMark, LaneQuery, NoticeOutcome,
-    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneMark, LaneQuery, NoticeClaim,
+    NoticeOutcome, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, Scope, ToolSpec};
 use crate::gate::{LaneAction, LaneState, ModePolicy, Timestamp};
@@ -1012,7 +1012,7 @@ fn claim<S: ApprovalStore>(
         Timestamp::from_unix_millis(now),
         Timestamp::from_unix_millis(now + 1_000),
     );
-    block_on(store.claim_notices(target, holder, at, until, 100))
+    block_on(store.claim_notices(&NoticeClaim::new(target, holder, at, until).limit(100)))
 }
 
 /// The lanes' inputs (`{"n":N}`) and attempts of `notices`, sorted (the kit's lanes are
@@ -1075,8 +1075,10 @@ fn outbox<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
         vec![one(1, 1), one(2, 1)],
     )?;
     let settle = |notice: &DueNotice, holder: &str, outcome| {
-        block_on(store.settle_notice(notice, holder, outcome))
-            .or_else(|error| store_error(CHECK, &error))
+        // The notice as `holder` presents it.
+        let as_holder = NoticeClaim::new(notice.claim().target(), holder, T0, T0);
+        let notice = DueNotice::claimed(notice.lane().clone(), &as_holder, notice.attempt());
+        block_on(store.settle_notice(&notice, outcome)).or_else(|error| store_error(CHECK, &error))
     };
     let retry_at = NoticeOutcome::Retry(Timestamp::from_unix_millis(t + 500));
     let settled = [

@@ -44,7 +44,7 @@ pub use identity::{
 pub use lane::{ApprovalLane, Claim, TransitionEvent};
 pub use notify::{Notice, NoticeEvent, NoticeReport, Notifier};
 pub(crate) use notify::{Recorder, announce};
-pub use outbox::{DueNotice, NoticeOutcome, OutboxPass, OutboxPolicy};
+pub use outbox::{DueNotice, NoticeClaim, NoticeOutcome, OutboxPass, OutboxPolicy};
 pub(crate) use query::newest_first;
 pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;

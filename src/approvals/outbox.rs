@@ -10,40 +10,163 @@ use alloc::string::String;
 use crate::approvals::ApprovalLane;
 use crate::gate::Timestamp;
 
+/// A claim on the notices due to one target ([`ApprovalStore::claim_notices`]): who
+/// claims (a process's name among the replicas), at what time, until when the claim
+/// holds, and how many notices at most (64 unless [`NoticeClaim::limit`] says otherwise).
+///
+/// [`ApprovalStore::claim_notices`]: crate::approvals::ApprovalStore::claim_notices
+///
+/// ```
+/// use cairnloop::approvals::NoticeClaim;
+/// use cairnloop::gate::Timestamp;
+///
+/// let (now, until) = (Timestamp::from_unix_millis(1_000), Timestamp::from_unix_millis(31_000));
+/// let claim = NoticeClaim::new("ops-slack", "replica-1", now, until).limit(10);
+/// assert_eq!((claim.target(), claim.holder(), claim.max()), ("ops-slack", "replica-1", 10));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoticeClaim {
+    target: String,
+    holder: String,
+    now: Timestamp,
+    until: Timestamp,
+    limit: usize,
+}
+
+impl NoticeClaim {
+    /// `holder`'s claim at `now`, until `until`, on the notices due to `target`.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::NoticeClaim, gate::Timestamp};
+    /// let claim = NoticeClaim::new("pager", "replica-1", Timestamp::from_unix_millis(0), Timestamp::from_unix_millis(1));
+    /// assert_eq!(claim.max(), 64);
+    /// ```
+    #[must_use]
+    pub fn new(
+        target: impl Into<String>,
+        holder: impl Into<String>,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Self {
+        Self {
+            target: target.into(),
+            holder: holder.into(),
+            now,
+            until,
+            limit: 64,
+        }
+    }
+
+    /// At most `limit` notices.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::NoticeClaim, gate::Timestamp};
+    /// # let claim = NoticeClaim::new("pager", "replica-1", Timestamp::from_unix_millis(0), Timestamp::from_unix_millis(1));
+    /// assert_eq!(claim.limit(3).max(), 3);
+    /// ```
+    #[must_use]
+    pub fn limit(self, limit: usize) -> Self {
+        Self { limit, ..self }
+    }
+
+    /// The target's name.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::NoticeClaim, gate::Timestamp};
+    /// # let claim = NoticeClaim::new("pager", "replica-1", Timestamp::from_unix_millis(0), Timestamp::from_unix_millis(1));
+    /// assert_eq!(claim.target(), "pager");
+    /// ```
+    #[must_use]
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// Who claims.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::NoticeClaim, gate::Timestamp};
+    /// # let claim = NoticeClaim::new("pager", "replica-1", Timestamp::from_unix_millis(0), Timestamp::from_unix_millis(1));
+    /// assert_eq!(claim.holder(), "replica-1");
+    /// ```
+    #[must_use]
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// The time of the claim: what is due by then is claimed.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::NoticeClaim, gate::Timestamp};
+    /// # let claim = NoticeClaim::new("pager", "replica-1", Timestamp::from_unix_millis(0), Timestamp::from_unix_millis(1));
+    /// assert_eq!(claim.now(), Timestamp::from_unix_millis(0));
+    /// ```
+    #[must_use]
+    pub const fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Until when the claim holds.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::NoticeClaim, gate::Timestamp};
+    /// # let claim = NoticeClaim::new("pager", "replica-1", Timestamp::from_unix_millis(0), Timestamp::from_unix_millis(1));
+    /// assert_eq!(claim.until(), Timestamp::from_unix_millis(1));
+    /// ```
+    #[must_use]
+    pub const fn until(&self) -> Timestamp {
+        self.until
+    }
+
+    /// At most this many notices.
+    ///
+    /// ```
+    /// # use cairnloop::{approvals::NoticeClaim, gate::Timestamp};
+    /// # let claim = NoticeClaim::new("pager", "replica-1", Timestamp::from_unix_millis(0), Timestamp::from_unix_millis(1));
+    /// assert_eq!(claim.max(), 64);
+    /// ```
+    #[must_use]
+    pub const fn max(&self) -> usize {
+        self.limit
+    }
+}
+
 /// A notice claimed for delivery ([`ApprovalStore::claim_notices`]): the lane it tells of
-/// as it was read, the target it goes to, and which attempt this is. Its round is the
-/// lane's proposal time, so a lane proposed again after it was closed is a new notice.
+/// as it was read, the target it goes to, who holds the claim, and which attempt this is.
+/// Its round is the lane's proposal time, so a lane proposed again after it was closed is
+/// a new notice.
 ///
 /// [`ApprovalStore::claim_notices`]: crate::approvals::ApprovalStore::claim_notices
 ///
 /// ```
 /// # use cairnloop::approvals::DueNotice;
 /// fn describe(notice: &DueNotice) -> String {
-///     format!("{} to {}, attempt {}", notice.lane().proposal().tool(), notice.target(), notice.attempt())
+///     format!("{} to {}, attempt {}", notice.lane().proposal().tool(), notice.claim().target(), notice.attempt())
 /// }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DueNotice {
     lane: ApprovalLane,
-    target: String,
+    claim: NoticeClaim,
     attempt: u32,
 }
 
 impl DueNotice {
-    /// The notice of `lane` to `target`, claimed for its `attempt`-th attempt (a store
-    /// makes these).
+    /// The notice of `lane` that `claim` took, for its `attempt`-th attempt (a store makes
+    /// these).
     ///
     /// ```
+    /// # use cairnloop::{approvals::{DueNotice, NoticeClaim}, gate::Timestamp};
     /// # fn f(lane: cairnloop::approvals::ApprovalLane) {
-    /// let notice = cairnloop::approvals::DueNotice::new(lane, "webhook:ops", 1);
-    /// assert_eq!(notice.attempt(), 1);
+    /// let claim = NoticeClaim::new("pager", "replica-1", Timestamp::from_unix_millis(0), Timestamp::from_unix_millis(1));
+    /// let notice = DueNotice::claimed(lane, &claim, 1);
+    /// assert_eq!((notice.claim().holder(), notice.attempt()), ("replica-1", 1));
     /// # }
     /// ```
     #[must_use]
-    pub fn new(lane: ApprovalLane, target: impl Into<String>, attempt: u32) -> Self {
+    pub fn claimed(lane: ApprovalLane, claim: &NoticeClaim, attempt: u32) -> Self {
         Self {
             lane,
-            target: target.into(),
+            claim: claim.clone(),
             attempt,
         }
     }
@@ -60,16 +183,16 @@ impl DueNotice {
         &self.lane
     }
 
-    /// The target's name.
+    /// The claim that took it: its target, and its holder, who alone settles it.
     ///
     /// ```
     /// # fn f(notice: cairnloop::approvals::DueNotice) {
-    /// assert!(!notice.target().is_empty());
+    /// assert!(!notice.claim().holder().is_empty());
     /// # }
     /// ```
     #[must_use]
-    pub fn target(&self) -> &str {
-        &self.target
+    pub const fn claim(&self) -> &NoticeClaim {
+        &self.claim
     }
 
     /// Which attempt this is, from 1.

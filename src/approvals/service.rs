@@ -10,8 +10,8 @@ use crate::approvals::outbox::{Answer, Told, millis_of};
 use crate::approvals::unwind::CatchPanic;
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, AuditRecord, AuditSink, BoundField,
-    Invalidation, Notice, NoticeOutcome, NoticeReport, Notifier, OutboxPass, OutboxPolicy,
-    Recorder, TransitionEvent, announce, block_on,
+    Invalidation, Notice, NoticeClaim, NoticeOutcome, NoticeReport, Notifier, OutboxPass,
+    OutboxPolicy, Recorder, TransitionEvent, announce, block_on,
 };
 use crate::declare::text;
 use crate::declare::{
@@ -117,10 +117,8 @@ impl<S: ApprovalStore> Approvals<S> {
             let until = now
                 .checked_add(Ttl::from_millis(millis_of(lease)))
                 .ok_or(ApprovalError::TimeOverflow)?;
-            let due = self
-                .store
-                .claim_notices(target, holder, now, until, BATCH)
-                .await?;
+            let claim = NoticeClaim::new(target.as_str(), holder, now, until).limit(BATCH);
+            let due = self.store.claim_notices(&claim).await?;
             let started = std::time::Instant::now();
             let mut handed = Vec::with_capacity(due.len());
             for notice in due {
@@ -160,7 +158,7 @@ impl<S: ApprovalStore> Approvals<S> {
                 };
                 // A claim lost meanwhile (its lease ran out, another holder took it) is
                 // that holder's to settle.
-                if self.store.settle_notice(&notice, holder, outcome).await? {
+                if self.store.settle_notice(&notice, outcome).await? {
                     match outcome {
                         NoticeOutcome::Delivered => pass.delivered += 1,
                         NoticeOutcome::Retry(_) => pass.retried += 1,

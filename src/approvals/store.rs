@@ -4,8 +4,8 @@ use alloc::vec::Vec;
 use core::future::{Future, ready};
 
 use crate::approvals::{
-    ApprovalLane, AuditRecord, DueNotice, LaneMark, LaneQuery, NoticeOutcome, StoreError,
-    StoreWatch, TaskId, TaskRecord, TransitionEvent, newest_first,
+    ApprovalLane, AuditRecord, DueNotice, LaneMark, LaneQuery, NoticeClaim, NoticeOutcome,
+    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent, newest_first,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -365,54 +365,49 @@ pub trait ApprovalStore: Send + Sync {
         ready(Err(StoreError::Unsupported("tasks")))
     }
 
-    /// Claims up to `limit` notices due to `target` at `now`, oldest proposal first, for
-    /// `holder` until `until`. A notice is due for every lane pending and unexpired at
-    /// `now` (in the round of its proposal time) unless, for this target and round, it was
-    /// delivered or given up, another claim on it holds past `now`, or its next attempt is
-    /// later than `now`. Each claimed notice's attempt count goes up by one, in the same
+    /// Claims the notices due to the claim's target at its time, oldest proposal first,
+    /// at most its limit, for its holder until its end. A notice is due for every lane
+    /// pending and unexpired at that time (in the round of its proposal time) unless, for
+    /// this target and round, it was delivered or given up, another claim on it holds past
+    /// that time, or its next attempt is later. Each claimed notice's attempt count goes up by one, in the same
     /// atomic step as the claim: however many processes claim at once, a notice is held
     /// by one of them. `StoreError::Unsupported` (the default) for a store that keeps no
     /// outbox.
     ///
     /// ```
-    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore, NoticeClaim};
     /// use cairnloop::gate::Timestamp;
     ///
     /// let (now, until) = (Timestamp::from_unix_millis(1_000), Timestamp::from_unix_millis(31_000));
-    /// let due = pollster::block_on(MemoryStore::new().claim_notices("webhook:ops", "replica-1", now, until, 10));
-    /// assert_eq!(due, Ok(vec![]));
+    /// let claim = NoticeClaim::new("webhook:ops", "replica-1", now, until);
+    /// assert_eq!(pollster::block_on(MemoryStore::new().claim_notices(&claim)), Ok(vec![]));
     /// ```
     fn claim_notices(
         &self,
-        target: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: usize,
+        claim: &NoticeClaim,
     ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
-        let _ = (target, holder, now, until, limit);
+        let _ = claim;
         ready(Err(StoreError::Unsupported("outbox")))
     }
 
-    /// Records what became of `notice`, claimed by `holder`: `true` when that claim was
-    /// still `holder`'s, `false` (nothing written) when it was not (its lease ran out and
-    /// another holder claimed the notice, or it was settled already).
+    /// Records what became of `notice`: `true` when its claim was still its holder's,
+    /// `false` (nothing written) when it was not (its lease ran out and another holder
+    /// claimed the notice, or it was settled already).
     ///
     /// ```
     /// use cairnloop::approvals::{ApprovalStore, DueNotice, MemoryStore, NoticeOutcome};
     ///
     /// # fn f(notice: DueNotice) {
-    /// let settled = pollster::block_on(MemoryStore::new().settle_notice(&notice, "replica-1", NoticeOutcome::Delivered));
+    /// let settled = pollster::block_on(MemoryStore::new().settle_notice(&notice, NoticeOutcome::Delivered));
     /// assert_eq!(settled, Ok(false), "never claimed here");
     /// # }
     /// ```
     fn settle_notice(
         &self,
         notice: &DueNotice,
-        holder: &str,
         outcome: NoticeOutcome,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let _ = (notice, holder, outcome);
+        let _ = (notice, outcome);
         ready(Err(StoreError::Unsupported("outbox")))
     }
 }
@@ -601,22 +596,17 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
 
     fn claim_notices(
         &self,
-        target: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: usize,
+        claim: &NoticeClaim,
     ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
-        (**self).claim_notices(target, holder, now, until, limit)
+        (**self).claim_notices(claim)
     }
 
     fn settle_notice(
         &self,
         notice: &DueNotice,
-        holder: &str,
         outcome: NoticeOutcome,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).settle_notice(notice, holder, outcome)
+        (**self).settle_notice(notice, outcome)
     }
 }
 
@@ -960,15 +950,9 @@ impl MemoryStore {
         Ok(())
     }
 
-    fn claim_notices_now(
-        &self,
-        target: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<DueNotice>, StoreError> {
+    fn claim_notices_now(&self, claim: &NoticeClaim) -> Result<Vec<DueNotice>, StoreError> {
         let mut memory = self.lock()?;
+        let now = claim.now();
         let mut waiting: Vec<ApprovalLane> = (memory.lanes.values())
             .filter(|lane| lane.state() == LaneState::Pending && lane.expires_at() > now)
             .cloned()
@@ -976,10 +960,14 @@ impl MemoryStore {
         waiting.sort_by_key(|lane| (lane.proposed_at(), lane.key()));
         let mut claimed = Vec::new();
         for lane in waiting {
-            if claimed.len() >= limit {
+            if claimed.len() >= claim.max() {
                 break;
             }
-            let id = (lane.key(), target.into(), lane.proposed_at().unix_millis());
+            let id = (
+                lane.key(),
+                claim.target().into(),
+                lane.proposed_at().unix_millis(),
+            );
             let attempts = match memory.notices.get(&id) {
                 Some(state) if !state.due(now) => continue,
                 Some(state) => state.attempts,
@@ -987,8 +975,8 @@ impl MemoryStore {
             };
             let attempt = attempts.saturating_add(1);
             let stage = NoticeStage::Held {
-                holder: holder.into(),
-                until,
+                holder: claim.holder().into(),
+                until: claim.until(),
             };
             memory.notices.insert(
                 id,
@@ -997,7 +985,7 @@ impl MemoryStore {
                     stage,
                 },
             );
-            claimed.push(DueNotice::new(lane, target, attempt));
+            claimed.push(DueNotice::claimed(lane, claim, attempt));
         }
         Ok(claimed)
     }
@@ -1005,19 +993,18 @@ impl MemoryStore {
     fn settle_notice_now(
         &self,
         notice: &DueNotice,
-        holder: &str,
         outcome: NoticeOutcome,
     ) -> Result<bool, StoreError> {
         let mut memory = self.lock()?;
         let id = (
             notice.lane().key(),
-            notice.target().into(),
+            notice.claim().target().into(),
             notice.round().unix_millis(),
         );
         let Some(state) = memory.notices.get_mut(&id) else {
             return Ok(false);
         };
-        let held_here = matches!(&state.stage, NoticeStage::Held { holder: by, .. } if by == holder)
+        let held_here = matches!(&state.stage, NoticeStage::Held { holder, .. } if holder == notice.claim().holder())
             && state.attempts == notice.attempt();
         if !held_here {
             return Ok(false);
@@ -1160,21 +1147,16 @@ impl ApprovalStore for MemoryStore {
 
     fn claim_notices(
         &self,
-        target: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: usize,
+        claim: &NoticeClaim,
     ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
-        ready(self.claim_notices_now(target, holder, now, until, limit))
+        ready(self.claim_notices_now(claim))
     }
 
     fn settle_notice(
         &self,
         notice: &DueNotice,
-        holder: &str,
         outcome: NoticeOutcome,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        ready(self.settle_notice_now(notice, holder, outcome))
+        ready(self.settle_notice_now(notice, outcome))
     }
 }

@@ -14,8 +14,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, Recycli
 use tokio_postgres::NoTls;
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeOutcome, StoreError,
-    StoreWatch, TaskId, TaskRecord, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeClaim, NoticeOutcome,
+    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -580,6 +580,20 @@ impl PostgresStore {
     }
 
     /// Runs `job` with a connection from the pool, on the store's runtime.
+    /// `columns` of the lanes with these keys, in one statement.
+    fn by_keys(
+        &self,
+        columns: &'static str,
+        keys: &[IdempotencyKey],
+    ) -> impl Future<Output = Result<Vec<tokio_postgres::Row>, StoreError>> + Send + use<> {
+        let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        self.run(move |client| async move {
+            let sql = format!("SELECT {columns} FROM cairnloop_lanes WHERE key = ANY($1)");
+            let statement = client.prepare_cached(&sql).await.map_err(read_error)?;
+            client.query(&statement, &[&keys]).await.map_err(read_error)
+        })
+    }
+
     fn run<T, F, Fut>(
         &self,
         job: F,
@@ -1030,63 +1044,47 @@ impl ApprovalStore for PostgresStore {
         &self,
         keys: &[IdempotencyKey],
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
-        let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
         let committed = self.committed.clone();
-        self.run(move |client| async move {
-            let statement = client
-                .prepare_cached("SELECT lane FROM cairnloop_lanes WHERE key = ANY($1)")
-                .await
-                .map_err(read_error)?;
-            let rows = client
-                .query(&statement, &[&keys])
-                .await
-                .map_err(read_error)?;
-            let mut lanes = Vec::with_capacity(rows.len());
-            for row in rows {
+        let rows = self.by_keys("lane", keys);
+        async move {
+            let mut lanes = Vec::new();
+            for row in rows.await? {
                 let lane: ApprovalLane = decode(row.get::<_, &str>(0))?;
                 committed.kept.keep(&lane);
                 lanes.push(lane);
             }
             Ok(lanes)
-        })
+        }
     }
 
     fn versions_of(
         &self,
         keys: &[IdempotencyKey],
     ) -> impl Future<Output = Result<Vec<(IdempotencyKey, u64)>, StoreError>> + Send {
-        let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
-        self.run(move |client| async move {
-            let statement = client
-                .prepare_cached("SELECT key, version FROM cairnloop_lanes WHERE key = ANY($1)")
-                .await
-                .map_err(read_error)?;
-            let rows = client
-                .query(&statement, &[&keys])
-                .await
-                .map_err(read_error)?;
-            rows.iter()
+        let rows = self.by_keys("key, version", keys);
+        async move {
+            (rows.await?.iter())
                 .map(|row| stored_version(row.get::<_, &str>(0), row.get::<_, i64>(1)))
                 .collect()
-        })
+        }
     }
 
     fn claim_notices(
         &self,
-        target: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: usize,
+        claim: &NoticeClaim,
     ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
-        let (target, holder) = (target.to_string(), holder.to_string());
-        let (now, until) = (millis(now.unix_millis()), millis(until.unix_millis()));
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let claim = claim.clone();
         self.run(move |client| async move {
+            let (now, until) = (
+                millis(claim.now().unix_millis()),
+                millis(claim.until().unix_millis()),
+            );
+            let limit = i64::try_from(claim.max()).unwrap_or(i64::MAX);
             let statement = client
                 .prepare_cached(CLAIM_NOTICES)
                 .await
                 .map_err(write_error)?;
+            let (target, holder) = (claim.target(), claim.holder());
             let rows = client
                 .query(&statement, &[&target, &now, &holder, &until, &limit])
                 .await
@@ -1095,7 +1093,7 @@ impl ApprovalStore for PostgresStore {
                 .map(|row| {
                     let lane: ApprovalLane = decode(row.get::<_, &str>(0))?;
                     let attempt = u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX);
-                    Ok(DueNotice::new(lane, target.clone(), attempt))
+                    Ok(DueNotice::claimed(lane, &claim, attempt))
                 })
                 .collect()
         })
@@ -1104,19 +1102,10 @@ impl ApprovalStore for PostgresStore {
     fn settle_notice(
         &self,
         notice: &DueNotice,
-        holder: &str,
         outcome: NoticeOutcome,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         let (stage, due_at) = notice_stage(outcome);
-        let (key, target, holder) = (
-            notice.lane().key().to_string(),
-            notice.target().to_string(),
-            holder.to_string(),
-        );
-        let (round, attempt) = (
-            millis(notice.round().unix_millis()),
-            i64::from(notice.attempt()),
-        );
+        let notice = notice.clone();
         self.run(move |client| async move {
             let statement = client
                 .prepare_cached(
@@ -1126,6 +1115,12 @@ impl ApprovalStore for PostgresStore {
                 )
                 .await
                 .map_err(write_error)?;
+            let (key, round) = (
+                notice.lane().key().to_string(),
+                millis(notice.round().unix_millis()),
+            );
+            let (target, holder) = (notice.claim().target(), notice.claim().holder());
+            let attempt = i64::from(notice.attempt());
             let settled = client
                 .execute(
                     &statement,

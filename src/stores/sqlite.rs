@@ -11,8 +11,8 @@ use std::vec::Vec;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeOutcome, StoreError,
-    StoreWatch, TaskId, TaskRecord, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeClaim, NoticeOutcome,
+    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -474,6 +474,29 @@ fn in_move<T>(
     done
 }
 
+/// `columns` of the lanes with these keys, each row read by `read`: a statement per 500
+/// keys, under SQLite's limit of bound parameters per statement.
+fn by_keys<T>(
+    connection: &Connection,
+    columns: &str,
+    keys: &[String],
+    read: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, StoreError> {
+    let mut found = Vec::with_capacity(keys.len());
+    for chunk in keys.chunks(500) {
+        let marks = std::vec!["?"; chunk.len()].join(", ");
+        let sql = format!("SELECT {columns} FROM lanes WHERE key IN ({marks})");
+        let mut select = connection.prepare_cached(&sql).map_err(classify)?;
+        let rows = select
+            .query_map(rusqlite::params_from_iter(chunk), &read)
+            .map_err(classify)?;
+        for row in rows {
+            found.push(row.map_err(classify)?);
+        }
+    }
+    Ok(found)
+}
+
 /// Runs one statement that returns no rows, prepared once per connection.
 fn run_cached(connection: &Connection, sql: &str) -> Result<(), StoreError> {
     connection
@@ -792,22 +815,8 @@ impl ApprovalStore for SqliteStore {
     ) -> impl Future<Output = Result<Vec<ApprovalLane>, StoreError>> + Send {
         let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
         self.worker.run(Access::Read, move |connection| {
-            let mut lanes = Vec::with_capacity(keys.len());
-            // Under SQLite's limit of bound parameters per statement.
-            for chunk in keys.chunks(500) {
-                let marks = std::vec!["?"; chunk.len()].join(", ");
-                let sql = format!("SELECT lane FROM lanes WHERE key IN ({marks})");
-                let mut select = connection.prepare_cached(&sql).map_err(classify)?;
-                let rows = select
-                    .query_map(rusqlite::params_from_iter(chunk), |row| {
-                        row.get::<_, String>(0)
-                    })
-                    .map_err(classify)?;
-                for row in rows {
-                    lanes.push(decode(&row.map_err(classify)?)?);
-                }
-            }
-            Ok(lanes)
+            let texts = by_keys(connection, "lane", &keys, |row| row.get::<_, String>(0))?;
+            texts.iter().map(|text| decode(text)).collect()
         })
     }
 
@@ -817,37 +826,23 @@ impl ApprovalStore for SqliteStore {
     ) -> impl Future<Output = Result<Vec<(IdempotencyKey, u64)>, StoreError>> + Send {
         let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
         self.worker.run(Access::Read, move |connection| {
-            let mut versions = Vec::with_capacity(keys.len());
-            for chunk in keys.chunks(500) {
-                let marks = std::vec!["?"; chunk.len()].join(", ");
-                let sql = format!("SELECT key, version FROM lanes WHERE key IN ({marks})");
-                let mut select = connection.prepare_cached(&sql).map_err(classify)?;
-                let rows = select
-                    .query_map(rusqlite::params_from_iter(chunk), |row| {
-                        Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-                    })
-                    .map_err(classify)?;
-                for row in rows {
-                    let (key, version) = row.map_err(classify)?;
-                    versions.push(stored_version(&key, version)?);
-                }
-            }
-            Ok(versions)
+            let rows = by_keys(connection, "key, version", &keys, |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            })?;
+            rows.iter()
+                .map(|(key, version)| stored_version(key, *version))
+                .collect()
         })
     }
 
     fn claim_notices(
         &self,
-        target: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-        limit: usize,
+        claim: &NoticeClaim,
     ) -> impl Future<Output = Result<Vec<DueNotice>, StoreError>> + Send {
-        let (target, holder) = (target.to_string(), holder.to_string());
-        let (now, until) = (millis(now.unix_millis()), millis(until.unix_millis()));
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let claim = claim.clone();
         self.worker.run(Access::Write, move |connection| {
+            let now = millis(claim.now().unix_millis());
+            let limit = i64::try_from(claim.max()).unwrap_or(i64::MAX);
             let due: Vec<(String, i64)> = connection
                 .prepare_cached(
                     "SELECT l.lane, coalesce(n.attempts, 0) FROM lanes l
@@ -859,7 +854,7 @@ impl ApprovalStore for SqliteStore {
                 )
                 .and_then(|mut select| {
                     select
-                        .query_map(params![target, now, limit], |row| {
+                        .query_map(params![claim.target(), now, limit], |row| {
                             Ok((row.get(0)?, row.get(1)?))
                         })?
                         .collect()
@@ -879,18 +874,18 @@ impl ApprovalStore for SqliteStore {
                            attempts = excluded.attempts, stage = 'held',
                            holder = excluded.holder, due_at = excluded.due_at",
                     )
-                    .and_then(|mut claim| {
-                        claim.execute(params![
+                    .and_then(|mut hold| {
+                        hold.execute(params![
                             lane.key().to_string(),
-                            target,
+                            claim.target(),
                             millis(lane.proposed_at().unix_millis()),
                             attempt,
-                            holder,
-                            until
+                            claim.holder(),
+                            millis(claim.until().unix_millis())
                         ])
                     })
                     .map_err(classify)?;
-                claimed.push(DueNotice::new(lane, target.clone(), attempt));
+                claimed.push(DueNotice::claimed(lane, &claim, attempt));
             }
             Ok(claimed)
         })
@@ -899,16 +894,10 @@ impl ApprovalStore for SqliteStore {
     fn settle_notice(
         &self,
         notice: &DueNotice,
-        holder: &str,
         outcome: NoticeOutcome,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         let (stage, due_at) = notice_stage(outcome);
-        let (key, target, holder) = (
-            notice.lane().key().to_string(),
-            notice.target().to_string(),
-            holder.to_string(),
-        );
-        let (round, attempt) = (millis(notice.round().unix_millis()), notice.attempt());
+        let notice = notice.clone();
         self.worker.run(Access::Write, move |connection| {
             let settled = connection
                 .prepare_cached(
@@ -917,7 +906,15 @@ impl ApprovalStore for SqliteStore {
                        AND stage = 'held' AND holder = ?6 AND attempts = ?7",
                 )
                 .and_then(|mut settle| {
-                    settle.execute(params![stage, due_at, key, target, round, holder, attempt])
+                    settle.execute(params![
+                        stage,
+                        due_at,
+                        notice.lane().key().to_string(),
+                        notice.claim().target(),
+                        millis(notice.round().unix_millis()),
+                        notice.claim().holder(),
+                        notice.attempt()
+                    ])
                 })
                 .map_err(classify)?;
             Ok(settled == 1)
