@@ -1,5 +1,7 @@
 //! The SQLite store in its default mode: full lifecycles (propose → approve → execute)
-//! per second, and one page of 50 pending lanes out of 100,000 stored.
+//! per second, one page of 50 pending lanes out of 100,000 stored, and what the outbox
+//! adds to a proposal: proposals per second with a process delivering every notice as it
+//! goes, against the same without an outbox, in one run (goal: at most 10% slower).
 //!
 //! `scripts/with_postgres.sh cargo bench -p cairnloop-benches --bench stores` (without the
 //! script, PostgreSQL is left out)
@@ -125,9 +127,89 @@ fn listing(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Says every notice delivered at once.
+struct Delivered;
+
+impl cairnloop::approvals::Notifier for Delivered {
+    fn proposed(
+        &self,
+        _: cairnloop::approvals::Notice,
+        report: cairnloop::approvals::NoticeReport,
+    ) {
+        report.delivered("bench", 1);
+    }
+}
+
+/// Proposals per second for `seconds` through `governor`, numbered from `first`.
+fn proposals_per_second(governor: &Governor<(), SqliteStore>, first: u64, seconds: u64) -> f64 {
+    let agent = Actor::new("agent-7", &["refunds:write"]);
+    let start = Instant::now();
+    let mut n = first;
+    while start.elapsed() < Duration::from_secs(seconds) {
+        let arguments = format!(r#"{{"order": {n}, "cents": 1250}}"#);
+        let call = ToolCall::new("refund_order", &arguments);
+        let proposed = pollster::block_on(governor.call(&call, &agent, &()));
+        assert!(matches!(proposed, Ok(Outcome::AwaitingApproval(_))));
+        n += 1;
+    }
+    (n - first) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Proposals on SQLite with and without an outbox being delivered as they come, three
+/// rounds of each, alternating.
+fn outbox() {
+    let dir = scratch("outbox");
+    let plain = Governor::new(&TOOLS)
+        .with_store(SqliteStore::open(dir.join("plain.db")).unwrap())
+        .with_audit_sink(DiscardAudit);
+    let told = std::sync::Arc::new(
+        Governor::new(&TOOLS)
+            .with_store(SqliteStore::open(dir.join("outbox.db")).unwrap())
+            .with_audit_sink(DiscardAudit)
+            .with_outbox("bench", Delivered),
+    );
+    // The deliverer, as a gateway runs it: a pass whenever the store moves.
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let deliverer = {
+        let (told, running) = (
+            std::sync::Arc::clone(&told),
+            std::sync::Arc::clone(&running),
+        );
+        std::thread::spawn(move || {
+            let watch = told.watch().unwrap_or_default();
+            let mut delivered = 0;
+            while running.load(Ordering::Relaxed) {
+                let seen = watch.generation();
+                delivered += pollster::block_on(told.deliver_notices("bench"))
+                    .unwrap()
+                    .delivered;
+                pollster::block_on(watch.changed(seen, Duration::from_millis(100)));
+            }
+            delivered
+        })
+    };
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for round in 0..3 {
+        without.push(proposals_per_second(&plain, round * 1_000_000, 3));
+        with.push(proposals_per_second(&told, round * 1_000_000, 3));
+    }
+    running.store(false, Ordering::Relaxed);
+    let delivered = deliverer.join().unwrap();
+    let best = |rates: &[f64]| rates.iter().copied().fold(0.0, f64::max);
+    println!(
+        "\nsqlite: proposals per second without an outbox {:.0}, with one delivered as it goes {:.0} \
+         ({delivered} notices delivered): the outbox costs {:.1}% (goal ≤ 10%)",
+        best(&without),
+        best(&with),
+        (1.0 - best(&with) / best(&without)) * 100.0
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     lifecycles(&mut criterion);
     listing(&mut criterion);
+    outbox();
     criterion.final_summary();
 }

@@ -335,27 +335,26 @@ impl ApprovalStore for Broken {
             let round = lane.proposed_at().unix_millis();
             (lane.key(), claim.target().to_owned(), round)
         };
-        let due: Vec<(ApprovalLane, u32)> = {
-            let notices = self.notices.lock().unwrap();
-            lanes
-                .into_iter()
-                .filter_map(|lane| match notices.get(&id(&lane)) {
-                    None => Some((lane, 0)),
-                    Some((attempts, by, due_at)) => {
-                        let held_elsewhere = *due_at > now && by != holder;
-                        let ignores_hold =
-                            self.flaw == Flaw::ClaimsHeldNotices && *due_at != u64::MAX;
-                        (*due_at <= now || (held_elsewhere && ignores_hold))
-                            .then_some((lane, *attempts))
-                    }
-                })
-                .take(claim.max())
-                .collect()
-        };
-        if self.flaw == Flaw::NoticeClaimNotAtomic {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
         let mut notices = self.notices.lock().unwrap();
+        let due: Vec<(ApprovalLane, u32)> = lanes
+            .into_iter()
+            .filter_map(|lane| match notices.get(&id(&lane)) {
+                None => Some((lane, 0)),
+                Some((attempts, by, due_at)) => {
+                    let held_elsewhere = *due_at > now && by != holder;
+                    let ignores_hold = self.flaw == Flaw::ClaimsHeldNotices && *due_at != u64::MAX;
+                    (*due_at <= now || (held_elsewhere && ignores_hold))
+                        .then_some((lane, *attempts))
+                }
+            })
+            .take(claim.max())
+            .collect();
+        if self.flaw == Flaw::NoticeClaimNotAtomic {
+            // Read, then let go and mark a moment later: the window a real bug leaves.
+            drop(notices);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            notices = self.notices.lock().unwrap();
+        }
         let until = claim.until().unix_millis();
         let claimed = due
             .into_iter()
