@@ -22,6 +22,9 @@ use rmcp::ServiceExt;
 /// nothing in the store woke it sooner.
 const DELIVER_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The least time between two passes of the outbox.
+const DELIVER_AT_MOST_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// How often a serving gateway sweeps its store for lapsed claims and expired calls.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -300,7 +303,7 @@ where
             let watch = delivering.watch().unwrap_or_default();
             let mut said = String::new();
             loop {
-                let seen = watch.generation();
+                let (seen, began) = (watch.generation(), tokio::time::Instant::now());
                 if let Err(error) = delivering.deliver_notices(&holder).await {
                     // Said once while it lasts, not every second.
                     let text = error.to_string();
@@ -312,6 +315,9 @@ where
                     said.clear();
                 }
                 watch.changed(seen, DELIVER_EVERY).await;
+                // A pass at most every 100 ms: a burst of calls is told in a few passes,
+                // not one claim per call.
+                tokio::time::sleep_until(began + DELIVER_AT_MOST_EVERY).await;
             }
         });
     }
