@@ -120,16 +120,23 @@ impl<S: ApprovalStore> Approvals<S> {
             let claim = NoticeClaim::new(target.as_str(), holder, now, until).limit(BATCH);
             let due = self.store.claim_notices(&claim).await?;
             let started = std::time::Instant::now();
+            // The pass's audit records, written together with its settlements; one that
+            // comes after the pass is over is written on its own.
+            let written = Arc::new(std::sync::Mutex::new(Some(Vec::new())));
             let mut handed = Vec::with_capacity(due.len());
             for notice in due {
                 let answer = Arc::new(Answer::default());
-                let (attempt, write) = (notice.attempt(), self.recorder());
+                let (attempt, written, late) =
+                    (notice.attempt(), Arc::clone(&written), self.recorder());
                 // The audit record says which of the outbox's attempts this was.
                 let record: Recorder = Arc::new(move |mut record: AuditRecord| {
                     if let AuditRecord::Notice(event) = &mut record {
                         event.attempts = attempt;
                     }
-                    write(record);
+                    match written.lock().as_deref_mut() {
+                        Ok(Some(kept)) => kept.push(record),
+                        _ => late(record),
+                    }
                 });
                 let told = Notice::of(notice.lane());
                 let report = NoticeReport::answering(&told, record, Arc::clone(&answer));
@@ -139,6 +146,7 @@ impl<S: ApprovalStore> Approvals<S> {
                 }));
                 handed.push((notice, answer));
             }
+            let mut settled = Vec::with_capacity(handed.len());
             for (notice, answer) in handed {
                 let left = patience.saturating_sub(started.elapsed());
                 let outcome = match answer.wait(left).await {
@@ -156,9 +164,30 @@ impl<S: ApprovalStore> Approvals<S> {
                     }
                     Some(Told::Failed | Told::Refused) => NoticeOutcome::GaveUp,
                 };
+                settled.push((notice, outcome));
+            }
+            // Every record and settlement of the pass is asked for before any is awaited:
+            // a store with one writer commits them together, not one by one.
+            let records = written.lock().ok().and_then(|mut kept| kept.take());
+            let appends: Vec<_> = (records.unwrap_or_default().into_iter())
+                .map(|record| {
+                    if let Some(sink) = &self.sink {
+                        sink.record(&record);
+                    }
+                    self.store.append(record)
+                })
+                .collect();
+            let settles: Vec<_> = (settled.iter())
+                .map(|(notice, outcome)| self.store.settle_notice(notice, *outcome))
+                .collect();
+            for append in appends {
+                // A record that cannot be written is lost, never the notice's settlement.
+                let _ = append.await;
+            }
+            for (settle, (_, outcome)) in settles.into_iter().zip(&settled) {
                 // A claim lost meanwhile (its lease ran out, another holder took it) is
                 // that holder's to settle.
-                if self.store.settle_notice(&notice, outcome).await? {
+                if settle.await? {
                     match outcome {
                         NoticeOutcome::Delivered => pass.delivered += 1,
                         NoticeOutcome::Retry(_) => pass.retried += 1,
