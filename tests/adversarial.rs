@@ -316,16 +316,24 @@ mod approvals {
     #[test]
     fn expired_and_backward_clocks() {
         let (governor, clock, key) = proposed();
+        // A clock behind the pending lane's last move decides nothing.
+        clock.set(Timestamp::from_unix_millis(T0.unix_millis() - 1));
+        assert_eq!(
+            pollster::block_on(governor.approve(&key, "lead")),
+            Err(ApprovalError::ClockWentBackwards)
+        );
         let late = Timestamp::from_unix_millis(T0.unix_millis() + Ttl::DEFAULT.as_millis());
         clock.set(late);
         assert_eq!(
             pollster::block_on(governor.approve(&key, "lead")),
             Err(ApprovalError::Expired)
         );
+        // A lane decided already is refused for what it is, whatever the clock says.
         clock.set(at(1));
-        assert_eq!(
-            pollster::block_on(governor.approve(&key, "lead")),
-            Err(ApprovalError::ClockWentBackwards)
+        let again = pollster::block_on(governor.approve(&key, "lead"));
+        assert!(
+            matches!(&again, Err(ApprovalError::Transition(e)) if e.from() == LaneState::Expired),
+            "{again:?}"
         );
         let executed = execute(&governor, &clock, &key, &admin(), late);
         assert!(

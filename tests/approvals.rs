@@ -1323,8 +1323,9 @@ mod model {
         fn step(&mut self, op: Op, now: u64) -> &'static str {
             let before = self.state;
             let live = matches!(self.state, "pending" | "approved");
-            // An execution of a lane that was claimed or ran is told so whatever the
-            // clock says; every other move checks the clock first.
+            // An execution of a lane that was claimed or ran, and a decision on a lane no
+            // longer pending, are told so whatever the clock says (and before any other
+            // rule); every other move checks the clock first.
             let ran = matches!(
                 self.state,
                 "execution_pending"
@@ -1333,7 +1334,11 @@ mod model {
                     | "interrupted"
                     | "outcome_unknown"
             );
-            if matches!(op, Op::Execute { .. }) && ran {
+            let deciding = matches!(
+                op,
+                Op::Approve { .. } | Op::Reject { .. } | Op::Defer { .. }
+            );
+            if (matches!(op, Op::Execute { .. }) && ran) || (deciding && self.state != "pending") {
                 return "transition";
             }
             if !matches!(op, Op::Advance(_) | Op::Rewind) && now < self.last {

@@ -287,6 +287,7 @@ impl<S: ApprovalStore> Approvals<S> {
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
+        refused_as_decided(&lane, LaneAction::Approve)?;
         let lane = self.live(lane, now).await?;
         check_decider(approver)?;
         let proposer = lane.proposal().actor_id();
@@ -326,6 +327,7 @@ impl<S: ApprovalStore> Approvals<S> {
         reason: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
+        refused_as_decided(&lane, action)?;
         let lane = self.live(lane, now).await?;
         check_decider(by)?;
         if text::is_blank(reason) || text::has_control(reason, false) {
@@ -744,6 +746,19 @@ struct Claim<C: ?Sized + 'static> {
     codec: &'static dyn Codec<C>,
     input: ErasedInput,
     idempotent: bool,
+}
+
+/// A decision on a lane that is no longer pending is refused for what the lane is (a
+/// call approved already, say), before the clock is read: another process that decided
+/// it a moment ago may count time a few milliseconds ahead of this one, and its loser is
+/// told what happened, not that the clock went backwards.
+fn refused_as_decided(lane: &ApprovalLane, action: LaneAction) -> Result<(), ApprovalError> {
+    if lane.state() == LaneState::Pending {
+        return Ok(());
+    }
+    lane.moved(action, lane.updated_at(), None, None)
+        .map(drop)
+        .map_err(ApprovalError::from)
 }
 
 /// What the audit trail says of a claim whose holder never recorded an outcome.
