@@ -59,6 +59,8 @@ struct Broken {
     /// Each notice by lane, target and round: attempts, holder, when it is due (a claim's
     /// lease, a retry's time, or never).
     notices: Mutex<BTreeMap<NoticeId, (u32, String, u64)>>,
+    /// The tokens taken, each with when it is forgotten.
+    accepted: Mutex<BTreeMap<String, u64>>,
 }
 
 /// A notice's lane, target and round.
@@ -106,6 +108,12 @@ enum Flaw {
     /// The claim reads which notices are due, then marks them a moment later: racing
     /// claimers take the same notice.
     NoticeClaimNotAtomic,
+    /// A token is forgotten a moment early (at its time less one second): a replay just
+    /// inside the window is taken again.
+    ForgetsEarly,
+    /// Whether a token is known is read, then it is written a moment later: racing offers
+    /// both take it.
+    AcceptNotAtomic,
 }
 
 impl Broken {
@@ -396,6 +404,28 @@ impl ApprovalStore for Broken {
         ready(Ok(true))
     }
 
+    fn accept_once(
+        &self,
+        token: &str,
+        now: Timestamp,
+        forget_at: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let early = if self.flaw == Flaw::ForgetsEarly { 1_000 } else { 0 };
+        let now = now.unix_millis();
+        let mut accepted = self.accepted.lock().unwrap();
+        accepted.retain(|_, until| until.saturating_sub(early) > now);
+        let known = accepted.contains_key(token);
+        if self.flaw == Flaw::AcceptNotAtomic {
+            drop(accepted);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            accepted = self.accepted.lock().unwrap();
+        }
+        if !known {
+            accepted.insert(token.to_owned(), forget_at.unix_millis());
+        }
+        ready(Ok(!known))
+    }
+
     fn task(
         &self,
         id: &TaskId,
@@ -466,6 +496,8 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         (Flaw::ClaimsHeldNotices, "outbox"),
         (Flaw::SettlesOthersNotices, "outbox"),
         (Flaw::NoticeClaimNotAtomic, "outbox under racing claims"),
+        (Flaw::ForgetsEarly, "tokens taken once"),
+        (Flaw::AcceptNotAtomic, "tokens taken once"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");
@@ -514,7 +546,7 @@ fn a_file_that_is_not_ours_is_refused_and_left_as_it_was() {
         SqliteStore::open(&newer).unwrap_err(),
         StoreError::NewerSchema {
             found: 99,
-            supported: 4
+            supported: 5
         }
     );
     assert_eq!(bytes(&newer), before);

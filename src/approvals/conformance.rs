@@ -61,7 +61,9 @@ pub struct Violation {
 /// oldest first, held by one claim until it is settled or its lease runs out, settled only
 /// by its holder, due again at its retry time with the attempt counted, never again once
 /// delivered or given up, none for a decided lane, and `racers` threads claiming at once
-/// each notice claimed by exactly one;
+/// each notice claimed by exactly one; tokens taken once (for a store that remembers
+/// them): a token taken the first time only, until it is forgotten, and `racers` threads
+/// offering one token at once, exactly one taking it;
 /// for a store
 /// that can be watched, a waiter parked on another thread woken by a proposal, a
 /// decision and a detached move, and finding each written when it wakes (a store that
@@ -96,6 +98,7 @@ where
     tasks(Arc::new(make()), racers.max(2))?;
     outbox(&make())?;
     outbox_raced(Arc::new(make()), racers.max(2))?;
+    accepted_once(Arc::new(make()), racers.max(2))?;
     Ok(())
 }
 
@@ -1177,6 +1180,62 @@ fn outbox_raced<S: ApprovalStore + 'static>(store: Arc<S>, racers: usize) -> Res
                 claimed.len(),
                 distinct.len()
             ),
+        );
+    }
+    Ok(())
+}
+
+/// Tokens taken once: the first offer takes it, later ones do not until it is forgotten,
+/// and of `racers` threads released together with one token, exactly one takes it.
+fn accepted_once<S: ApprovalStore + 'static>(store: Arc<S>, racers: usize) -> Result<(), Violation> {
+    const CHECK: &str = "tokens taken once";
+    let at = |millis: u64| Timestamp::from_unix_millis(T0.unix_millis() + millis);
+    let offer = |token: &str, now: u64, forget: u64| {
+        block_on(store.accept_once(token, at(now), at(forget)))
+    };
+    let first = match offer("v0=aa", 0, 1_000) {
+        Err(StoreError::Unsupported(_)) => return Ok(()),
+        Err(error) => return store_error(CHECK, &error),
+        Ok(first) => first,
+    };
+    let answers = [
+        first,
+        offer("v0=aa", 10, 1_000).or_else(|error| store_error(CHECK, &error))?,
+        offer("v0=bb", 10, 1_000).or_else(|error| store_error(CHECK, &error))?,
+        offer("v0=aa", 999, 2_000).or_else(|error| store_error(CHECK, &error))?,
+        offer("v0=aa", 1_000, 2_000).or_else(|error| store_error(CHECK, &error))?,
+    ];
+    if answers != [true, false, true, false, true] {
+        return fail(
+            CHECK,
+            format!(
+                "a token offered, again, another, again before it is forgotten and again once it is answered {answers:?}, not [true, false, true, false, true]"
+            ),
+        );
+    }
+    let start = Arc::new(Barrier::new(racers));
+    let handles: Vec<_> = (0..racers)
+        .map(|_| {
+            let (store, start) = (Arc::clone(&store), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                block_on(store.accept_once("v0=raced", at(5), at(60_000)))
+            })
+        })
+        .collect();
+    let mut taken = 0;
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(true)) => taken += 1,
+            Ok(Ok(false)) => {}
+            Ok(Err(error)) => return store_error(CHECK, &error),
+            Err(_) => return fail(CHECK, "a racer panicked"),
+        }
+    }
+    if taken != 1 {
+        return fail(
+            CHECK,
+            format!("{racers} racers offering one token at once: {taken} took it, not 1"),
         );
     }
     Ok(())

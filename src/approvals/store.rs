@@ -410,6 +410,31 @@ pub trait ApprovalStore: Send + Sync {
         let _ = (notice, outcome);
         ready(Err(StoreError::Unsupported("outbox")))
     }
+
+    /// Takes `token` once: `true` the first time it is offered, `false` while it is
+    /// remembered (until `forget_at`), however many processes offer it at once. Tokens
+    /// whose `forget_at` is at or before `now` are forgotten. For what must be accepted
+    /// once across replicas, such as a signed chat callback that a replay would repeat.
+    /// `StoreError::Unsupported` (the default) for a store that remembers none.
+    ///
+    /// ```
+    /// use cairnloop::approvals::{ApprovalStore, MemoryStore};
+    /// use cairnloop::gate::Timestamp;
+    ///
+    /// let store = MemoryStore::new();
+    /// let (now, until) = (Timestamp::from_unix_millis(1_000), Timestamp::from_unix_millis(601_000));
+    /// assert_eq!(pollster::block_on(store.accept_once("v0=ab12", now, until)), Ok(true));
+    /// assert_eq!(pollster::block_on(store.accept_once("v0=ab12", now, until)), Ok(false));
+    /// ```
+    fn accept_once(
+        &self,
+        token: &str,
+        now: Timestamp,
+        forget_at: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (token, now, forget_at);
+        ready(Err(StoreError::Unsupported("accepted tokens")))
+    }
 }
 
 /// Pages read at a time by the default query and count.
@@ -608,6 +633,15 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).settle_notice(notice, outcome)
     }
+
+    fn accept_once(
+        &self,
+        token: &str,
+        now: Timestamp,
+        forget_at: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).accept_once(token, now, forget_at)
+    }
 }
 
 /// An in-memory [`ApprovalStore`], safe to share between threads, for tests and hosts
@@ -658,6 +692,8 @@ struct Memory {
     task_of: std::collections::BTreeMap<(IdempotencyKey, String), TaskId>,
     /// What became of each notice: by lane, target and round (proposal time).
     notices: std::collections::BTreeMap<(IdempotencyKey, String, u64), NoticeState>,
+    /// The tokens taken once, each until it is forgotten.
+    accepted: std::collections::BTreeMap<String, Timestamp>,
 }
 
 /// Where one notice stands in the outbox, with the attempts made so far.
@@ -756,6 +792,7 @@ impl MemoryStore {
                 tasks: std::collections::BTreeMap::new(),
                 task_of: std::collections::BTreeMap::new(),
                 notices: std::collections::BTreeMap::new(),
+                accepted: std::collections::BTreeMap::new(),
             }),
             capacity,
             event_capacity: Self::DEFAULT_EVENT_CAPACITY,
@@ -1158,5 +1195,21 @@ impl ApprovalStore for MemoryStore {
         outcome: NoticeOutcome,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         ready(self.settle_notice_now(notice, outcome))
+    }
+
+    fn accept_once(
+        &self,
+        token: &str,
+        now: Timestamp,
+        forget_at: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(self.lock().map(|mut memory| {
+            memory.accepted.retain(|_, until| *until > now);
+            if memory.accepted.contains_key(token) {
+                return false;
+            }
+            memory.accepted.insert(token.into(), forget_at);
+            true
+        }))
     }
 }

@@ -28,10 +28,10 @@ use crate::stores::runtime::StoreRuntime;
 use crate::stores::server_time::{READ_AGAIN, READ_SERVER_CLOCK, ServerTime};
 
 /// The schema this library writes. A database whose schema is newer is refused.
-pub const POSTGRES_SCHEMA_VERSION: i32 = 5;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 6;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     "
     CREATE TABLE cairnloop_lanes (
         key TEXT PRIMARY KEY,
@@ -114,6 +114,14 @@ const MIGRATIONS: [&str; 5] = [
         due_at BIGINT NOT NULL,
         PRIMARY KEY (key, target, round)
     );
+    ",
+    // Tokens taken once (a chat callback's signature), each kept until it is forgotten.
+    "
+    CREATE TABLE cairnloop_accepted (
+        token TEXT PRIMARY KEY,
+        forget_at BIGINT NOT NULL
+    );
+    CREATE INDEX cairnloop_accepted_by_age ON cairnloop_accepted (forget_at);
     ",
 ];
 
@@ -1129,6 +1137,33 @@ impl ApprovalStore for PostgresStore {
                 .await
                 .map_err(write_error)?;
             Ok(settled == 1)
+        })
+    }
+
+    fn accept_once(
+        &self,
+        token: &str,
+        now: Timestamp,
+        forget_at: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let token = String::from(token);
+        let (now, forget_at) = (millis(now.unix_millis()), millis(forget_at.unix_millis()));
+        self.run(move |client| async move {
+            // One statement: the forgotten tokens go, and this one is taken unless it is
+            // kept (two replicas taking it at once: the primary key lets one in).
+            let statement = client
+                .prepare_cached(
+                    "WITH forgotten AS (DELETE FROM cairnloop_accepted WHERE forget_at <= $2)
+                     INSERT INTO cairnloop_accepted (token, forget_at) VALUES ($1, $3)
+                     ON CONFLICT (token) DO NOTHING",
+                )
+                .await
+                .map_err(write_error)?;
+            let taken = client
+                .execute(&statement, &[&token, &now, &forget_at])
+                .await
+                .map_err(write_error)?;
+            Ok(taken == 1)
         })
     }
 

@@ -25,10 +25,10 @@ use crate::stores::worker::{Access, Batch, Worker};
 const APPLICATION_ID: i32 = 0x434c_6f70;
 
 /// The schema this library writes. A file with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     "
     CREATE TABLE lanes (
         key TEXT PRIMARY KEY,
@@ -93,6 +93,14 @@ const MIGRATIONS: [&str; 4] = [
         due_at INTEGER NOT NULL,
         PRIMARY KEY (key, target, round)
     ) WITHOUT ROWID;
+    ",
+    // Tokens taken once (a chat callback's signature), each kept until it is forgotten.
+    "
+    CREATE TABLE accepted (
+        token TEXT PRIMARY KEY,
+        forget_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX accepted_by_age ON accepted (forget_at);
     ",
 ];
 
@@ -918,6 +926,30 @@ impl ApprovalStore for SqliteStore {
                 })
                 .map_err(classify)?;
             Ok(settled == 1)
+        })
+    }
+
+    fn accept_once(
+        &self,
+        token: &str,
+        now: Timestamp,
+        forget_at: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let token = String::from(token);
+        let (now, forget_at) = (millis(now.unix_millis()), millis(forget_at.unix_millis()));
+        self.worker.run(Access::Write, move |connection| {
+            connection
+                .prepare_cached("DELETE FROM accepted WHERE forget_at <= ?1")
+                .and_then(|mut forget| forget.execute(params![now]))
+                .map_err(classify)?;
+            let taken = connection
+                .prepare_cached(
+                    "INSERT INTO accepted (token, forget_at) VALUES (?1, ?2)
+                     ON CONFLICT (token) DO NOTHING",
+                )
+                .and_then(|mut take| take.execute(params![token, forget_at]))
+                .map_err(classify)?;
+            Ok(taken == 1)
         })
     }
 
