@@ -410,7 +410,11 @@ impl ApprovalStore for Broken {
         now: Timestamp,
         forget_at: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let early = if self.flaw == Flaw::ForgetsEarly { 1_000 } else { 0 };
+        let early = if self.flaw == Flaw::ForgetsEarly {
+            1_000
+        } else {
+            0
+        };
         let now = now.unix_millis();
         let mut accepted = self.accepted.lock().unwrap();
         accepted.retain(|_, until| until.saturating_sub(early) > now);

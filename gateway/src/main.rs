@@ -9,12 +9,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use cairnloop::Governor;
 use cairnloop::approvals::ApprovalStore;
 use cairnloop::console::{
-    Accounts, Console, ConsoleConfig, Credential as ConsoleCredential, Operator,
+    Accounts, Console, ConsoleConfig, Credential as ConsoleCredential, Operator, SlackDecisions,
 };
 use cairnloop::gate::LaneState;
 use cairnloop::mcp::{ClientApprover, LineTransport, McpServer};
 use cairnloop::remote::{RemoteMcp, TokenVerifier};
-use cairnloop_gateway::config::{Config, ConsoleSettings, Credential, Http};
+use cairnloop_gateway::config::{Config, ConsoleSettings, Credential, Http, SlackSettings};
 use cairnloop_gateway::store::{Opened, StoreAt};
 use rmcp::ServiceExt;
 
@@ -269,6 +269,10 @@ where
         Some(settings) => Some(console(settings).await?),
         None => None,
     };
+    let slack = match &config.slack {
+        Some(settings) => Some(slack(settings)?),
+        None => None,
+    };
     let gateway = cairnloop_gateway::serve::start(&config, store)
         .await
         .map_err(|error| Failure::Run(error.to_string()))?;
@@ -341,7 +345,11 @@ where
             .local_addr()
             .map_err(|error| Failure::Run(error.to_string()))?;
         decided_where = Some(format!("http://{address}/"));
-        let router = Console::new(std::sync::Arc::clone(&governor), settings)
+        let mut served = Console::new(std::sync::Arc::clone(&governor), settings);
+        if let Some(slack) = slack {
+            served = served.with_slack(slack);
+        }
+        let router = served
             .router()
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
         eprintln!("cairnloop-gateway: console at http://{address}/");
@@ -490,6 +498,33 @@ async fn console(
             ))
         })?;
     Ok((listener, config))
+}
+
+/// The Slack decisions `[slack]` asks for: the signing secret read from the environment
+/// now, so that a missing one stops the gateway before anything starts.
+fn slack(settings: &SlackSettings) -> Result<SlackDecisions, Failure> {
+    let name = &settings.signing_secret_env;
+    let secret = std::env::var(name)
+        .ok()
+        .filter(|secret| !secret.is_empty())
+        .ok_or_else(|| {
+            Failure::Run(format!(
+                "[slack]: the environment variable {name} holds no signing secret"
+            ))
+        })?;
+    let mut slack = (settings.users.iter()).fold(
+        SlackDecisions::new(secret.into_bytes()),
+        |slack, (user, operator)| slack.with_user(user, operator),
+    );
+    if let Some(path) = &settings.root_certificate {
+        let pem = std::fs::read(path).map_err(|error| {
+            Failure::Run(format!("[slack]: cannot read {}: {error}", path.display()))
+        })?;
+        slack = slack
+            .trusting(&pem)
+            .map_err(|error| Failure::Run(format!("[slack]: {}: {error}", path.display())))?;
+    }
+    Ok(slack)
 }
 
 /// The token checks `[gateway.http]` asks for, with its key set read from its file.

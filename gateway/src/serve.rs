@@ -253,6 +253,10 @@ fn notifier_of(
     if let Some(name) = &notify.secret_env {
         hook = hook.signed_with(variable(name)?.into_bytes());
     }
+    // With [slack], Slack's messages carry the buttons that decide the call.
+    if config.slack.is_some() {
+        hook = hook.with_decisions();
+    }
     if let Some(path) = &notify.root_certificate {
         let pem = std::fs::read(path)
             .map_err(|error| refused(format!("cannot read {}: {error}", path.display())))?;

@@ -1,6 +1,10 @@
 use alloc::sync::Arc;
 
+use alloc::string::String;
+
 use crate::approvals::{NoticeEvent, TransitionEvent};
+use crate::declare::IdempotencyKey;
+use crate::gate::Timestamp;
 use crate::json::AuditEvent;
 
 /// One record of the audit trail: a decision of the gates on a call, or a move of an
@@ -14,6 +18,7 @@ use crate::json::AuditEvent;
 ///         AuditRecord::Decision(event) => format!("{} {} {}", event.actor_id, event.tool, event.decision),
 ///         AuditRecord::Transition(event) => format!("{} -> {}", event.tool, event.to),
 ///         AuditRecord::Notice(event) => format!("{} told {}: {}", event.tool, event.target, event.delivered),
+///         AuditRecord::Refusal(event) => format!("{} refused: {}", event.surface, event.reason),
 ///         _ => String::from("a record of a later kind"),
 ///     }
 /// }
@@ -28,6 +33,72 @@ pub enum AuditRecord {
     Transition(TransitionEvent),
     /// What became of telling people about a new proposal.
     Notice(NoticeEvent),
+    /// A decision asked for at a human surface (a chat's button) and refused before it
+    /// reached the lane: a forged or replayed request, or a person who may not decide.
+    Refusal(RefusalEvent),
+}
+
+/// A decision request refused at a human surface, and why: the lane it named is
+/// unchanged. A request whose signature did not verify names no lane (nothing in it is
+/// believed).
+///
+/// ```
+/// use cairnloop::approvals::RefusalEvent;
+/// use cairnloop::gate::Timestamp;
+///
+/// let event = RefusalEvent::new("slack", "forged", Timestamp::from_unix_millis(1_000));
+/// assert_eq!(event.key, None);
+/// assert_eq!(event.reason, "forged");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct RefusalEvent {
+    /// Where the request came from (`slack`).
+    pub surface: String,
+    /// Why, in a word the surface documents (`forged`, `stale`, `replayed`, `unmapped`,
+    /// `under_tier`, `proposer`, …).
+    pub reason: String,
+    /// The lane the request named, once its signature verified.
+    #[serde(default)]
+    pub key: Option<IdempotencyKey>,
+    /// The lane's tool, when the lane was read.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// The lane's account, when the lane was read.
+    #[serde(default)]
+    pub account_id: Option<String>,
+    /// Who asked, as the surface names them (a Slack user id), once it verified.
+    #[serde(default)]
+    pub by: Option<String>,
+    /// The operator they are mapped to, if any.
+    #[serde(default)]
+    pub operator: Option<String>,
+    /// When it was refused.
+    pub at: Timestamp,
+}
+
+impl RefusalEvent {
+    /// A refusal at `surface` for `reason`, at `at`, naming nothing else yet.
+    ///
+    /// ```
+    /// use cairnloop::approvals::RefusalEvent;
+    /// use cairnloop::gate::Timestamp;
+    ///
+    /// let mut event = RefusalEvent::new("slack", "unmapped", Timestamp::from_unix_millis(5));
+    /// event.by = Some("U0123".into());
+    /// ```
+    pub fn new(surface: impl Into<String>, reason: impl Into<String>, at: Timestamp) -> Self {
+        Self {
+            surface: surface.into(),
+            reason: reason.into(),
+            key: None,
+            tool: None,
+            account_id: None,
+            by: None,
+            operator: None,
+            at,
+        }
+    }
 }
 
 /// Where a [`Governor`](crate::Governor) sends every audit record, as it happens.
@@ -164,6 +235,15 @@ impl AuditSink for TracingSink {
                 attempts = event.attempts,
                 reason = event.reason.as_deref(),
                 "people not told"
+            ),
+            AuditRecord::Refusal(event) => tracing::warn!(
+                target: "cairnloop::audit",
+                surface = %event.surface,
+                reason = %event.reason,
+                key = event.key.map(|key| alloc::string::ToString::to_string(&key)),
+                by = event.by.as_deref(),
+                operator = event.operator.as_deref(),
+                "decision refused"
             ),
         }
     }

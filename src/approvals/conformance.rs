@@ -262,6 +262,7 @@ fn events_in_order<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
             AuditRecord::Decision(_) => "decision",
             AuditRecord::Transition(_) => "transition",
             AuditRecord::Notice(_) => "notice",
+            AuditRecord::Refusal(_) => "refusal",
         })
         .collect();
     if kinds != ["transition", "decision", "transition"] {
@@ -1187,7 +1188,10 @@ fn outbox_raced<S: ApprovalStore + 'static>(store: Arc<S>, racers: usize) -> Res
 
 /// Tokens taken once: the first offer takes it, later ones do not until it is forgotten,
 /// and of `racers` threads released together with one token, exactly one takes it.
-fn accepted_once<S: ApprovalStore + 'static>(store: Arc<S>, racers: usize) -> Result<(), Violation> {
+fn accepted_once<S: ApprovalStore + 'static>(
+    store: Arc<S>,
+    racers: usize,
+) -> Result<(), Violation> {
     const CHECK: &str = "tokens taken once";
     let at = |millis: u64| Timestamp::from_unix_millis(T0.unix_millis() + millis);
     let offer = |token: &str, now: u64, forget: u64| {

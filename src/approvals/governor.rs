@@ -12,7 +12,7 @@ use crate::approvals::identity::check_id;
 use crate::approvals::recent::{CallParts, RecentKeys};
 use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, Approvals, AuditRecord, AuditSink,
-    Clock, MemoryStore, OutboxPass, OutboxPolicy, SystemClock,
+    Clock, MemoryStore, OutboxPass, OutboxPolicy, RefusalEvent, SystemClock,
 };
 use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, ToolEntry};
 use crate::gate::{Blocked, Decision, LaneAction, LaneState, Timestamp, Verdict, decide, execute};
@@ -1270,6 +1270,35 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         limit: usize,
     ) -> Result<Vec<(u64, AuditRecord)>, ApprovalError> {
         Ok(self.approvals.store().events_since(after, limit).await?)
+    }
+
+    /// Writes a refusal at a human surface (a forged or replayed chat callback, a person
+    /// who may not decide) to the host's sink, or else to the store's log, beside the
+    /// lane moves it did not make.
+    ///
+    /// # Errors
+    ///
+    /// The store's error.
+    ///
+    /// ```
+    /// # use cairnloop::{Governor, Registry};
+    /// use cairnloop::approvals::{AuditRecord, RefusalEvent};
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS);
+    /// let refused = RefusalEvent::new("slack", "stale", governor.now()?);
+    /// pollster::block_on(governor.record_refusal(refused))?;
+    /// assert!(matches!(&pollster::block_on(governor.events())?[0], AuditRecord::Refusal(_)));
+    /// # Ok::<(), cairnloop::ApprovalError>(())
+    /// ```
+    pub async fn record_refusal(&self, event: RefusalEvent) -> Result<(), ApprovalError> {
+        let record = AuditRecord::Refusal(event);
+        match &self.sink {
+            Some(sink) => {
+                sink.record(&record);
+                Ok(())
+            }
+            None => Ok(self.approvals.store().append(record).await?),
+        }
     }
 
     /// The time expiries, leases and sweeps are decided by, so that a view of the time

@@ -30,7 +30,7 @@ mod watch;
 
 #[cfg(feature = "tracing")]
 pub use audit::TracingSink;
-pub use audit::{AuditRecord, AuditSink, DiscardAudit};
+pub use audit::{AuditRecord, AuditSink, DiscardAudit, RefusalEvent};
 pub(crate) use block_on::block_on;
 pub use caller::Caller;
 pub use clock::{Clock, ManualClock, SystemClock};

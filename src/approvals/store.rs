@@ -872,6 +872,7 @@ impl MemoryStore {
                 .idempotency_key
                 .is_none_or(|key| lanes.contains_key(&key)),
             AuditRecord::Notice(event) => lanes.contains_key(&event.key),
+            AuditRecord::Refusal(event) => event.key.is_none_or(|key| lanes.contains_key(&key)),
         });
         Ok(before - memory.lanes.len())
     }

@@ -45,7 +45,7 @@ impl<T: ApprovalStore + Send + Sync + 'static> Store for T {}
 const MAX_FORM_BYTES: usize = 64 * 1024;
 
 pub(super) fn router<C: ?Sized + Host, S: Store>(inner: Shared<C, S>) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/", get(|| async { Redirect::to("/queue") }))
         .route("/login", get(login_page::<C, S>).post(login::<C, S>))
         .route("/logout", post(logout::<C, S>))
@@ -60,7 +60,10 @@ pub(super) fn router<C: ?Sized + Host, S: Store>(inner: Shared<C, S>) -> Router 
         .route("/audit", get(audit::<C, S>))
         .route("/audit.jsonl", get(audit_export::<C, S>))
         .route("/assets/console.css", get(stylesheet))
-        .route("/assets/console.js", get(script))
+        .route("/assets/console.js", get(script));
+    #[cfg(feature = "slack")]
+    let router = router.route("/slack/actions", post(super::slack::actions::<C, S>));
+    router
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .layer(axum::middleware::from_fn(same_origin_writes))
         .layer(axum::middleware::map_response(security_headers))
@@ -652,6 +655,7 @@ async fn history<C: ?Sized + Host, S: Store>(
                     AuditRecord::Transition(event) => event.key == key,
                     AuditRecord::Decision(event) => event.idempotency_key == Some(key),
                     AuditRecord::Notice(event) => event.key == key,
+                    AuditRecord::Refusal(event) => event.key == Some(key),
                 }),
         );
         if !full {
@@ -966,6 +970,7 @@ async fn audit_records<C: ?Sized + Host, S: Store>(
                 AuditRecord::Decision(event) => event.account_id.as_deref(),
                 AuditRecord::Transition(event) => event.account_id.as_deref(),
                 AuditRecord::Notice(event) => event.account_id.as_deref(),
+                AuditRecord::Refusal(event) => event.account_id.as_deref(),
             };
             if operator.accounts().includes(account) && filter.admits(&record) {
                 if found.len() == limit {

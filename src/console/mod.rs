@@ -53,6 +53,8 @@ mod html;
 mod pages;
 mod sanitize;
 mod session;
+#[cfg(feature = "slack")]
+mod slack;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -62,6 +64,8 @@ use axum::Router;
 use crate::approvals::{ApprovalLane, ApprovalStore, Governor};
 
 pub use config::{Accounts, ConsoleConfig, ConsoleError, Credential, Operator, TokenDigest};
+#[cfg(feature = "slack")]
+pub use slack::SlackDecisions;
 
 /// What a host's renderer gives for a tool's custom view: escaped text or fields (the
 /// default choice), or markup cut down to a safe allow-list.
@@ -111,6 +115,8 @@ struct Inner<C: ?Sized + 'static, S> {
     limiter: session::LoginLimiter,
     renderers: HashMap<String, Box<Renderer>>,
     streams: events::StreamCount,
+    #[cfg(feature = "slack")]
+    slack: Option<SlackDecisions>,
 }
 
 impl<C, S> Console<C, S>
@@ -136,6 +142,8 @@ where
                 limiter: session::LoginLimiter::default(),
                 renderers: HashMap::new(),
                 streams: events::StreamCount::default(),
+                #[cfg(feature = "slack")]
+                slack: None,
             },
         }
     }
@@ -161,6 +169,24 @@ where
         renderer: impl Fn(&ApprovalLane) -> Rendered + Send + Sync + 'static,
     ) -> Self {
         self.inner.renderers.insert(name.into(), Box::new(renderer));
+        self
+    }
+
+    /// Takes decisions from Slack's buttons at `POST /slack/actions`, as the operators
+    /// `slack` maps its users to (feature `slack`).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry};
+    /// # use cairnloop::console::{Console, ConsoleConfig, SlackDecisions};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let slack = SlackDecisions::new(b"signing secret".to_vec()).with_user("U024BE7LH", "ops-lead");
+    /// let console = Console::new(Arc::new(Governor::new(&TOOLS)), ConsoleConfig::new()).with_slack(slack);
+    /// ```
+    #[cfg(feature = "slack")]
+    #[must_use]
+    pub fn with_slack(mut self, slack: SlackDecisions) -> Self {
+        self.inner.slack = Some(slack);
         self
     }
 

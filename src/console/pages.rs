@@ -122,6 +122,11 @@ impl AuditFilter {
                 [Some(&event.proposer), event.by.as_deref()],
             ),
             AuditRecord::Notice(event) => ("notice", &event.tool, [None, None]),
+            AuditRecord::Refusal(event) => (
+                "refusal",
+                event.tool.as_deref().unwrap_or(""),
+                [event.operator.as_deref(), event.by.as_deref()],
+            ),
         };
         (self.kind.is_empty() || self.kind == kind)
             && (self.tool.is_empty() || self.tool == tool)
@@ -794,6 +799,7 @@ pub(crate) fn audit(
                     option value="decision" selected[filter.kind == "decision"] { "decisions" }
                     option value="transition" selected[filter.kind == "transition"] { "lane moves" }
                     option value="notice" selected[filter.kind == "notice"] { "notices" }
+                    option value="refusal" selected[filter.kind == "refusal"] { "refusals" }
                 }
             }
             button type="submit" { "Filter" }
@@ -825,6 +831,12 @@ pub(crate) fn audit(
                                 " after " (event.attempts) " attempt(s)"
                             }
                             td { (Shortened(event.reason.as_deref().unwrap_or(""))) }
+                        },
+                        AuditRecord::Refusal(event) => tr {
+                            td { (seq) } td { "refusal" } td { (Text(event.tool.as_deref().unwrap_or(""))) }
+                            td { (Person(event.operator.as_deref().or(event.by.as_deref()).unwrap_or(""))) }
+                            td { "refused at " (Text(&event.surface)) }
+                            td { (Text(&event.reason)) }
                         },
                     }
                 }

@@ -45,11 +45,12 @@ impl WebhookFormat {
         }
     }
 
-    /// The body for `notice`, with `link` to the proposal's page when there is one.
-    pub(crate) fn body(self, notice: &Notice, link: Option<&str>) -> Value {
+    /// The body for `notice`, with `link` to the proposal's page when there is one, and
+    /// (in Slack's) the buttons that decide it when `buttons`.
+    pub(crate) fn body(self, notice: &Notice, link: Option<&str>, buttons: bool) -> Value {
         match self {
             Self::Json => generic(notice, link),
-            Self::Slack => slack(notice, link),
+            Self::Slack => slack(notice, link, buttons),
             Self::Teams => teams(notice, link),
         }
     }
@@ -117,17 +118,42 @@ fn slack_text(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-fn slack(notice: &Notice, link: Option<&str>) -> Value {
+/// The `action_id` of a Slack message's Approve button (its `value` is the lane's key).
+pub(crate) const SLACK_APPROVE: &str = "cairnloop_approve";
+/// The `action_id` of a Slack message's Reject button (its `value` is the lane's key).
+pub(crate) const SLACK_REJECT: &str = "cairnloop_reject";
+/// The `action_id` of a Slack message's reason box, read from the message's state when
+/// Reject is clicked.
+pub(crate) const SLACK_REASON: &str = "cairnloop_reason";
+
+fn slack(notice: &Notice, link: Option<&str>, buttons: bool) -> Value {
     let headline = headline(notice, slack_text);
     let mut blocks = std::vec![
         json!({"type": "section", "text": {"type": "mrkdwn", "text": std::format!("*{headline}*")}}),
         json!({"type": "section", "text": {"type": "plain_text", "text": bounded(&notice.preview, 2_900)}}),
     ];
-    if let Some(link) = link {
+    let mut elements = std::vec::Vec::new();
+    if buttons {
+        let key = notice.key.to_string();
         blocks.push(json!({
-            "type": "actions",
-            "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Open in the console"}, "url": link}],
+            "type": "input", "optional": true,
+            "label": {"type": "plain_text", "text": "Reason (to reject)"},
+            "element": {"type": "plain_text_input", "action_id": SLACK_REASON, "max_length": 500},
         }));
+        elements.push(
+            json!({"type": "button", "style": "primary", "action_id": SLACK_APPROVE,
+            "text": {"type": "plain_text", "text": "Approve"}, "value": key}),
+        );
+        elements.push(
+            json!({"type": "button", "style": "danger", "action_id": SLACK_REJECT,
+            "text": {"type": "plain_text", "text": "Reject"}, "value": key}),
+        );
+    }
+    if let Some(link) = link {
+        elements.push(json!({"type": "button", "text": {"type": "plain_text", "text": "Open in the console"}, "url": link}));
+    }
+    if !elements.is_empty() {
+        blocks.push(json!({"type": "actions", "elements": elements}));
     }
     json!({"text": headline, "blocks": blocks})
 }

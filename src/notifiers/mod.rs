@@ -7,6 +7,10 @@ mod body;
 mod signature;
 mod webhook;
 
+#[cfg(feature = "slack")]
+pub(crate) use body::{SLACK_APPROVE, SLACK_REASON, SLACK_REJECT};
 pub use body::{UnknownFormat, WebhookFormat};
 pub use signature::{SIGNATURE_HEADER, SignatureError, sign, verify};
 pub use webhook::{Webhook, WebhookError, WebhookNotifier};
+#[cfg(feature = "slack")]
+pub(crate) use webhook::{agent, roots_in};

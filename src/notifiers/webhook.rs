@@ -77,6 +77,8 @@ pub struct Webhook {
     queue: usize,
     /// The roots the endpoint's certificate must chain to; `None`: the public web roots.
     roots: Option<Vec<ureq::tls::Certificate<'static>>>,
+    /// Whether a Slack body carries the buttons that decide the call.
+    buttons: bool,
 }
 
 impl core::fmt::Debug for Webhook {
@@ -130,6 +132,7 @@ impl Webhook {
             threads: 2,
             queue: 1_000,
             roots: None,
+            buttons: false,
         })
     }
 
@@ -148,18 +151,7 @@ impl Webhook {
     /// # Ok::<(), WebhookError>(())
     /// ```
     pub fn trusting(mut self, pem: &[u8]) -> Result<Self, WebhookError> {
-        let mut roots = Vec::new();
-        for item in ureq::tls::parse_pem(pem) {
-            match item {
-                Ok(ureq::tls::PemItem::Certificate(certificate)) => roots.push(certificate),
-                Ok(_) => {}
-                Err(error) => return Err(WebhookError::Certificate(error.to_string())),
-            }
-        }
-        if roots.is_empty() {
-            return Err(WebhookError::Certificate("no certificate found".into()));
-        }
-        self.roots = Some(roots);
+        self.roots = Some(roots_in(pem)?);
         Ok(self)
     }
 
@@ -186,6 +178,23 @@ impl Webhook {
     #[must_use]
     pub fn signed_with(mut self, secret: impl Into<Vec<u8>>) -> Self {
         self.secret = Some(secret.into());
+        self
+    }
+
+    /// Slack bodies carry Approve and Reject buttons and a box for a reason, answered by
+    /// the console's Slack route (`SlackDecisions`, feature `slack`); other formats are
+    /// unchanged.
+    ///
+    /// ```
+    /// # use cairnloop::notifiers::{Webhook, WebhookFormat};
+    /// let hook = Webhook::new("https://hooks.slack.com/services/T0/B0/X")?
+    ///     .format(WebhookFormat::Slack)
+    ///     .with_decisions();
+    /// # Ok::<(), cairnloop::notifiers::WebhookError>(())
+    /// ```
+    #[must_use]
+    pub fn with_decisions(mut self) -> Self {
+        self.buttons = true;
         self
     }
 
@@ -255,18 +264,7 @@ impl Webhook {
     pub fn start(self) -> Result<WebhookNotifier, WebhookError> {
         let (sender, receiver) = mpsc::sync_channel::<Job>(self.queue);
         let receiver = Arc::new(Mutex::new(receiver));
-        let roots = match &self.roots {
-            Some(roots) => ureq::tls::RootCerts::new_with_certs(roots),
-            None => ureq::tls::RootCerts::WebPki,
-        };
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(self.timeout))
-            .http_status_as_error(false)
-            // A redirect is answered, not followed: the notice goes where it was sent.
-            .max_redirects(0)
-            .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
-            .build()
-            .into();
+        let agent = agent(self.roots.as_deref(), self.timeout);
         let settings = Arc::new(self);
         let pending = Arc::new(Pending::default());
         for n in 0..settings.threads {
@@ -308,7 +306,7 @@ impl Webhook {
             .console
             .as_ref()
             .map(|base| std::format!("{base}/proposals/{}", notice.key));
-        let body = self.format.body(notice, link.as_deref()).to_string();
+        let body = (self.format.body(notice, link.as_deref(), self.buttons)).to_string();
         let mut wait = self.first_retry;
         let mut last = String::new();
         for attempt in 1..=self.attempts {
@@ -367,6 +365,42 @@ impl Webhook {
             Err(error) => Err((describe(&error), true)),
         }
     }
+}
+
+/// The certificates in `pem`, at least one.
+pub(crate) fn roots_in(pem: &[u8]) -> Result<Vec<ureq::tls::Certificate<'static>>, WebhookError> {
+    let mut roots = Vec::new();
+    for item in ureq::tls::parse_pem(pem) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(certificate)) => roots.push(certificate),
+            Ok(_) => {}
+            Err(error) => return Err(WebhookError::Certificate(error.to_string())),
+        }
+    }
+    if roots.is_empty() {
+        return Err(WebhookError::Certificate("no certificate found".into()));
+    }
+    Ok(roots)
+}
+
+/// An HTTPS client that checks certificates against `roots` (or the public web roots),
+/// gives up after `timeout`, and answers a redirect instead of following it: a body goes
+/// where it was sent and nowhere else.
+pub(crate) fn agent(
+    roots: Option<&[ureq::tls::Certificate<'static>]>,
+    timeout: Duration,
+) -> ureq::Agent {
+    let roots = match roots {
+        Some(roots) => ureq::tls::RootCerts::new_with_certs(roots),
+        None => ureq::tls::RootCerts::WebPki,
+    };
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
+        .build()
+        .into()
 }
 
 fn describe(error: &ureq::Error) -> String {

@@ -24,6 +24,10 @@
 //! format = "slack"                   # json (the default), slack, teams
 //! url_env = "OPS_SLACK_WEBHOOK"      # the variable holding the receiver's URL
 //!
+//! [slack]                            # decisions from a Slack notice's buttons (needs [console])
+//! signing_secret_env = "SLACK_SIGNING_SECRET"
+//! users = { U024BE7LH = "ops-lead" } # Slack user id = console operator
+//!
 //! [upstreams.fs]                     # an id: 1-16 of a-z 0-9, starting with a letter
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/share"]
@@ -54,6 +58,7 @@ mod names;
 mod notify;
 mod problem;
 mod read;
+mod slack;
 
 use std::ops::Range;
 use std::str::FromStr;
@@ -71,6 +76,7 @@ pub use names::{
 pub use notify::NotifySettings;
 pub use problem::{Problem, Problems};
 use read::{Reader, Value};
+pub use slack::SlackSettings;
 
 /// A checked configuration.
 ///
@@ -109,6 +115,8 @@ pub struct Config {
     pub store_url_env: Option<String>,
     /// The receivers told of each call that waits (`[[notify]]`), in the order of the file.
     pub notify: Vec<NotifySettings>,
+    /// Decisions from Slack's buttons, when `[slack]` asks for them.
+    pub slack: Option<SlackSettings>,
 }
 
 /// The gateway's own settings (`[gateway]`).
@@ -361,6 +369,7 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
             "console",
             "store",
             "notify",
+            "slack",
         ],
     );
     let mut config = Config {
@@ -370,6 +379,7 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
         console: None,
         store_url_env: None,
         notify: Vec::new(),
+        slack: None,
     };
     if let Some(store) = document.get("store")
         && let Some(table) = reader.table(store, "[store]")
@@ -394,6 +404,9 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
     if let Some(notify) = document.get("notify") {
         config.notify = notify::read_notify(reader, notify);
     }
+    if let Some(slack) = document.get("slack") {
+        config.slack = slack::read_slack(reader, slack, config.console.as_ref());
+    }
     if let Some(gateway) = document.get("gateway") {
         config.gateway = read_gateway(reader, gateway);
     }
@@ -414,6 +427,9 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
             std::iter::once(notify.url_env.clone())
                 .chain(notify.secret_env.clone())
                 .map(|name| (name, "holds a notice receiver's address or signing secret: it is never handed to an upstream, which could then forge notices"))
+        }))
+        .chain(config.slack.iter().map(|slack| {
+            (slack.signing_secret_env.clone(), "signs Slack's clicks: it is never handed to an upstream, which could then approve its own calls")
         }))
         .collect();
     if let Some(upstreams) = document.get("upstreams")
