@@ -12,6 +12,7 @@
 //! - [`serve`]: one governor over every upstream's tools, with its store; the catalogue
 //!   kept in line with each upstream's listing. The `cairnloop-gateway` binary serves it
 //!   over stdio or Streamable HTTP, with the console if configured.
+//! - [`metrics`]: what a serving gateway counts, for Prometheus (`[metrics]`).
 //! - [`store`]: where the lanes are, a SQLite file or a PostgreSQL database that replicas
 //!   share, its connection string read from the environment and never shown.
 
@@ -21,6 +22,7 @@
 pub mod catalogue;
 mod child;
 pub mod config;
+pub mod metrics;
 pub mod serve;
 pub mod store;
 pub mod upstream;

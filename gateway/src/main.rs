@@ -14,7 +14,10 @@ use cairnloop::console::{
 use cairnloop::gate::LaneState;
 use cairnloop::mcp::{ClientApprover, LineTransport, McpServer};
 use cairnloop::remote::{RemoteMcp, TokenVerifier};
-use cairnloop_gateway::config::{Config, ConsoleSettings, Credential, Http, SlackSettings};
+use cairnloop_gateway::config::{
+    Config, ConsoleSettings, Credential, Http, MetricsSettings, SlackSettings,
+};
+use cairnloop_gateway::metrics::MetricsAccess;
 use cairnloop_gateway::store::{Opened, StoreAt};
 use rmcp::ServiceExt;
 
@@ -273,6 +276,15 @@ where
         Some(settings) => Some(slack(settings)?),
         None => None,
     };
+    let mut metrics_access = match &config.metrics {
+        Some(_) if console.is_none() && !parsed.http => {
+            return Err(Failure::Run(format!(
+                "{path}: [metrics] is served on the console's listener or the HTTP one: add [console], or serve --http"
+            )));
+        }
+        Some(settings) => Some(metrics_access(settings)?),
+        None => None,
+    };
     let gateway = cairnloop_gateway::serve::start(&config, store)
         .await
         .map_err(|error| Failure::Run(error.to_string()))?;
@@ -303,20 +315,27 @@ where
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.subsec_nanos());
         let holder = format!("gateway-{}-{nanos:08x}", std::process::id());
+        let counted = gateway.metrics.clone();
         tokio::spawn(async move {
             let watch = delivering.watch().unwrap_or_default();
             let mut said = String::new();
             loop {
                 let (seen, began) = (watch.generation(), tokio::time::Instant::now());
-                if let Err(error) = delivering.deliver_notices(&holder).await {
-                    // Said once while it lasts, not every second.
-                    let text = error.to_string();
-                    if text != said {
-                        eprintln!("cairnloop-gateway: notices cannot be delivered: {text}");
-                        said = text;
+                match delivering.deliver_notices(&holder).await {
+                    Err(error) => {
+                        // Said once while it lasts, not every second.
+                        let text = error.to_string();
+                        if text != said {
+                            eprintln!("cairnloop-gateway: notices cannot be delivered: {text}");
+                            said = text;
+                        }
                     }
-                } else {
-                    said.clear();
+                    Ok(pass) => {
+                        if let Some(metrics) = &counted {
+                            metrics.outbox_pass(&pass);
+                        }
+                        said.clear();
+                    }
                 }
                 watch.changed(seen, DELIVER_EVERY).await;
                 // A pass at most every 100 ms: a burst of calls is told in a few passes,
@@ -349,9 +368,17 @@ where
         if let Some(slack) = slack {
             served = served.with_slack(slack);
         }
-        let router = served
-            .router()
-            .into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let mut router = served.router();
+        // With a console, /metrics is served beside it.
+        if let (Some(metrics), Some(access)) = (&gateway.metrics, metrics_access.take()) {
+            let metrics = std::sync::Arc::clone(metrics);
+            router = router.merge(cairnloop_gateway::metrics::router(
+                metrics,
+                std::sync::Arc::clone(&governor),
+                access,
+            ));
+        }
+        let router = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
         eprintln!("cairnloop-gateway: console at http://{address}/");
         tokio::spawn(async move {
             if let Err(error) = axum::serve(listener, router).await {
@@ -405,9 +432,21 @@ where
                     let _ = stream.set_nodelay(true);
                 });
             eprintln!("cairnloop-gateway: serving {}", http.audience);
-            axum::serve(listener, remote.router())
-                .await
-                .map_err(|error| Failure::Run(error.to_string()))?;
+            let mut router = remote.router();
+            // Without a console, /metrics is served beside the MCP endpoint.
+            if let (Some(metrics), Some(access)) = (&gateway.metrics, metrics_access.take()) {
+                router = router.merge(cairnloop_gateway::metrics::router(
+                    std::sync::Arc::clone(metrics),
+                    std::sync::Arc::clone(&gateway.governor),
+                    access,
+                ));
+            }
+            axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .await
+            .map_err(|error| Failure::Run(error.to_string()))?;
         }
     }
     gateway.shutdown().await;
@@ -498,6 +537,26 @@ async fn console(
             ))
         })?;
     Ok((listener, config))
+}
+
+/// Who may read `/metrics`: the holder of the token `[metrics] token_env` names (read
+/// now, so that a missing one stops the gateway before anything starts), or else clients
+/// on this machine.
+fn metrics_access(settings: &MetricsSettings) -> Result<MetricsAccess, Failure> {
+    let token = match &settings.token_env {
+        Some(name) => Some(
+            std::env::var(name)
+                .ok()
+                .filter(|token| !token.is_empty())
+                .ok_or_else(|| {
+                    Failure::Run(format!(
+                        "[metrics]: the environment variable {name} holds no token"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
+    Ok(MetricsAccess::new(token))
 }
 
 /// The Slack decisions `[slack]` asks for: the signing secret read from the environment

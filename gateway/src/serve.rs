@@ -15,6 +15,7 @@ use crate::catalogue::{
     Hidden, Offer, Offered, UpstreamTool, build, read_listing, unlisted, without_text,
 };
 use crate::config::{Config, NotifySettings, Transport};
+use crate::metrics::Metrics;
 use crate::upstream::{ToUpstream, Upstream, UpstreamError, restart_delay};
 
 /// Why a gateway could not be assembled.
@@ -65,6 +66,8 @@ pub enum StartError {
 pub struct Gateway<S: ApprovalStore + Send + Sync + 'static> {
     /// The governor over every offered tool.
     pub governor: Arc<Governor<(), S>>,
+    /// What it counts, when `[metrics]` asks for it.
+    pub metrics: Option<Arc<Metrics>>,
     /// What each upstream lists that is not offered, and why; and the configured tools
     /// withheld until their upstream lists them.
     pub hidden: Vec<(String, Hidden)>,
@@ -211,6 +214,17 @@ pub async fn start<S: ApprovalStore + Send + Sync + 'static>(
     for notify in &config.notify {
         governor = governor.with_outbox(notify.name.clone(), notifier_of(config, notify)?);
     }
+    // With [metrics], every audit record is counted as it is written (where it goes is
+    // unchanged), and each upstream is read at a scrape.
+    let metrics = config.metrics.as_ref().map(|_| {
+        let metrics = Arc::new(Metrics::new(config));
+        let ids = config.upstreams.iter().map(|declared| declared.id.clone());
+        metrics.follow_upstreams(ids.zip(upstreams.iter().cloned()).collect());
+        metrics
+    });
+    if let Some(metrics) = &metrics {
+        governor = governor.with_audit_tap(Arc::clone(metrics));
+    }
     let governor = Arc::new(governor);
     let (changed, catalogue) = tokio::sync::watch::channel(0u64);
     let changed = Arc::new(changed);
@@ -220,6 +234,7 @@ pub async fn start<S: ApprovalStore + Send + Sync + 'static>(
     }
     Ok(Gateway {
         governor,
+        metrics,
         hidden,
         unstarted,
         upstreams,

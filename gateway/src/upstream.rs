@@ -2,7 +2,7 @@
 //! and output: its listing for the catalogue, and the calls the gates let through.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cairnloop::Actor;
@@ -170,6 +170,43 @@ pub struct Upstream {
     listener: Listener,
     connection: tokio::sync::Mutex<Connection>,
     call_timeout: Duration,
+    counts: Counts,
+}
+
+/// What has happened to an upstream since the gateway started, for its metrics.
+///
+/// ```no_run
+/// # fn demo(upstream: &cairnloop_gateway::upstream::Upstream) {
+/// let counts = upstream.counts();
+/// println!("{} starts, {} timeouts", counts.starts, counts.timeouts);
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UpstreamCounts {
+    /// Starts (or connections) that completed MCP's handshake, the first included.
+    pub starts: u64,
+    /// Starts that did not.
+    pub start_failures: u64,
+    /// Calls forwarded to it.
+    pub calls: u64,
+    /// Calls it refused or failed, or that went away under them (timeouts included).
+    pub call_failures: u64,
+    /// Calls it did not answer within the call timeout.
+    pub timeouts: u64,
+}
+
+#[derive(Default)]
+struct Counts {
+    starts: AtomicU64,
+    start_failures: AtomicU64,
+    calls: AtomicU64,
+    call_failures: AtomicU64,
+    timeouts: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 impl Upstream {
@@ -301,6 +338,7 @@ impl Upstream {
                 restarts: 0,
             }),
             call_timeout,
+            counts: Counts::default(),
         }
     }
 
@@ -310,7 +348,26 @@ impl Upstream {
         let connection = upstream.connection.get_mut();
         connection.running = Some(running);
         connection.started = true;
+        bump(&upstream.counts.starts);
         Ok(Arc::new(upstream))
+    }
+
+    /// What has happened to it since the gateway started.
+    ///
+    /// ```no_run
+    /// # fn demo(upstream: &cairnloop_gateway::upstream::Upstream) {
+    /// assert!(upstream.counts().calls >= upstream.counts().timeouts);
+    /// # }
+    /// ```
+    pub fn counts(&self) -> UpstreamCounts {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        UpstreamCounts {
+            starts: read(&self.counts.starts),
+            start_failures: read(&self.counts.start_failures),
+            calls: read(&self.counts.calls),
+            call_failures: read(&self.counts.call_failures),
+            timeouts: read(&self.counts.timeouts),
+        }
     }
 
     /// How many times the upstream was started again after its process went away.
@@ -361,9 +418,11 @@ impl Upstream {
                     self.listener.changed.notify_one();
                 }
                 connection.started = true;
+                bump(&self.counts.starts);
                 Ok(peer)
             }
             Err(error) => {
+                bump(&self.counts.start_failures);
                 connection.failures = connection.failures.saturating_add(1);
                 connection.retry_at = Some(now + restart_delay(connection.failures));
                 Err(error)
@@ -440,6 +499,15 @@ impl Upstream {
     /// runs for (the upstream is told to stop): it may have done the work, so the call
     /// is never run again on its own.
     pub async fn call(&self, tool: &str, arguments: &Value) -> Result<Value, RunError> {
+        bump(&self.counts.calls);
+        let called = self.forward(tool, arguments).await;
+        if called.is_err() {
+            bump(&self.counts.call_failures);
+        }
+        called
+    }
+
+    async fn forward(&self, tool: &str, arguments: &Value) -> Result<Value, RunError> {
         let arguments = arguments.as_object().cloned().unwrap_or_default();
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let unknown = |why: String| RunError::OutcomeUnknown(why);
@@ -460,7 +528,10 @@ impl Upstream {
             }
         };
         let result = answered
-            .map_err(|_| unknown("the upstream did not answer in time".into()))?
+            .map_err(|_| {
+                bump(&self.counts.timeouts);
+                unknown("the upstream did not answer in time".into())
+            })?
             .map_err(|error| match error {
                 // An error answer: the upstream refused the call (an unknown tool, bad
                 // arguments), so it did not do the work.

@@ -218,9 +218,10 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     #[must_use]
     pub fn with_store<T: ApprovalStore + 'static>(self, store: T) -> Governor<C, T> {
         let telling = self.approvals.telling();
-        let (config, sink) = self.approvals.into_parts();
+        let (config, sink, tap) = self.approvals.into_parts();
         let mut approvals = Approvals::new(store, config);
         approvals.set_sink(sink);
+        approvals.set_tap(tap);
         approvals.set_telling(telling);
         Governor {
             registry: self.registry,
@@ -408,6 +409,34 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let sink: Arc<dyn AuditSink> = Arc::new(sink);
         self.approvals.set_sink(Some(Arc::clone(&sink)));
         self.sink = Some(sink);
+        self
+    }
+
+    /// Hands `tap` a copy of every record this governor writes or hands its sink:
+    /// decisions, lane moves, notices' outcomes, refusals; where each record goes is
+    /// unchanged. For what a host counts as it happens (metrics): `record` must be quick,
+    /// it is called on the call's path.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use cairnloop::{Governor, Registry};
+    /// use cairnloop::approvals::{AuditRecord, AuditSink};
+    ///
+    /// #[derive(Default)]
+    /// struct Decisions(AtomicUsize);
+    /// impl AuditSink for Decisions {
+    ///     fn record(&self, record: &AuditRecord) {
+    ///         if matches!(record, AuditRecord::Decision(_)) {
+    ///             self.0.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     }
+    /// }
+    /// static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let governor = Governor::new(&TOOLS).with_audit_tap(Decisions::default());
+    /// ```
+    #[must_use]
+    pub fn with_audit_tap(mut self, tap: impl AuditSink + 'static) -> Self {
+        self.approvals.set_tap(Some(Arc::new(tap)));
         self
     }
 
@@ -1292,6 +1321,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// ```
     pub async fn record_refusal(&self, event: RefusalEvent) -> Result<(), ApprovalError> {
         let record = AuditRecord::Refusal(event);
+        self.approvals.tapped(&record);
         match &self.sink {
             Some(sink) => {
                 sink.record(&record);
@@ -1328,7 +1358,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// Whether decisions are recorded at all: not when the host's sink discards them,
     /// so that a record nobody keeps is never built.
     fn audits(&self) -> bool {
-        self.sink.as_ref().is_none_or(|sink| sink.keeps_records())
+        self.approvals.is_tapped() || self.sink.as_ref().is_none_or(|sink| sink.keeps_records())
     }
 
     /// Records a decision: to the host's sink, or to the store's log. By reference: a
@@ -1338,6 +1368,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             return Ok(());
         };
         let record = AuditRecord::Decision(event);
+        self.approvals.tapped(&record);
         match &self.sink {
             Some(sink) => {
                 sink.record(&record);

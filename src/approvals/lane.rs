@@ -356,6 +356,9 @@ pub struct TransitionEvent {
     pub loosened_because: Option<String>,
     /// How many runs, for execution outcomes.
     pub attempts: Option<u32>,
+    /// When the call was proposed (the time to a decision or a run is counted from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_at: Option<Timestamp>,
 }
 
 impl TransitionEvent {
@@ -384,6 +387,7 @@ impl TransitionEvent {
             loosened_because: proposal.policy().loosened_because.clone(),
             attempts: matches!(action, Some(LaneAction::Succeed | LaneAction::Fail))
                 .then_some(after.attempts()),
+            proposed_at: Some(after.proposed_at()),
         }
     }
 }

@@ -29,10 +29,19 @@ pub(crate) struct Approvals<S> {
     store: Arc<S>,
     config: ApprovalConfig,
     sink: Option<Arc<dyn AuditSink>>,
+    /// Sees a copy of every record, wherever it goes (the host's metrics).
+    tap: Option<Arc<dyn AuditSink>>,
     /// Appends a record to the store from any thread (a notifier's report).
     append: Recorder,
     telling: Telling,
 }
+
+/// What a governor carries over to another store: its rules, its sink and its tap.
+pub(crate) type Parts = (
+    ApprovalConfig,
+    Option<Arc<dyn AuditSink>>,
+    Option<Arc<dyn AuditSink>>,
+);
 
 /// Who is told of new proposals: a notifier told at once by the process that opened the
 /// lane, and the outbox's targets, told by whichever process claims each notice.
@@ -58,6 +67,7 @@ impl<S: ApprovalStore> Approvals<S> {
             store,
             config,
             sink: None,
+            tap: None,
             append,
             telling: Telling::default(),
         }
@@ -78,8 +88,15 @@ impl<S: ApprovalStore> Approvals<S> {
 
     /// Writes a record to the store and the sink, from any thread.
     fn recorder(&self) -> Recorder {
-        let (append, sink) = (Arc::clone(&self.append), self.sink.clone());
+        let (append, sink, tap) = (
+            Arc::clone(&self.append),
+            self.sink.clone(),
+            self.tap.clone(),
+        );
         Arc::new(move |record: AuditRecord| {
+            if let Some(tap) = &tap {
+                tap.record(&record);
+            }
             if let Some(sink) = &sink {
                 sink.record(&record);
             }
@@ -171,6 +188,7 @@ impl<S: ApprovalStore> Approvals<S> {
             let records = written.lock().ok().and_then(|mut kept| kept.take());
             let appends: Vec<_> = (records.unwrap_or_default().into_iter())
                 .map(|record| {
+                    self.tapped(&record);
                     if let Some(sink) = &self.sink {
                         sink.record(&record);
                     }
@@ -203,6 +221,22 @@ impl<S: ApprovalStore> Approvals<S> {
         self.sink = sink;
     }
 
+    pub(crate) fn set_tap(&mut self, tap: Option<Arc<dyn AuditSink>>) {
+        self.tap = tap;
+    }
+
+    /// Hands the tap, if there is one, a copy of `record`.
+    pub(crate) fn tapped(&self, record: &AuditRecord) {
+        if let Some(tap) = &self.tap {
+            tap.record(record);
+        }
+    }
+
+    /// Whether anything taps the records.
+    pub(crate) fn is_tapped(&self) -> bool {
+        self.tap.is_some()
+    }
+
     pub(crate) fn set_config(&mut self, config: ApprovalConfig) {
         self.config = config;
     }
@@ -215,8 +249,8 @@ impl<S: ApprovalStore> Approvals<S> {
         &self.config
     }
 
-    pub(crate) fn into_parts(self) -> (ApprovalConfig, Option<Arc<dyn AuditSink>>) {
-        (self.config, self.sink)
+    pub(crate) fn into_parts(self) -> Parts {
+        (self.config, self.sink, self.tap)
     }
 
     /// The lane with this key.
@@ -450,16 +484,16 @@ impl<S: ApprovalStore> Approvals<S> {
     /// A copy of `event` for the host's sink, when it has one that keeps records (the
     /// store takes the event itself).
     fn kept(&self, event: &TransitionEvent) -> Option<TransitionEvent> {
-        self.sink
-            .as_ref()
-            .filter(|sink| sink.keeps_records())
-            .map(|_| event.clone())
+        let kept = self.sink.as_ref().is_some_and(|sink| sink.keeps_records());
+        (kept || self.tap.is_some()).then(|| event.clone())
     }
 
-    /// Hands a transition the store has committed to the host's own sink, if it has one.
+    /// Hands a transition the store has committed to the tap and the host's own sink.
     fn notify(&self, event: TransitionEvent) {
+        let record = AuditRecord::Transition(event);
+        self.tapped(&record);
         if let Some(sink) = &self.sink {
-            sink.record(&AuditRecord::Transition(event));
+            sink.record(&record);
         }
     }
 

@@ -18,6 +18,8 @@ mod server;
 mod tasks;
 #[cfg(feature = "rmcp")]
 mod transport;
+#[cfg(feature = "rmcp")]
+mod waiting;
 
 /// Who makes a call (it lives with the governor, for any transport).
 #[cfg(feature = "rmcp")]
@@ -36,3 +38,5 @@ pub use projection::{META_APPROVAL_MODE, META_RISK_TIER, ProjectionError};
 pub use server::McpServer;
 #[cfg(feature = "rmcp")]
 pub use transport::LineTransport;
+#[cfg(feature = "rmcp")]
+pub use waiting::WaitingCalls;

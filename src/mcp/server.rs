@@ -620,9 +620,11 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             .unix_millis()
             .saturating_sub(now.unix_millis());
         tokio::spawn(async move {
+            let counted = super::waiting::Counted::runner();
             let decided = governor
                 .await_decision(&key, core::time::Duration::from_millis(lives))
                 .await;
+            drop(counted);
             if decided.is_ok_and(|lane| lane.state() == LaneState::Approved) {
                 run.await;
             }
@@ -693,6 +695,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         let token = context.meta.get_progress_token();
         let message = tasks::status_message(&lane, self.decided_where.as_deref());
         let key = lane.key();
+        let _counted = super::waiting::Counted::held();
         let mut decided = Box::pin(self.governor.await_decision(&key, hold));
         // A client that cancels ends the hold; the call stays pending, unrun.
         let mut cancelled = Box::pin(context.ct.clone().cancelled_owned());

@@ -28,6 +28,9 @@
 //! signing_secret_env = "SLACK_SIGNING_SECRET"
 //! users = { U024BE7LH = "ops-lead" } # Slack user id = console operator
 //!
+//! [metrics]                          # GET /metrics (OpenMetrics), on the console's listener
+//! # token_env = "METRICS_TOKEN"       # else on --http's; loopback only without a token
+//!
 //! [upstreams.fs]                     # an id: 1-16 of a-z 0-9, starting with a letter
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/share"]
@@ -54,6 +57,7 @@
 //! ```
 
 mod console;
+mod metrics;
 mod names;
 mod notify;
 mod problem;
@@ -70,6 +74,7 @@ use toml::de::{DeTable, DeValue};
 
 pub use cairnloop::declared::{Template, TemplateError};
 pub use console::{ConsoleOperator, ConsoleSettings, Credential};
+pub use metrics::MetricsSettings;
 pub use names::{
     MAX_UPSTREAM_ID, MAX_UPSTREAM_TOOL_NAME, is_upstream_id, listed_name, upstream_tool,
 };
@@ -117,6 +122,8 @@ pub struct Config {
     pub notify: Vec<NotifySettings>,
     /// Decisions from Slack's buttons, when `[slack]` asks for them.
     pub slack: Option<SlackSettings>,
+    /// The metrics endpoint, when `[metrics]` asks for it.
+    pub metrics: Option<MetricsSettings>,
 }
 
 /// The gateway's own settings (`[gateway]`).
@@ -370,6 +377,7 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
             "store",
             "notify",
             "slack",
+            "metrics",
         ],
     );
     let mut config = Config {
@@ -380,6 +388,7 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
         store_url_env: None,
         notify: Vec::new(),
         slack: None,
+        metrics: None,
     };
     if let Some(store) = document.get("store")
         && let Some(table) = reader.table(store, "[store]")
@@ -404,6 +413,9 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
     if let Some(notify) = document.get("notify") {
         config.notify = notify::read_notify(reader, notify);
     }
+    if let Some(metrics) = document.get("metrics") {
+        config.metrics = metrics::read_metrics(reader, metrics);
+    }
     if let Some(slack) = document.get("slack") {
         config.slack = slack::read_slack(reader, slack, config.console.as_ref());
     }
@@ -427,6 +439,9 @@ fn read_document<'s>(reader: &mut Reader<'s>, document: &DeTable<'s>) -> Config 
             std::iter::once(notify.url_env.clone())
                 .chain(notify.secret_env.clone())
                 .map(|name| (name, "holds a notice receiver's address or signing secret: it is never handed to an upstream, which could then forge notices"))
+        }))
+        .chain(config.metrics.iter().flat_map(|metrics| metrics.token_env.clone()).map(|name| {
+            (name, "lets a client read the gateway's metrics: it is never handed to an upstream")
         }))
         .chain(config.slack.iter().map(|slack| {
             (slack.signing_secret_env.clone(), "signs Slack's clicks: it is never handed to an upstream, which could then approve its own calls")
