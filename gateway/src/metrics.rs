@@ -359,7 +359,7 @@ impl MetricsAccess {
         }
     }
 
-    fn admits(&self, peer: Option<SocketAddr>, headers: &HeaderMap) -> Result<(), Response> {
+    fn admits(&self, peer: Option<SocketAddr>, headers: &HeaderMap) -> Result<(), Unadmitted> {
         match &self.token {
             Some(token) => {
                 let given = (headers.get(header::AUTHORIZATION))
@@ -369,20 +369,47 @@ impl MetricsAccess {
                 if constant_time_eq(given.as_bytes(), token.as_bytes()) {
                     Ok(())
                 } else {
-                    Err((
-                        StatusCode::UNAUTHORIZED,
-                        [(header::WWW_AUTHENTICATE, "Bearer")],
-                        "a metrics token is needed: Authorization: Bearer <token>\n",
-                    )
-                        .into_response())
+                    Err(Unadmitted::NoToken)
                 }
             }
             None if peer.is_some_and(|peer| peer.ip().is_loopback()) => Ok(()),
-            None => Err((
-                StatusCode::FORBIDDEN,
+            None => Err(Unadmitted::NotHere),
+        }
+    }
+}
+
+/// Why a scrape is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unadmitted {
+    /// The token is missing or not the one configured.
+    NoToken,
+    /// Loopback only, and the client is elsewhere.
+    NotHere,
+}
+
+impl Unadmitted {
+    fn status(self) -> StatusCode {
+        match self {
+            Self::NoToken => StatusCode::UNAUTHORIZED,
+            Self::NotHere => StatusCode::FORBIDDEN,
+        }
+    }
+}
+
+impl IntoResponse for Unadmitted {
+    fn into_response(self) -> Response {
+        match self {
+            Self::NoToken => (
+                self.status(),
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "a metrics token is needed: Authorization: Bearer <token>\n",
+            )
+                .into_response(),
+            Self::NotHere => (
+                self.status(),
                 "metrics are served to this machine only (set [metrics] token_env to serve others)\n",
             )
-                .into_response()),
+                .into_response(),
         }
     }
 }
@@ -416,7 +443,7 @@ async fn scraped<S: ApprovalStore + Send + Sync + 'static>(
     let peer =
         (request.extensions().get::<ConnectInfo<SocketAddr>>()).map(|ConnectInfo(peer)| *peer);
     if let Err(refused) = access.admits(peer, request.headers()) {
-        return refused;
+        return refused.into_response();
     }
     match metrics.scrape(&governor).await {
         Ok(text) => (
@@ -452,8 +479,8 @@ mod tests {
         headers
     }
 
-    fn status(admitted: Result<(), Response>) -> Option<StatusCode> {
-        admitted.err().map(|refused| refused.status())
+    fn status(admitted: Result<(), Unadmitted>) -> Option<StatusCode> {
+        admitted.err().map(Unadmitted::status)
     }
 
     #[test]
