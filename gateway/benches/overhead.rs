@@ -18,6 +18,9 @@
 //! server's. Any proxy pays what the relay adds (two more pipes, one more process to
 //! wake): it is the floor the gateway's figures are read against.
 //!
+//! Each arm's CPU per call is read from `/proc` over the timed rounds: the proxy's (the
+//! relay's, the gateway's) and the server's behind it.
+//!
 //! Needs `node` and the server from `npm ci` in `tests/mcp-ts` (or
 //! `CAIRNLOOP_FILESYSTEM_SERVER`). Prints the figures and whether the goal is met
 //! (≤ 1 ms added at the median, ≤ 10 % at the 99th percentile); it asserts nothing about
@@ -40,7 +43,8 @@ const ROUNDS: usize = 3_000;
 
 type Client = RunningService<RoleClient, ()>;
 
-async fn connect(program: &Path, args: &[&str]) -> Client {
+/// A client of the server `program` starts, and the process id of `program`.
+async fn connect(program: &Path, args: &[&str]) -> (Client, u32) {
     let command = tokio::process::Command::new(program).configure(|command| {
         command.args(args);
     });
@@ -48,7 +52,63 @@ async fn connect(program: &Path, args: &[&str]) -> Client {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start");
-    ().serve(transport).await.expect("MCP handshake")
+    let pid = transport.id().expect("a process id");
+    (().serve(transport).await.expect("MCP handshake"), pid)
+}
+
+/// The CPU time a process has used, its threads' included (Linux: user and system time
+/// from `/proc/PID/stat`, in clock ticks); `None` where there is no such file.
+fn cpu_of(pid: u32, tick: Duration) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u32>().ok()? + fields.get(12)?.parse::<u32>().ok()?;
+    Some(tick * ticks)
+}
+
+/// The process whose parent is `pid` (the server a proxy started).
+fn child_of(pid: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let child: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+        let parent: u32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        (parent == pid).then_some(child)
+    })
+}
+
+/// The length of a clock tick, as `getconf CLK_TCK` says (100 per second by default).
+fn clock_tick() -> Duration {
+    let per_second = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| {
+            String::from_utf8(out.stdout)
+                .ok()?
+                .trim()
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or(100);
+    Duration::from_secs(1) / per_second
+}
+
+/// Each arm's processes: the proxy (none for the direct arm) and the server.
+struct Processes {
+    proxy: Option<u32>,
+    server: Option<u32>,
+}
+
+impl Processes {
+    fn cpu(&self, tick: Duration) -> [Option<Duration>; 2] {
+        [self.proxy, self.server].map(|pid| pid.and_then(|pid| cpu_of(pid, tick)))
+    }
 }
 
 /// One call, timed; its answer must be the file's text, executed.
@@ -149,16 +209,17 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let (direct, relayed, through) = runtime.block_on(async {
+    let tick = clock_tick();
+    let measured = runtime.block_on(async {
         let server = [script.display().to_string(), share.display().to_string()];
-        let direct = connect(Path::new("node"), &[&server[0], &server[1]]).await;
-        let relayed = connect(
+        let (direct, direct_pid) = connect(Path::new("node"), &[&server[0], &server[1]]).await;
+        let (relayed, relay_pid) = connect(
             &std::env::current_exe().expect("this bench"),
             &["--relay", "node", &server[0], &server[1]],
         )
         .await;
         let gateway = PathBuf::from(env!("CARGO_BIN_EXE_cairnloop-gateway"));
-        let through = connect(
+        let (through, gateway_pid) = connect(
             &gateway,
             &[
                 "serve",
@@ -180,6 +241,21 @@ fn main() {
                 timed(client, tool, &arguments, gateway).await;
             }
         }
+        let processes = [
+            Processes {
+                proxy: None,
+                server: Some(direct_pid),
+            },
+            Processes {
+                proxy: Some(relay_pid),
+                server: child_of(relay_pid),
+            },
+            Processes {
+                proxy: Some(gateway_pid),
+                server: child_of(gateway_pid),
+            },
+        ];
+        let before = processes.each_ref().map(|arm| arm.cpu(tick));
         let mut times = [(); 3].map(|()| Vec::with_capacity(rounds));
         for round in 0..rounds {
             for turn in 0..3 {
@@ -188,14 +264,52 @@ fn main() {
                 times[arm].push(timed(client, tool, &arguments, gateway).await);
             }
         }
+        let after = processes.each_ref().map(|arm| arm.cpu(tick));
         for client in [direct, relayed, through] {
             let _ = client.cancel().await;
         }
+        // Each process's CPU over the timed rounds, per call of its arm.
+        let per_call = |arm: usize, which: usize| -> Option<Duration> {
+            let used = after[arm][which]?.checked_sub(before[arm][which]?)?;
+            Some(used / u32::try_from(rounds).unwrap_or(u32::MAX))
+        };
+        let cpu = [0, 1, 2].map(|arm| [per_call(arm, 0), per_call(arm, 1)]);
         let [direct, relayed, through] = times;
-        (direct, relayed, through)
+        (direct, relayed, through, cpu)
     });
     let _ = std::fs::remove_dir_all(&dir);
+    let (direct, relayed, through, cpu) = measured;
     report(rounds, direct, relayed, through);
+    report_cpu(rounds, tick, cpu);
+}
+
+/// CPU per call of each arm: its proxy's (nothing for the direct arm) and its server's.
+fn report_cpu(rounds: usize, tick: Duration, cpu: [[Option<Duration>; 2]; 3]) {
+    let us = |cpu: Option<Duration>| {
+        cpu.map_or("n/a".to_string(), |cpu| {
+            format!("{:.1}", cpu.as_secs_f64() * 1e6)
+        })
+    };
+    println!(
+        "CPU per call over the {rounds} timed rounds (user + system, from /proc, clock tick {} ms):",
+        tick.as_millis()
+    );
+    println!("{:<10} {:>12} {:>12}", "", "proxy µs", "server µs");
+    for (name, [proxy, server]) in ["direct", "relay", "gateway"].into_iter().zip(cpu) {
+        let proxy = if name == "direct" {
+            "-".to_string()
+        } else {
+            us(proxy)
+        };
+        println!("{name:<10} {proxy:>12} {:>12}", us(server));
+    }
+    if let ([_, [Some(relay), _], [Some(gateway), _]]) = cpu {
+        let ratio = gateway.as_secs_f64() / relay.as_secs_f64().max(1e-9);
+        let met = if ratio <= 2.0 { "met" } else { "NOT met" };
+        println!(
+            "gateway CPU per forwarded auto call against the relay's: {ratio:.2}x (goal <= 2x: {met})"
+        );
+    }
 }
 
 fn report(

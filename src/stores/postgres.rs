@@ -1149,13 +1149,19 @@ impl ApprovalStore for PostgresStore {
         let token = String::from(token);
         let (now, forget_at) = (millis(now.unix_millis()), millis(forget_at.unix_millis()));
         self.run(move |client| async move {
-            // One statement: the forgotten tokens go, and this one is taken unless it is
-            // kept (two replicas taking it at once: the primary key lets one in).
+            // One statement: the other forgotten tokens go, and this one is taken unless
+            // it is kept (two replicas taking it at once: the primary key lets one in).
+            // A forgotten row of this token is taken over in place: the delete and the
+            // insert of one statement see the same snapshot, so deleting it would not
+            // make room for it.
             let statement = client
                 .prepare_cached(
-                    "WITH forgotten AS (DELETE FROM cairnloop_accepted WHERE forget_at <= $2)
+                    "WITH forgotten AS (
+                       DELETE FROM cairnloop_accepted WHERE forget_at <= $2 AND token <> $1
+                     )
                      INSERT INTO cairnloop_accepted (token, forget_at) VALUES ($1, $3)
-                     ON CONFLICT (token) DO NOTHING",
+                     ON CONFLICT (token) DO UPDATE SET forget_at = EXCLUDED.forget_at
+                     WHERE cairnloop_accepted.forget_at <= $2",
                 )
                 .await
                 .map_err(write_error)?;
