@@ -547,7 +547,10 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
 
     /// A call by name, as a model proposed it: through the gates, then run at once
     /// (`Auto`), recorded as a pending proposal (`RequiresApproval`), or blocked. The
-    /// decision is recorded before this returns. Nothing here panics on any input.
+    /// decision is recorded before this returns: committed, or, for a call run at once
+    /// on a store that takes records to write soon ([`ApprovalStore::append_soon`]: the
+    /// SQLite store), handed to the store, which commits it before it serves anything
+    /// else and within 25 ms. Nothing here panics on any input.
     ///
     /// The same call made again (the same idempotency key) finds its lane: pending, the
     /// same proposal; approved, it runs now, once; executed, its recorded output comes
@@ -577,7 +580,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 input: Admitted { codec, input, .. },
                 ..
             } => {
-                self.record(&mut record).await?;
+                // A call that runs at once does not wait on its record's commit where the
+                // store can take it to write soon (see `ApprovalStore::append_soon`).
+                self.record_soon(&mut record).await?;
                 let dedupe_token = call.dedupe_token();
                 let run = run_ready(
                     codec,
@@ -1359,6 +1364,23 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// so that a record nobody keeps is never built.
     fn audits(&self) -> bool {
         self.approvals.is_tapped() || self.sink.as_ref().is_none_or(|sink| sink.keeps_records())
+    }
+
+    /// Records the decision of a call that runs at once: as [`Governor::record`], but
+    /// handed to the store to write soon when it takes it so.
+    async fn record_soon(&self, event: &mut Option<AuditEvent>) -> Result<(), ApprovalError> {
+        if self.sink.is_some() {
+            return self.record(event).await;
+        }
+        let Some(taken) = event.take() else {
+            return Ok(());
+        };
+        let record = AuditRecord::Decision(taken);
+        self.approvals.tapped(&record);
+        match self.approvals.store().append_soon(record) {
+            Ok(()) => Ok(()),
+            Err(record) => Ok(self.approvals.store().append(record).await?),
+        }
     }
 
     /// Records a decision: to the host's sink, or to the store's log. By reference: a

@@ -359,7 +359,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
 
     /// Answers a `tools/call` of `name` whose arguments are the JSON text `arguments`, as
     /// the handler does for a client without approval prompts: through the governor,
-    /// which records the decision in its audit trail before this returns. A call that
+    /// which records the decision in its audit trail before this returns (see
+    /// [`Governor::call`](crate::Governor::call) for when that record is committed). A call that
     /// awaits approval answers `status: awaiting_approval` and stays in the store.
     ///
     /// # Errors

@@ -58,6 +58,12 @@ pub(crate) trait Batch {
 type Done = Box<dyn FnOnce(Result<(), &StoreError>) + Send>;
 /// A job, run on the connection, or (given an error) answered with it without running.
 type Job<C> = Box<dyn FnOnce(&mut C, Option<&StoreError>) -> Done + Send>;
+/// A write nobody waits on, run at the start of the thread's next batch.
+type Soon<C> = Box<dyn FnOnce(&mut C) + Send>;
+
+/// Writes handed over without a reply are taken by the thread at its next batch, which
+/// is at most [`LOOK_ELSEWHERE`] away; past this many queued, the thread is woken.
+const MOST_SOON: usize = 1024;
 
 struct Queued<C> {
     access: Access,
@@ -68,6 +74,7 @@ struct Queued<C> {
 pub(crate) struct Worker<C> {
     jobs: Mutex<Option<mpsc::Sender<Queued<C>>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    soon: Arc<Mutex<Vec<Soon<C>>>>,
 }
 
 impl<C: Batch + Send + 'static> Worker<C> {
@@ -79,19 +86,32 @@ impl<C: Batch + Send + 'static> Worker<C> {
         watch: StoreWatch,
     ) -> Result<Self, StoreError> {
         let (sender, receiver) = mpsc::channel::<Queued<C>>();
+        let soon: Arc<Mutex<Vec<Soon<C>>>> = Arc::default();
+        let queued_soon = Arc::clone(&soon);
         let thread = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
                 let mut looked = Instant::now();
+                let take_soon = || {
+                    queued_soon
+                        .lock()
+                        .map(|mut soon| core::mem::take(&mut *soon))
+                        .unwrap_or_default()
+                };
                 loop {
                     let first = match receiver.recv_timeout(LOOK_ELSEWHERE) {
                         Ok(first) => Some(first),
                         Err(mpsc::RecvTimeoutError::Timeout) => None,
-                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => {
+                            // Closed: what was handed over is still written.
+                            run_batch(&mut connection, &receiver, take_soon(), None, &watch);
+                            return;
+                        }
                     };
-                    if let Some(first) = first {
-                        run_batch(&mut connection, &receiver, first, &watch);
-                    }
+                    // Writes handed over earlier go first, in the batch of the job that
+                    // woke the thread (so every later job sees them), or in one of
+                    // their own.
+                    run_batch(&mut connection, &receiver, take_soon(), first, &watch);
                     // Busy or idle, while someone waits another process's writes are
                     // seen within a few milliseconds.
                     if looked.elapsed() >= LOOK_ELSEWHERE {
@@ -108,7 +128,28 @@ impl<C: Batch + Send + 'static> Worker<C> {
         Ok(Self {
             jobs: Mutex::new(Some(sender)),
             thread: Mutex::new(Some(thread)),
+            soon,
         })
+    }
+
+    /// Hands a write to the thread without a reply and without waking it: it runs at the
+    /// start of the thread's next batch, within [`LOOK_ELSEWHERE`], before any job handed
+    /// over after it. `false` when the store is closed (nothing was taken).
+    pub(crate) fn soon(&self, job: impl FnOnce(&mut C) + Send + 'static) -> bool {
+        let open = self.jobs.lock().is_ok_and(|jobs| jobs.is_some());
+        let Ok(mut soon) = self.soon.lock() else {
+            return false;
+        };
+        if !open {
+            return false;
+        }
+        soon.push(Box::new(job));
+        if soon.len() >= MOST_SOON {
+            drop(soon);
+            // A no-op read wakes the thread, which takes the queue first.
+            drop(self.run(Access::Read, |_| Ok(())));
+        }
+        true
     }
 
     /// Runs `job` on the connection; the future resolves to its result once the batch it
@@ -177,14 +218,26 @@ impl<C: Batch + Send + 'static> Worker<C> {
     }
 }
 
-/// Runs `first` and every job queued behind it (up to [`MOST_PER_BATCH`]) in one
-/// transaction, answers them after the commit, and wakes watchers if lanes changed.
+/// Runs the writes handed over without a reply, then `first` and every job queued behind
+/// it (up to [`MOST_PER_BATCH`]), in one transaction; answers the jobs after the commit,
+/// and wakes watchers if lanes changed. A write without a reply whose batch cannot begin
+/// or commit is lost (its caller was told it might be).
 fn run_batch<C: Batch>(
     connection: &mut C,
     receiver: &mpsc::Receiver<Queued<C>>,
-    first: Queued<C>,
+    soon: Vec<Soon<C>>,
+    first: Option<Queued<C>>,
     watch: &StoreWatch,
 ) {
+    let Some(first) = first else {
+        if !soon.is_empty() && connection.begin().is_ok() {
+            for job in soon {
+                job(connection);
+            }
+            let _ = connection.commit();
+        }
+        return;
+    };
     let mut batch = Vec::from([first]);
     while batch.len() < MOST_PER_BATCH
         && let Ok(next) = receiver.try_recv()
@@ -192,9 +245,14 @@ fn run_batch<C: Batch>(
         batch.push(next);
     }
     // Reads alone need no transaction.
-    let writes = batch.iter().any(|queued| queued.access != Access::Read);
+    let writes = !soon.is_empty() || batch.iter().any(|queued| queued.access != Access::Read);
     let lanes = batch.iter().any(|queued| queued.access == Access::Lanes);
     let begun = if writes { connection.begin() } else { Ok(()) };
+    if begun.is_ok() {
+        for job in soon {
+            job(connection);
+        }
+    }
     let done: Vec<Done> = batch
         .into_iter()
         .map(|queued| {
