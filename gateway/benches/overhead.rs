@@ -304,7 +304,7 @@ fn report_cpu(rounds: usize, tick: Duration, cpu: [[Option<Duration>; 2]; 3]) {
         };
         println!("{name:<10} {proxy:>12} {:>12}", us(server));
     }
-    if let ([_, [Some(relay), _], [Some(gateway), _]]) = cpu {
+    if let [_, [Some(relay), _], [Some(gateway), _]] = cpu {
         let ratio = gateway.as_secs_f64() / relay.as_secs_f64().max(1e-9);
         let met = if ratio <= 2.0 { "met" } else { "NOT met" };
         println!(

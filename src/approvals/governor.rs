@@ -1378,8 +1378,8 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let record = AuditRecord::Decision(taken);
         self.approvals.tapped(&record);
         match self.approvals.store().append_soon(record) {
-            Ok(()) => Ok(()),
-            Err(record) => Ok(self.approvals.store().append(record).await?),
+            None => Ok(()),
+            Some(record) => Ok(self.approvals.store().append(record).await?),
         }
     }
 

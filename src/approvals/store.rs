@@ -96,9 +96,9 @@ pub trait ApprovalStore: Send + Sync {
     /// The backend's error; the record is then not in the log.
     fn append(&self, record: AuditRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Takes `record` to append soon, without a round trip the caller waits on: `Ok` when
-    /// the store took it, `Err(record)` (the default) when it appends only when asked
-    /// and awaited ([`ApprovalStore::append`]). A store that takes it promises to commit
+    /// Takes `record` to append soon, without a round trip the caller waits on: `None`
+    /// when the store took it, `Some(record)` back (the default) when it appends only
+    /// when asked and awaited ([`ApprovalStore::append`]). A store that takes it promises to commit
     /// it before it serves any later read or write of this process and within a bound it
     /// documents; a process killed in between loses it. The governor hands it only the
     /// decisions of calls it runs at once (`Auto`), never a proposal, a move, or the
@@ -109,10 +109,10 @@ pub trait ApprovalStore: Send + Sync {
     /// use cairnloop::gate::Timestamp;
     ///
     /// let record = AuditRecord::Refusal(RefusalEvent::new("slack", "stale", Timestamp::from_unix_millis(1)));
-    /// assert!(MemoryStore::new().append_soon(record).is_err(), "appended when asked, at once");
+    /// assert!(MemoryStore::new().append_soon(record).is_some(), "appended when asked, at once");
     /// ```
-    fn append_soon(&self, record: AuditRecord) -> Result<(), AuditRecord> {
-        Err(record)
+    fn append_soon(&self, record: AuditRecord) -> Option<AuditRecord> {
+        Some(record)
     }
 
     /// Up to `limit` events after the cursor `after` (0: from the start), each with its
@@ -550,7 +550,7 @@ impl<S: ApprovalStore + ?Sized> ApprovalStore for Arc<S> {
         (**self).append(record)
     }
 
-    fn append_soon(&self, record: AuditRecord) -> Result<(), AuditRecord> {
+    fn append_soon(&self, record: AuditRecord) -> Option<AuditRecord> {
         (**self).append_soon(record)
     }
 

@@ -705,18 +705,15 @@ impl ApprovalStore for SqliteStore {
 
     /// Committed at the start of the store's next batch: before any later read or write
     /// of this store, and within 25 ms.
-    fn append_soon(&self, record: AuditRecord) -> Result<(), AuditRecord> {
+    fn append_soon(&self, record: AuditRecord) -> Option<AuditRecord> {
         let Ok(text) = encode(&record) else {
-            return Err(record);
+            return Some(record);
         };
-        if self.worker.soon(move |connection| {
+        let taken = self.worker.soon(move |connection| {
             // A record that cannot be written is lost: its caller chose not to wait.
             let _ = append_event(connection, &text);
-        }) {
-            Ok(())
-        } else {
-            Err(record)
-        }
+        });
+        (!taken).then_some(record)
     }
 
     fn events_since(
