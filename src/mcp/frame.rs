@@ -140,7 +140,12 @@ pub(crate) fn judge(line: &[u8], limits: &FrameLimits) -> Frame {
     let Ok(text) = core::str::from_utf8(line) else {
         return parse_error("the message is not UTF-8");
     };
-    let shape = scan(line);
+    at_once(text, limits).unwrap_or_else(|| slowly(text, limits))
+}
+
+/// Judges a line field by field, for the exact error of one that is not well formed.
+fn slowly(text: &str, limits: &FrameLimits) -> Frame {
+    let shape = scan(text.as_bytes());
     if shape.depth > limits.max_depth {
         return Frame::Reply(ServerJsonRpcMessage::error(
             ErrorData::invalid_request(
@@ -187,6 +192,56 @@ pub(crate) fn judge(line: &[u8], limits: &FrameLimits) -> Frame {
         }
     }
     into_message(value, id)
+}
+
+/// The way a well-formed line goes: one borrowed read of its envelope (the method, and
+/// the raw text of its parameters) and one read of the message itself. `None` for a line
+/// it does not accept as it stands, which is judged again the slow way, for its exact
+/// error: what is accepted here is what the slow way accepts.
+fn at_once(text: &str, limits: &FrameLimits) -> Option<Frame> {
+    #[derive(Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow, default)]
+        method: Option<alloc::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        params: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, default)]
+        name: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+    }
+    // Past 128 levels the parser refuses the line itself; a lower limit is counted here.
+    if limits.max_depth < 128 && scan(text.as_bytes()).depth > limits.max_depth {
+        return None;
+    }
+    let envelope: Envelope<'_> = serde_json::from_str(text).ok()?;
+    let params = envelope.params.map(RawValue::get);
+    if params.is_some_and(|params| !params.starts_with('{')) {
+        return None;
+    }
+    let raw = if envelope.method.as_deref() == Some("tools/call") {
+        let params: Params<'_> = serde_json::from_str(params?).ok()?;
+        if !params.name?.get().starts_with('"') {
+            return None;
+        }
+        match params.arguments.map(RawValue::get) {
+            Some(raw) if !raw.starts_with('{') => return None,
+            raw => Some(raw.unwrap_or("{}").to_owned()),
+        }
+    } else {
+        None
+    };
+    let mut message: ClientJsonRpcMessage = serde_json::from_str(text).ok()?;
+    if let Some(raw) = raw
+        && let ClientJsonRpcMessage::Request(request) = &mut message
+        && let ClientRequest::CallToolRequest(call) = &mut request.request
+    {
+        call.extensions_mut().insert(RawArguments(raw));
+    }
+    Some(Frame::Message(message))
 }
 
 /// A `tools/call`: its arguments must be an object, and their text goes along.
@@ -393,6 +448,29 @@ mod tests {
             let _ = oversized(&line, &FrameLimits::new());
         }
 
+        /// Whatever the quick read accepts, the slow one makes the same message of, with
+        /// the same arguments' text.
+        #[test]
+        fn the_quick_read_agrees_with_the_slow_one(
+            method in r#"(tools/call|tools/list|ping|notifications/initialized|x)"#,
+            id in r#"(|"id":1,|"id":"a",|"id":1.5,|"id":null,|"id":\[\],)"#,
+            name in r#"(|"name":"t",|"name":7,|"name":"t","name":"u",)"#,
+            arguments in r#"(|"arguments":\{\},|"arguments":\{"a":1,"a":2\},|"arguments":\[\],|"arguments":null,)"#,
+            params in 0u8..3,
+        ) {
+            let params = match params {
+                0 => String::new(),
+                1 => format!(r#","params":{{{name}{arguments}"_":0}}"#),
+                _ => String::from(r#","params":[1]"#),
+            };
+            let line = format!(r#"{{{id}"jsonrpc":"2.0","method":"{method}"{params}}}"#);
+            if let Some(quick) = at_once(&line, &FrameLimits::new()) {
+                let slow = slowly(&line, &FrameLimits::new());
+                proptest::prop_assert_eq!(shown(&quick), shown(&slow), "{}", line);
+                proptest::prop_assert_eq!(raw_arguments(&quick), raw_arguments(&slow), "{}", line);
+            }
+        }
+
         /// The id the scan reads is the id a JSON parser reads, wherever it stands among
         /// other keys, whatever the strings around it hold.
         #[test]
@@ -437,6 +515,64 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    /// What a judged line comes to, to compare the two ways.
+    fn shown(frame: &Frame) -> String {
+        match frame {
+            Frame::Message(message) => format!("{:?}", serde_json::to_value(message).ok()),
+            Frame::Reply(reply) => format!("reply {:?}", serde_json::to_value(reply).ok()),
+            Frame::Skip(why) => format!("skip {why:?}"),
+        }
+    }
+
+    fn raw_arguments(frame: &Frame) -> Option<String> {
+        match frame {
+            Frame::Message(ClientJsonRpcMessage::Request(request)) => match &request.request {
+                ClientRequest::CallToolRequest(call) => call
+                    .extensions()
+                    .get::<RawArguments>()
+                    .map(|raw| raw.0.clone()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_quick_read_takes_what_the_slow_one_takes_and_the_same_arguments() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"refund","arguments":{"amount":1.50,"order":"A\u0041"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"r","arguments":{"a":1,"a":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"r"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":4,"result":{}}"#,
+        ] {
+            let quick = at_once(line, &FrameLimits::new()).expect(line);
+            let slow = slowly(line, &FrameLimits::new());
+            assert!(matches!(quick, Frame::Message(_)), "{line}");
+            assert_eq!(raw_arguments(&quick), raw_arguments(&slow), "{line}");
+            assert_eq!(shown(&quick), shown(&slow), "{line}");
+        }
+        // What the quick read leaves to the slow one, for its exact error.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":7}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"r","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":4.5,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","method":"ping"}"#,
+            r#"[1]"#,
+            r#"{"#,
+        ] {
+            assert!(at_once(line, &FrameLimits::new()).is_none(), "{line}");
+        }
+        let deep = format!("{}{}", "[".repeat(9), "]".repeat(9));
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{{"a":{deep}}}}}"#);
+        assert!(at_once(&line, &FrameLimits::new().with_max_depth(8)).is_none());
     }
 
     #[test]
