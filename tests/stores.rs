@@ -937,6 +937,34 @@ fn a_decision_made_through_another_connection_ends_a_wait_on_this_one() {
     assert_eq!(waited.unwrap().state(), LaneState::Pending);
 }
 
+/// An auto call's decision record is not waited for, and is still committed on its own
+/// within the store's bound: another connection finds it without this process reading.
+#[test]
+fn an_auto_calls_record_is_committed_without_being_waited_for() {
+    let scratch = Scratch::new("soon");
+    let path = scratch.file("approvals.db");
+    let clock = ManualClock::new(Timestamp::from_unix_millis(1_000));
+    let governor = governor(&path, &clock);
+    let call = ToolCall::new("lookup_order", r#"{"order": 7}"#);
+    pollster::block_on(governor.call(&call, &admin(), &Desk::default())).unwrap();
+    let counted = || -> i64 {
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other
+            .query_row("SELECT count(*) FROM events", [], |row| row.get(0))
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while counted() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the record was never committed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(counted(), 1);
+    drop(governor);
+}
+
 /// The store's commits never copy the write-ahead log back into the file (a thread does,
 /// off the commit path), and the log does not grow without bound: once copied back it
 /// is written again from its start.
@@ -953,6 +981,8 @@ fn the_write_ahead_log_is_copied_back_and_stays_small() {
         for _ in 0..500 {
             pollster::block_on(governor.call(&call, &admin(), &Desk::default())).unwrap();
         }
+        // An auto call's record is committed with the store's next batch: a read is one.
+        pollster::block_on(governor.audit_log(0, 1)).unwrap();
         std::fs::metadata(&log).unwrap().len()
     };
     let first = round();

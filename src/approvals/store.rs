@@ -100,7 +100,9 @@ pub trait ApprovalStore: Send + Sync {
     /// when the store took it, `Some(record)` back (the default) when it appends only
     /// when asked and awaited ([`ApprovalStore::append`]). A store that takes it promises to commit
     /// it before it serves any later read or write of this process and within a bound it
-    /// documents; a process killed in between loses it. The governor hands it only the
+    /// documents; a process killed in between, or a commit that fails, loses it. A store
+    /// that cannot write (read-only, or failing to commit) does not take it, so that the
+    /// caller waits and hears of the failure before anything runs. The governor hands it only the
     /// decisions of calls it runs at once (`Auto`), never a proposal, a move, or the
     /// record of a call that waited or was blocked.
     ///

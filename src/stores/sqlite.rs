@@ -704,8 +704,14 @@ impl ApprovalStore for SqliteStore {
     }
 
     /// Committed at the start of the store's next batch: before any later read or write
-    /// of this store, and within 25 ms.
+    /// of this store, and within 25 ms. Not taken (the caller waits for its commit, as
+    /// for [`ApprovalStore::append`]) by a read-only store, nor after a batch failed to
+    /// commit, until one commits again.
     fn append_soon(&self, record: AuditRecord) -> Option<AuditRecord> {
+        // A store that cannot write says so to the caller, who then does not run the call.
+        if self.options.read_only {
+            return Some(record);
+        }
         let Ok(text) = encode(&record) else {
             return Some(record);
         };

@@ -16,6 +16,7 @@ use std::boxed::Box;
 use std::format;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -75,6 +76,9 @@ pub(crate) struct Worker<C> {
     jobs: Mutex<Option<mpsc::Sender<Queued<C>>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
     soon: Arc<Mutex<Vec<Soon<C>>>>,
+    /// Whether the last batch committed: after one that did not, writes are not taken
+    /// without a reply until one does (their callers wait, and hear of a failure).
+    committing: Arc<AtomicBool>,
 }
 
 impl<C: Batch + Send + 'static> Worker<C> {
@@ -88,6 +92,8 @@ impl<C: Batch + Send + 'static> Worker<C> {
         let (sender, receiver) = mpsc::channel::<Queued<C>>();
         let soon: Arc<Mutex<Vec<Soon<C>>>> = Arc::default();
         let queued_soon = Arc::clone(&soon);
+        let committing = Arc::new(AtomicBool::new(true));
+        let committed = Arc::clone(&committing);
         let thread = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
@@ -111,7 +117,11 @@ impl<C: Batch + Send + 'static> Worker<C> {
                     // Writes handed over earlier go first, in the batch of the job that
                     // woke the thread (so every later job sees them), or in one of
                     // their own.
-                    run_batch(&mut connection, &receiver, take_soon(), first, &watch);
+                    if let Some(ok) =
+                        run_batch(&mut connection, &receiver, take_soon(), first, &watch)
+                    {
+                        committed.store(ok, Ordering::Release);
+                    }
                     // Busy or idle, while someone waits another process's writes are
                     // seen within a few milliseconds.
                     if looked.elapsed() >= LOOK_ELSEWHERE {
@@ -129,6 +139,7 @@ impl<C: Batch + Send + 'static> Worker<C> {
             jobs: Mutex::new(Some(sender)),
             thread: Mutex::new(Some(thread)),
             soon,
+            committing,
         })
     }
 
@@ -136,6 +147,9 @@ impl<C: Batch + Send + 'static> Worker<C> {
     /// start of the thread's next batch, within [`LOOK_ELSEWHERE`], before any job handed
     /// over after it. `false` when the store is closed (nothing was taken).
     pub(crate) fn soon(&self, job: impl FnOnce(&mut C) + Send + 'static) -> bool {
+        if !self.committing.load(Ordering::Acquire) {
+            return false;
+        }
         let open = self.jobs.lock().is_ok_and(|jobs| jobs.is_some());
         let Ok(mut soon) = self.soon.lock() else {
             return false;
@@ -221,22 +235,26 @@ impl<C: Batch + Send + 'static> Worker<C> {
 /// Runs the writes handed over without a reply, then `first` and every job queued behind
 /// it (up to [`MOST_PER_BATCH`]), in one transaction; answers the jobs after the commit,
 /// and wakes watchers if lanes changed. A write without a reply whose batch cannot begin
-/// or commit is lost (its caller was told it might be).
+/// or commit is lost (its caller was told it might be). Says whether a batch that wrote
+/// committed (`None`: nothing was written).
 fn run_batch<C: Batch>(
     connection: &mut C,
     receiver: &mpsc::Receiver<Queued<C>>,
     soon: Vec<Soon<C>>,
     first: Option<Queued<C>>,
     watch: &StoreWatch,
-) {
+) -> Option<bool> {
     let Some(first) = first else {
-        if !soon.is_empty() && connection.begin().is_ok() {
+        if soon.is_empty() {
+            return None;
+        }
+        let committed = connection.begin().and_then(|()| {
             for job in soon {
                 job(connection);
             }
-            let _ = connection.commit();
-        }
-        return;
+            connection.commit()
+        });
+        return Some(committed.is_ok());
     };
     let mut batch = Vec::from([first]);
     while batch.len() < MOST_PER_BATCH
@@ -275,6 +293,7 @@ fn run_batch<C: Batch>(
     for done in done {
         done(committed.as_ref().map(|_| ()));
     }
+    writes.then_some(begun.is_ok() && committed.is_ok())
 }
 
 impl<C> Drop for Worker<C> {
