@@ -111,52 +111,66 @@ impl Metrics {
         };
         {
             let mut registry = metrics.registry.lock().unwrap_or_else(|e| e.into_inner());
-            let registry = &mut *registry;
-            registry.register(
-                "cairnloop_decisions",
-                "Calls decided by the gates, by tool and outcome",
-                metrics.decisions.clone(),
-            );
-            registry.register(
-                "cairnloop_lane_moves",
-                "Moves of approval lanes, by tool and the state moved to",
-                metrics.moves.clone(),
-            );
-            registry.register(
-                "cairnloop_time_to_decision_seconds",
-                "From a call's proposal to a person's approval or rejection",
-                metrics.to_decision.clone(),
-            );
-            registry.register(
-                "cairnloop_time_to_run_seconds",
-                "From a call's proposal to the end of its run",
-                metrics.to_run.clone(),
-            );
-            registry.register(
-                "cairnloop_refusals",
-                "Decisions asked for at a human surface and refused, by surface and reason",
-                metrics.refusals.clone(),
-            );
-            registry.register(
-                "cairnloop_notices",
-                "Notices of waiting calls, by outcome (delivered, retried, given_up)",
-                metrics.notices.clone(),
-            );
-            registry.register(
-                "cairnloop_lanes",
-                "Approval lanes in the store, by state",
-                metrics.lanes.clone(),
-            );
-            registry.register(
-                "cairnloop_waiting_calls",
-                "Calls waiting for a person in this process: held open, or followed by a task",
-                metrics.waiting.clone(),
-            );
-            registry.register(
-                "cairnloop_upstream_events",
-                "Upstream starts, failed starts, calls, failed calls and timeouts, by upstream",
-                metrics.upstream.clone(),
-            );
+            let counters = [
+                (
+                    "cairnloop_decisions",
+                    "Calls decided by the gates, by tool and outcome",
+                    &metrics.decisions,
+                ),
+                (
+                    "cairnloop_lane_moves",
+                    "Moves of approval lanes, by tool and the state moved to",
+                    &metrics.moves,
+                ),
+                (
+                    "cairnloop_refusals",
+                    "Decisions asked for at a human surface and refused, by surface and reason",
+                    &metrics.refusals,
+                ),
+                (
+                    "cairnloop_notices",
+                    "Notices of waiting calls, by outcome (delivered, retried, given_up)",
+                    &metrics.notices,
+                ),
+                (
+                    "cairnloop_upstream_events",
+                    "Upstream starts, failed starts, calls, failed calls and timeouts, by upstream",
+                    &metrics.upstream,
+                ),
+            ];
+            for (name, help, family) in counters {
+                registry.register(name, help, family.clone());
+            }
+            let histograms = [
+                (
+                    "cairnloop_time_to_decision_seconds",
+                    "From a call's proposal to a person's approval or rejection",
+                    &metrics.to_decision,
+                ),
+                (
+                    "cairnloop_time_to_run_seconds",
+                    "From a call's proposal to the end of its run",
+                    &metrics.to_run,
+                ),
+            ];
+            for (name, help, family) in histograms {
+                registry.register(name, help, family.clone());
+            }
+            let gauges = [
+                (
+                    "cairnloop_lanes",
+                    "Approval lanes in the store, by state",
+                    &metrics.lanes,
+                ),
+                (
+                    "cairnloop_waiting_calls",
+                    "Calls waiting for a person in this process: held open, or followed by a task",
+                    &metrics.waiting,
+                ),
+            ];
+            for (name, help, family) in gauges {
+                registry.register(name, help, family.clone());
+            }
         }
         metrics
     }

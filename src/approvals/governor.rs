@@ -1325,15 +1325,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// # Ok::<(), cairnloop::ApprovalError>(())
     /// ```
     pub async fn record_refusal(&self, event: RefusalEvent) -> Result<(), ApprovalError> {
-        let record = AuditRecord::Refusal(event);
-        self.approvals.tapped(&record);
-        match &self.sink {
-            Some(sink) => {
-                sink.record(&record);
-                Ok(())
-            }
-            None => Ok(self.approvals.store().append(record).await?),
-        }
+        self.write(AuditRecord::Refusal(event)).await
     }
 
     /// The time expiries, leases and sweeps are decided by, so that a view of the time
@@ -1389,7 +1381,11 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let Some(event) = event.take() else {
             return Ok(());
         };
-        let record = AuditRecord::Decision(event);
+        self.write(AuditRecord::Decision(event)).await
+    }
+
+    /// Writes a record to the tap, and to the host's sink or else the store's log.
+    async fn write(&self, record: AuditRecord) -> Result<(), ApprovalError> {
         self.approvals.tapped(&record);
         match &self.sink {
             Some(sink) => {
