@@ -108,6 +108,9 @@ enum Flaw {
     /// The claim reads which notices are due, then marks them a moment later: racing
     /// claimers take the same notice.
     NoticeClaimNotAtomic,
+    /// A notice of a lane proposed more than a minute ago is never claimed again once it
+    /// was claimed: a mark that skips old lanes, retries and all.
+    ForgetsOldRetries,
     /// A token is forgotten a moment early (at its time less one second): a replay just
     /// inside the window is taken again.
     ForgetsEarly,
@@ -344,10 +347,12 @@ impl ApprovalStore for Broken {
             (lane.key(), claim.target().to_owned(), round)
         };
         let mut notices = self.notices.lock().unwrap();
+        let old = |lane: &ApprovalLane| lane.proposed_at().unix_millis() + 60_000 < now;
         let due: Vec<(ApprovalLane, u32)> = lanes
             .into_iter()
             .filter_map(|lane| match notices.get(&id(&lane)) {
                 None => Some((lane, 0)),
+                Some(_) if self.flaw == Flaw::ForgetsOldRetries && old(&lane) => None,
                 Some((attempts, by, due_at)) => {
                     let held_elsewhere = *due_at > now && by != holder;
                     let ignores_hold = self.flaw == Flaw::ClaimsHeldNotices && *due_at != u64::MAX;
@@ -500,6 +505,7 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         (Flaw::ClaimsHeldNotices, "outbox"),
         (Flaw::SettlesOthersNotices, "outbox"),
         (Flaw::NoticeClaimNotAtomic, "outbox under racing claims"),
+        (Flaw::ForgetsOldRetries, "outbox"),
         (Flaw::ForgetsEarly, "tokens taken once"),
         (Flaw::AcceptNotAtomic, "tokens taken once"),
     ] {

@@ -60,8 +60,9 @@ pub struct Violation {
 /// the outbox (for a store that keeps one): a notice due for each pending lane and target,
 /// oldest first, held by one claim until it is settled or its lease runs out, settled only
 /// by its holder, due again at its retry time with the attempt counted, never again once
-/// delivered or given up, none for a decided lane, and `racers` threads claiming at once
-/// each notice claimed by exactly one; tokens taken once (for a store that remembers
+/// delivered or given up, none for a decided lane, a retry due long after its lane was
+/// proposed still claimed, as is a lane proposed long after the others, and `racers`
+/// threads claiming at once each notice claimed by exactly one; tokens taken once (for a store that remembers
 /// them): a token taken the first time only, until it is forgotten, and `racers` threads
 /// offering one token at once, exactly one taking it;
 /// for a store
@@ -1133,6 +1134,33 @@ fn outbox<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
         "a claim after every notice was settled",
         claim(store, "hook", "d", t + 100_000),
         vec![],
+    )?;
+    // Long after the lanes were proposed, and after passes that found nothing due: a
+    // notice due again is still claimed, and a lane proposed since is still told.
+    let fresh = expect(
+        "a new target's claim",
+        claim(store, "late", "e", t),
+        vec![one(1, 1), one(2, 1)],
+    )?;
+    let retry_late = NoticeOutcome::Retry(Timestamp::from_unix_millis(t + 300_000));
+    settle(&fresh[0], "e", NoticeOutcome::Delivered)?;
+    settle(&fresh[1], "e", retry_late)?;
+    expect(
+        "a claim before the late retry",
+        claim(store, "late", "f", t + 200_000),
+        vec![],
+    )?;
+    let newer = ApprovalLane::open(
+        lane(4).proposal().clone(),
+        Timestamp::from_unix_millis(t + 250_000),
+        Timestamp::from_unix_millis(u64::MAX),
+    );
+    block_on(store.insert(newer.clone(), opened(&newer)))
+        .or_else(|error| store_error(CHECK, &error))?;
+    expect(
+        "a claim when the late retry is due, with a lane proposed since",
+        claim(store, "late", "f", t + 300_000),
+        vec![one(2, 2), one(4, 1)],
     )?;
     Ok(())
 }

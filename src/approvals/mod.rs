@@ -44,6 +44,8 @@ pub use identity::{
 pub use lane::{ApprovalLane, Claim, TransitionEvent};
 pub use notify::{Notice, NoticeEvent, NoticeReport, Notifier};
 pub(crate) use notify::{Recorder, announce};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) use outbox::STORED_WITHIN_MILLIS;
 pub use outbox::{DueNotice, NoticeClaim, NoticeOutcome, OutboxPass, OutboxPolicy};
 pub(crate) use query::newest_first;
 pub use query::{LaneMark, LaneQuery};

@@ -448,6 +448,14 @@ pub struct OutboxPass {
 }
 
 /// A duration in whole milliseconds, saturating.
+/// How long after its proposal time a lane is surely stored and seen by every claimer (its
+/// insert committed, the clocks of the processes that share the store within it). A
+/// durable store keeps, per target, a time below which every pending lane already has a
+/// notice of its own; a pass that left nothing due moves it up to this long before now,
+/// so that later passes look only at newer lanes and at notices due again, not at every
+/// pending lane whose notice is done.
+pub(crate) const STORED_WITHIN_MILLIS: u64 = 60_000;
+
 pub(crate) fn millis_of(duration: core::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -15,7 +15,7 @@ use tokio_postgres::NoTls;
 
 use crate::approvals::{
     ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeClaim, NoticeOutcome,
-    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
+    STORED_WITHIN_MILLIS, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -115,27 +115,49 @@ const MIGRATIONS: [&str; 6] = [
         PRIMARY KEY (key, target, round)
     );
     ",
-    // Tokens taken once (a chat callback's signature), each kept until it is forgotten.
+    // Tokens taken once (a chat callback's signature), each kept until it is forgotten;
+    // and per outbox target, the proposal time below which every pending lane has its
+    // notice (a claim looks below it only for notices due again).
     "
     CREATE TABLE cairnloop_accepted (
         token TEXT PRIMARY KEY,
         forget_at BIGINT NOT NULL
     );
     CREATE INDEX cairnloop_accepted_by_age ON cairnloop_accepted (forget_at);
+    CREATE TABLE cairnloop_notice_marks (
+        target TEXT PRIMARY KEY,
+        below BIGINT NOT NULL
+    );
+    CREATE INDEX cairnloop_notices_due ON cairnloop_notices (target, due_at);
     ",
 ];
 
-// Claims the notices due to a target in one statement. Two claimers racing for one
+// Claims the notices due to a target in one statement: from the target's mark on, lanes
+// with a notice due or none yet; below it, notices due again. When fewer than the limit
+// were due, every lane proposed before `$6` has its notice now (or a claimer racing this
+// one holds it), and the mark moves up to it, never down. Two claimers racing for one
 // notice: the second's insert waits on the first's row, then takes the update, whose
 // condition it reads on the row as the first left it (held into the future): skipped.
 const CLAIM_NOTICES: &str = "
-    WITH due AS (
-        SELECT l.key, l.lane, l.proposed_at, coalesce(n.attempts, 0) AS attempts
-        FROM cairnloop_lanes l
-        LEFT JOIN cairnloop_notices n
-          ON n.key = l.key AND n.target = $1 AND n.round = l.proposed_at
-        WHERE l.state = 'pending' AND l.expires_at > $2 AND (n.key IS NULL OR n.due_at <= $2)
-        ORDER BY l.proposed_at, l.key LIMIT $5
+    WITH mark AS (
+        SELECT coalesce((SELECT below FROM cairnloop_notice_marks WHERE target = $1), 0) AS below
+    ), due AS (
+        SELECT * FROM (
+            SELECT l.key, l.lane, l.proposed_at, coalesce(n.attempts, 0) AS attempts
+            FROM cairnloop_lanes l
+            LEFT JOIN cairnloop_notices n
+              ON n.key = l.key AND n.target = $1 AND n.round = l.proposed_at
+            WHERE l.state = 'pending' AND l.expires_at > $2
+              AND l.proposed_at >= (SELECT below FROM mark)
+              AND (n.key IS NULL OR n.due_at <= $2)
+            UNION ALL
+            SELECT l.key, l.lane, l.proposed_at, n.attempts
+            FROM cairnloop_notices n
+            JOIN cairnloop_lanes l ON l.key = n.key AND l.proposed_at = n.round
+            WHERE n.target = $1 AND n.due_at <= $2 AND n.round < (SELECT below FROM mark)
+              AND l.state = 'pending' AND l.expires_at > $2
+        ) found
+        ORDER BY proposed_at, key LIMIT $5
     ), claimed AS (
         INSERT INTO cairnloop_notices (key, target, round, attempts, stage, holder, due_at)
         SELECT key, $1, proposed_at, attempts + 1, 'held', $3, $4 FROM due
@@ -144,6 +166,11 @@ const CLAIM_NOTICES: &str = "
             holder = excluded.holder, due_at = excluded.due_at
         WHERE cairnloop_notices.due_at <= $2
         RETURNING key, attempts
+    ), marked AS (
+        INSERT INTO cairnloop_notice_marks (target, below)
+        SELECT $1, $6 WHERE (SELECT count(*) FROM due) < $5
+        ON CONFLICT (target) DO UPDATE
+            SET below = GREATEST(cairnloop_notice_marks.below, excluded.below)
     )
     SELECT due.lane, claimed.attempts FROM claimed JOIN due ON due.key = claimed.key
     ORDER BY due.proposed_at, due.key";
@@ -1093,8 +1120,9 @@ impl ApprovalStore for PostgresStore {
                 .await
                 .map_err(write_error)?;
             let (target, holder) = (claim.target(), claim.holder());
+            let mark = now.saturating_sub(millis(STORED_WITHIN_MILLIS));
             let rows = client
-                .query(&statement, &[&target, &now, &holder, &until, &limit])
+                .query(&statement, &[&target, &now, &holder, &until, &limit, &mark])
                 .await
                 .map_err(write_error)?;
             rows.iter()

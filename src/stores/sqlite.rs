@@ -12,7 +12,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionB
 
 use crate::approvals::{
     ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeClaim, NoticeOutcome,
-    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
+    STORED_WITHIN_MILLIS, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -94,13 +94,20 @@ const MIGRATIONS: [&str; 5] = [
         PRIMARY KEY (key, target, round)
     ) WITHOUT ROWID;
     ",
-    // Tokens taken once (a chat callback's signature), each kept until it is forgotten.
+    // Tokens taken once (a chat callback's signature), each kept until it is forgotten;
+    // and per outbox target, the proposal time below which every pending lane has its
+    // notice (a claim looks below it only for notices due again).
     "
     CREATE TABLE accepted (
         token TEXT PRIMARY KEY,
         forget_at INTEGER NOT NULL
     ) WITHOUT ROWID;
     CREATE INDEX accepted_by_age ON accepted (forget_at);
+    CREATE TABLE notice_marks (
+        target TEXT PRIMARY KEY,
+        below INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX notices_due ON notices (target, due_at);
     ",
 ];
 
@@ -870,23 +877,53 @@ impl ApprovalStore for SqliteStore {
         self.worker.run(Access::Write, move |connection| {
             let now = millis(claim.now().unix_millis());
             let limit = i64::try_from(claim.max()).unwrap_or(i64::MAX);
+            let below: i64 = connection
+                .prepare_cached("SELECT below FROM notice_marks WHERE target = ?1")
+                .and_then(|mut select| {
+                    select
+                        .query_row(params![claim.target()], |row| row.get(0))
+                        .optional()
+                })
+                .map_err(classify)?
+                .unwrap_or(0);
+            // Lanes from the mark on, with a notice due or none yet; and below it, only
+            // notices due again (through the notices' own index).
             let due: Vec<(String, i64)> = connection
                 .prepare_cached(
-                    "SELECT l.lane, coalesce(n.attempts, 0) FROM lanes l
-                     LEFT JOIN notices n
-                       ON n.key = l.key AND n.target = ?1 AND n.round = l.proposed_at
-                     WHERE l.state = 'pending' AND l.expires_at > ?2
-                       AND (n.key IS NULL OR n.due_at <= ?2)
-                     ORDER BY l.proposed_at, l.key LIMIT ?3",
+                    "SELECT lane, attempts FROM (
+                       SELECT l.lane, coalesce(n.attempts, 0) AS attempts, l.proposed_at, l.key
+                       FROM lanes l
+                       LEFT JOIN notices n
+                         ON n.key = l.key AND n.target = ?1 AND n.round = l.proposed_at
+                       WHERE l.state = 'pending' AND l.expires_at > ?2 AND l.proposed_at >= ?4
+                         AND (n.key IS NULL OR n.due_at <= ?2)
+                       UNION ALL
+                       SELECT l.lane, n.attempts, l.proposed_at, l.key
+                       FROM notices n
+                       JOIN lanes l ON l.key = n.key AND l.proposed_at = n.round
+                       WHERE n.target = ?1 AND n.due_at <= ?2 AND n.round < ?4
+                         AND l.state = 'pending' AND l.expires_at > ?2
+                     ) ORDER BY proposed_at, key LIMIT ?3",
                 )
                 .and_then(|mut select| {
                     select
-                        .query_map(params![claim.target(), now, limit], |row| {
+                        .query_map(params![claim.target(), now, limit, below], |row| {
                             Ok((row.get(0)?, row.get(1)?))
                         })?
                         .collect()
                 })
                 .map_err(classify)?;
+            // Nothing left due: every lane proposed long enough ago has its notice now.
+            if (due.len() as i64) < limit {
+                let mark = now.saturating_sub(millis(STORED_WITHIN_MILLIS));
+                connection
+                    .prepare_cached(
+                        "INSERT INTO notice_marks (target, below) VALUES (?1, ?2)
+                         ON CONFLICT (target) DO UPDATE SET below = max(below, excluded.below)",
+                    )
+                    .and_then(|mut mark_it| mark_it.execute(params![claim.target(), mark]))
+                    .map_err(classify)?;
+            }
             let mut claimed = Vec::with_capacity(due.len());
             for (text, attempts) in due {
                 let lane: ApprovalLane = decode(&text)?;
