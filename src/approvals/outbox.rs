@@ -454,6 +454,7 @@ pub struct OutboxPass {
 /// notice of its own; a pass that left nothing due moves it up to this long before now,
 /// so that later passes look only at newer lanes and at notices due again, not at every
 /// pending lane whose notice is done.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) const STORED_WITHIN_MILLIS: u64 = 60_000;
 
 pub(crate) fn millis_of(duration: core::time::Duration) -> u64 {

@@ -177,8 +177,11 @@ fn form_value(body: &[u8], name: &str) -> Option<String> {
         match bytes[at] {
             b'+' => decoded.push(b' '),
             b'%' => {
-                let hex = core::str::from_utf8(bytes.get(at + 1..at + 3)?).ok()?;
-                decoded.push(u8::from_str_radix(hex, 16).ok()?);
+                let hex = bytes.get(at + 1..at + 3)?;
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return None;
+                }
+                decoded.push(u8::from_str_radix(core::str::from_utf8(hex).ok()?, 16).ok()?);
                 at += 2;
             }
             other => decoded.push(other),
@@ -467,6 +470,7 @@ mod tests {
         );
         assert_eq!(form_value(b"payload=%zz", "payload"), None);
         assert_eq!(form_value(b"payload=%2", "payload"), None);
+        assert_eq!(form_value(b"payload=%+1", "payload"), None);
         assert_eq!(form_value(b"other=1", "payload"), None);
     }
 }
