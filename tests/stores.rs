@@ -556,7 +556,7 @@ fn a_file_that_is_not_ours_is_refused_and_left_as_it_was() {
         SqliteStore::open(&newer).unwrap_err(),
         StoreError::NewerSchema {
             found: 99,
-            supported: 5
+            supported: 6
         }
     );
     assert_eq!(bytes(&newer), before);
@@ -857,6 +857,9 @@ fn a_version_1_file_migrates_and_its_lanes_are_found_by_every_filter() {
         pollster::block_on(store.events_since(0, usize::MAX)).unwrap(),
         events_before
     );
+    // The events written before the chain existed were linked in order as it migrated.
+    let chained = pollster::block_on(store.verify_audit()).unwrap().unwrap();
+    assert_eq!(chained.records, events_before.len() as u64);
     let pending = LaneQuery::new(LaneState::Pending);
     let page = |query: &LaneQuery| -> Vec<IdempotencyKey> {
         pollster::block_on(store.query_lanes(query, 10))

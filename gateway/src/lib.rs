@@ -13,12 +13,14 @@
 //!   kept in line with each upstream's listing. The `cairnloop-gateway` binary serves it
 //!   over stdio or Streamable HTTP, with the console if configured.
 //! - [`metrics`]: what a serving gateway counts, for Prometheus (`[metrics]`).
+//! - [`audit`]: the audit trail's chain checked, in a store or an export, and exported.
 //! - [`store`]: where the lanes are, a SQLite file or a PostgreSQL database that replicas
 //!   share, its connection string read from the environment and never shown.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod catalogue;
 mod child;
 pub mod config;

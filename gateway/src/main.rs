@@ -34,6 +34,8 @@ const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 const USAGE: &str = "usage: cairnloop-gateway check CONFIG
        cairnloop-gateway serve CONFIG [--store STORE] [--http]
        cairnloop-gateway operator --store STORE (list | show ID | approve ID --as WHO | reject ID --as WHO --reason WHY)
+       cairnloop-gateway audit verify (--store STORE | --file EXPORT) [--head HASH]
+       cairnloop-gateway audit export --store STORE [--out FILE]
 
   STORE             where lanes are kept: a SQLite file's path, or env:NAME, a variable
                     holding a PostgreSQL connection string (replicas share the database;
@@ -49,7 +51,13 @@ const USAGE: &str = "usage: cairnloop-gateway check CONFIG
                     request with an OAuth access token, for the token's subject.
                     With [console]: the approval console too, at its address
   operator          list what waits in STORE, show one lane (JSON: its state, attempts,
-                    who decided, why), or approve or reject it";
+                    who decided, why), or approve or reject it
+  audit verify      check that every record of the audit trail links to the one before
+                    it (SHA-256), in STORE or in an export; name the first record that
+                    was changed, removed or inserted, and exit 1. With --head: also that
+                    a head printed before (by verify or export) is still in the trail
+  audit export      write the audit trail as JSON Lines, each record with its links,
+                    which `audit verify --file` (or any SHA-256) checks without the store";
 
 fn main() -> ExitCode {
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
@@ -60,7 +68,7 @@ fn main() -> ExitCode {
     let parser = lexopt::Parser::from_args(arguments.iter().skip(1));
     let done = match command {
         "check" => check(parser),
-        "serve" | "operator" => {
+        "serve" | "operator" | "audit" => {
             // Over stdio one thread: a call crosses from the client's pipe to the
             // upstream's and back, and a hop between worker threads would add a wake-up
             // each way. Over HTTP many clients call at once.
@@ -76,10 +84,10 @@ fn main() -> ExitCode {
                 Ok(runtime) => runtime,
                 Err(error) => return fail(&format!("cannot start a runtime: {error}")),
             };
-            if command == "serve" {
-                runtime.block_on(serve(parser))
-            } else {
-                runtime.block_on(operator(parser))
+            match command {
+                "serve" => runtime.block_on(serve(parser)),
+                "audit" => runtime.block_on(audit(parser)),
+                _ => runtime.block_on(operator(parser)),
             }
         }
         "-h" | "--help" => {
@@ -122,6 +130,9 @@ struct Words {
     by: Option<String>,
     reason: Option<String>,
     http: bool,
+    file: Option<String>,
+    out: Option<String>,
+    head: Option<String>,
 }
 
 fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
@@ -132,6 +143,9 @@ fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
         by: None,
         reason: None,
         http: false,
+        file: None,
+        out: None,
+        head: None,
     };
     let text = |value: std::ffi::OsString| {
         value
@@ -144,6 +158,9 @@ fn words(mut parser: lexopt::Parser) -> Result<Words, Failure> {
             Long("as") => parsed.by = Some(text(parser.value()?)?),
             Long("reason") => parsed.reason = Some(text(parser.value()?)?),
             Long("http") => parsed.http = true,
+            Long("file") => parsed.file = Some(text(parser.value()?)?),
+            Long("out") => parsed.out = Some(text(parser.value()?)?),
+            Long("head") => parsed.head = Some(text(parser.value()?)?),
             Value(value) => parsed.words.push(text(value)?),
             other => return Err(other.unexpected().into()),
         }
@@ -635,6 +652,69 @@ async fn operator(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
             operate(&parsed, Governor::new(&NOTHING).with_store(store)).await
         }
         _ => Err(Failure::Run("this store cannot be operated".into())),
+    }
+}
+
+/// `audit verify` and `audit export`.
+async fn audit(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
+    use cairnloop_gateway::audit::{self, Checked};
+    let parsed = words(parser)?;
+    let head = match parsed.head.as_deref() {
+        Some(hex) => Some(cairnloop::approvals::chain_from_hex(hex).ok_or_else(|| {
+            Failure::Usage("--head takes a link as 64 hex digits, as verify prints it".into())
+        })?),
+        None => None,
+    };
+    let failed = |error: audit::AuditError| Failure::Run(error.to_string());
+    match parsed.words.first().map(String::as_str) {
+        Some("verify") => {
+            let checked = match (&parsed.file, &parsed.store) {
+                (Some(path), None) => {
+                    let file = std::fs::File::open(path)
+                        .map_err(|error| Failure::Run(format!("cannot read {path}: {error}")))?;
+                    audit::verify_export(std::io::BufReader::new(file), head).map_err(failed)?
+                }
+                (None, Some(_)) => {
+                    let store = opened(&store_at(&parsed, None)?).await?;
+                    audit::verify_store(&store, head).await.map_err(failed)?
+                }
+                _ => {
+                    return Err(Failure::Usage(
+                        "audit verify: either --store STORE or --file EXPORT".into(),
+                    ));
+                }
+            };
+            match checked {
+                Checked::Holds(report) => {
+                    println!("intact: {report}");
+                    if report.watched_found == Some(false) {
+                        return Err(Failure::Run(
+                            "the head given is not the link of any record: the trail was rewritten or cut after it".into(),
+                        ));
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Checked::Broken(broken) => Err(Failure::Run(format!("altered: {broken}"))),
+            }
+        }
+        Some("export") => {
+            let store = opened(&store_at(&parsed, None)?).await?;
+            let written = match &parsed.out {
+                Some(path) => {
+                    let file = std::fs::File::create(path)
+                        .map_err(|error| Failure::Run(format!("cannot write {path}: {error}")))?;
+                    let mut out = std::io::BufWriter::new(file);
+                    audit::export(&store, &mut out).await.map_err(failed)?
+                }
+                None => {
+                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                    audit::export(&store, &mut out).await.map_err(failed)?
+                }
+            };
+            eprintln!("exported {written} records");
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Err(Failure::Usage("audit: verify or export".into())),
     }
 }
 

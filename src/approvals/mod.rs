@@ -8,6 +8,7 @@
 mod audit;
 mod block_on;
 mod caller;
+mod chain;
 mod clock;
 mod config;
 #[cfg(feature = "conformance")]
@@ -33,6 +34,10 @@ pub use audit::TracingSink;
 pub use audit::{AuditRecord, AuditSink, DiscardAudit, RefusalEvent};
 pub(crate) use block_on::block_on;
 pub use caller::Caller;
+pub use chain::{
+    CHAIN_GENESIS, ChainBreak, ChainHash, ChainReport, ChainVerifier, ChainedRecord,
+    chain_from_hex, chain_hex, chain_link,
+};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ApprovalConfig;
 pub use error::{ApprovalError, BoundField, Invalidation, StoreError};

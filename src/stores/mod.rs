@@ -10,6 +10,8 @@ mod kept_lanes;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod lane_filter;
 #[cfg(feature = "postgres")]
+mod pg_chain;
+#[cfg(feature = "postgres")]
 mod pg_relay;
 #[cfg(feature = "postgres")]
 mod pg_tls;
@@ -23,9 +25,13 @@ mod server_time;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
+mod trail;
+#[cfg(feature = "sqlite")]
 mod worker;
 
 #[cfg(feature = "postgres")]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SCHEMA_VERSION, SqliteOptions, SqliteStore};
+#[cfg(feature = "sqlite")]
+pub(crate) use trail::verify_pages;

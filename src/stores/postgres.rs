@@ -14,24 +14,33 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, Recycli
 use tokio_postgres::NoTls;
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeClaim, NoticeOutcome,
-    STORED_WITHIN_MILLIS, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, ChainBreak, ChainReport, ChainVerifier,
+    ChainedRecord, DueNotice, LaneQuery, NoticeClaim, NoticeOutcome, STORED_WITHIN_MILLIS,
+    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
 use crate::stores::kept_lanes::KeptLanes;
 use crate::stores::lane_filter::{LaneColumns, LaneFilter, Param, millis};
+use crate::stores::pg_chain;
 use crate::stores::pg_relay::{Changes, NOTIFY, relay};
 use crate::stores::pg_tls;
 use crate::stores::record::{decode, encode, notice_stage, stored_version, task_from_row};
 use crate::stores::runtime::StoreRuntime;
 use crate::stores::server_time::{READ_AGAIN, READ_SERVER_CLOCK, ServerTime};
 
+/// While a trail is verified: the positions a range spans (so a range holds at most that
+/// many events, unless the trail spans more than that many ranges), the most ranges, and
+/// how many are read at once.
+const VERIFY_RANGE: i64 = 20_000;
+const VERIFY_RANGES_MOST: i64 = 4_096;
+const VERIFY_READERS: usize = 3;
+
 /// The schema this library writes. A database whose schema is newer is refused.
-pub const POSTGRES_SCHEMA_VERSION: i32 = 6;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 7;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     "
     CREATE TABLE cairnloop_lanes (
         key TEXT PRIMARY KEY,
@@ -129,6 +138,22 @@ const MIGRATIONS: [&str; 6] = [
         below BIGINT NOT NULL
     );
     CREATE INDEX cairnloop_notices_due ON cairnloop_notices (target, due_at);
+    ",
+    // The audit chain: each event's link to the one before it and its own, written in
+    // position order once the event is final (a row of its own: an insert costs the
+    // server a third of what rewriting the event's row would); and how far it reaches.
+    "
+    CREATE TABLE cairnloop_links (
+        position BIGINT PRIMARY KEY,
+        prev BYTEA NOT NULL,
+        hash BYTEA NOT NULL
+    );
+    CREATE TABLE cairnloop_chain (
+        only_row BOOLEAN PRIMARY KEY DEFAULT true CHECK (only_row),
+        position BIGINT NOT NULL,
+        hash BYTEA NOT NULL
+    );
+    INSERT INTO cairnloop_chain (position, hash) VALUES (0, decode(repeat('00', 32), 'hex'));
     ",
 ];
 
@@ -293,6 +318,7 @@ pub struct PostgresOptions {
     threads: usize,
     statement_timeout: Duration,
     connect_timeout: Duration,
+    seal_every: Option<Duration>,
 }
 
 impl PostgresOptions {
@@ -309,6 +335,7 @@ impl PostgresOptions {
             threads: 2,
             statement_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
+            seal_every: Some(pg_chain::SEAL_EVERY),
         }
     }
 
@@ -368,6 +395,34 @@ impl PostgresOptions {
     pub const fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
+    }
+
+    /// How often this process links the audit events that became final (every second
+    /// by default); `None`: never on its own, only when
+    /// [`PostgresStore::seal_audit`] or [`PostgresStore::verify_audit`] is called (for a
+    /// process that should leave it to others). An event not linked yet can be changed
+    /// without a trace, so some process should.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = cairnloop::stores::PostgresOptions::new().seal_every(Some(Duration::from_millis(200)));
+    /// assert_eq!(options.seal_every_value(), Some(Duration::from_millis(200)));
+    /// ```
+    #[must_use]
+    pub const fn seal_every(mut self, every: Option<Duration>) -> Self {
+        self.seal_every = every;
+        self
+    }
+
+    /// How often this process links the audit events that became final.
+    ///
+    /// ```
+    /// let options = cairnloop::stores::PostgresOptions::new();
+    /// assert_eq!(options.seal_every_value(), Some(std::time::Duration::from_secs(1)));
+    /// ```
+    #[must_use]
+    pub const fn seal_every_value(&self) -> Option<Duration> {
+        self.seal_every
     }
 }
 
@@ -559,6 +614,9 @@ impl PostgresStore {
             None => runtime.background(relay(pg, NoTls, Arc::clone(&changes))),
         }
         runtime.background(follow_server_clock(pool.clone(), Arc::clone(&time)));
+        if let Some(every) = options.seal_every {
+            runtime.background(pg_chain::seal_periodically(pool.clone(), base, every));
+        }
         Ok(Self {
             pool,
             base,
@@ -612,6 +670,118 @@ impl PostgresStore {
                 .collect::<Vec<_>>()
                 .join("\n"))
         })
+    }
+
+    /// Links every final event of the audit trail now (each process also does so every
+    /// second): an event is final once no transaction older than its own is running.
+    /// Answers how many were linked.
+    ///
+    /// # Errors
+    ///
+    /// The server's error.
+    ///
+    /// ```no_run
+    /// let store = cairnloop::stores::PostgresStore::connect("host=/var/run/postgresql dbname=approvals")?;
+    /// let linked = pollster::block_on(store.seal_audit())?;
+    /// println!("{linked} events linked");
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    pub fn seal_audit(&self) -> impl Future<Output = Result<u64, StoreError>> + Send + use<> {
+        let base = self.base;
+        self.run(move |mut client| async move { pg_chain::seal(&mut client, base, true).await })
+    }
+
+    /// Up to `limit` linked events after the position `after` (0: from the start), with
+    /// their links, oldest first, as stored. Events not linked yet (see
+    /// [`PostgresStore::seal_audit`]) are not among them.
+    ///
+    /// # Errors
+    ///
+    /// The server's error.
+    ///
+    /// ```no_run
+    /// let store = cairnloop::stores::PostgresStore::connect("host=/var/run/postgresql dbname=approvals")?;
+    /// let first = pollster::block_on(store.chained_since(0, 100))?;
+    /// assert!(first.iter().all(|record| record.is_consistent()));
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    pub fn chained_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ChainedRecord>, StoreError>> + Send + use<> {
+        self.run(move |client| async move { pg_chain::chained_since(&client, after, limit).await })
+    }
+
+    /// Links what is final ([`PostgresStore::seal_audit`]), then checks the whole linked
+    /// trail. The outer error is the store's; the inner one names the first event that
+    /// was changed, removed or inserted.
+    ///
+    /// # Errors
+    ///
+    /// The server's error.
+    ///
+    /// ```no_run
+    /// let store = cairnloop::stores::PostgresStore::connect("host=/var/run/postgresql dbname=approvals")?;
+    /// match pollster::block_on(store.verify_audit())? {
+    ///     Ok(report) => println!("intact: {report}"),
+    ///     Err(broken) => println!("altered: {broken}"),
+    /// }
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    pub async fn verify_audit(&self) -> Result<Result<ChainReport, ChainBreak>, StoreError> {
+        self.verify_audit_with(ChainVerifier::new()).await
+    }
+
+    /// [`PostgresStore::verify_audit`] with `verifier` (one that also
+    /// [watches](ChainVerifier::watching) for a head kept from before).
+    ///
+    /// # Errors
+    ///
+    /// The server's error.
+    ///
+    /// ```no_run
+    /// use cairnloop::approvals::{ChainVerifier, chain_from_hex};
+    /// let store = cairnloop::stores::PostgresStore::connect("host=/var/run/postgresql dbname=approvals")?;
+    /// let kept = chain_from_hex(&"ab".repeat(32)).unwrap();
+    /// let report = pollster::block_on(store.verify_audit_with(ChainVerifier::new().watching(kept)))?;
+    /// assert!(report.is_ok_and(|report| report.watched_found == Some(true)));
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    pub async fn verify_audit_with(
+        &self,
+        mut verifier: ChainVerifier,
+    ) -> Result<Result<ChainReport, ChainBreak>, StoreError> {
+        self.seal_audit().await?;
+        let (first, last) = self
+            .run(|client| async move { pg_chain::extent(&client).await })
+            .await?;
+        // Ranges of positions read on several connections at once, checked in order: the
+        // reading is the cost, and the server reads ranges side by side.
+        let step = ((last - first) / VERIFY_RANGES_MOST).max(VERIFY_RANGE);
+        let mut ranges = (0..)
+            .map(|n: i64| first.saturating_add(n.saturating_mul(step)))
+            .take_while(|from| *from < last)
+            .map(|from| (from, from.saturating_add(step).min(last)));
+        let mut reading = std::collections::VecDeque::new();
+        loop {
+            while reading.len() < VERIFY_READERS {
+                let Some((after, through)) = ranges.next() else {
+                    break;
+                };
+                reading.push_back(self.run(move |client| async move {
+                    pg_chain::chained_between(&client, after, through).await
+                }));
+            }
+            let Some(next) = reading.pop_front() else {
+                return Ok(Ok(verifier.finish()));
+            };
+            for record in &next.await? {
+                if let Err(broken) = verifier.check(record) {
+                    return Ok(Err(broken));
+                }
+            }
+        }
     }
 
     /// Runs `job` with a connection from the pool, on the store's runtime.

@@ -11,8 +11,9 @@ use std::vec::Vec;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::approvals::{
-    ApprovalLane, ApprovalStore, AuditRecord, DueNotice, LaneQuery, NoticeClaim, NoticeOutcome,
-    STORED_WITHIN_MILLIS, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent,
+    ApprovalLane, ApprovalStore, AuditRecord, CHAIN_GENESIS, ChainBreak, ChainHash, ChainReport,
+    ChainVerifier, ChainedRecord, DueNotice, LaneQuery, NoticeClaim, NoticeOutcome,
+    STORED_WITHIN_MILLIS, StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent, chain_link,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -25,10 +26,10 @@ use crate::stores::worker::{Access, Batch, Worker};
 const APPLICATION_ID: i32 = 0x434c_6f70;
 
 /// The schema this library writes. A file with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Each migration takes the schema from its index to the next version.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     "
     CREATE TABLE lanes (
         key TEXT PRIMARY KEY,
@@ -109,7 +110,16 @@ const MIGRATIONS: [&str; 5] = [
     ) WITHOUT ROWID;
     CREATE INDEX notices_due ON notices (target, due_at);
     ",
+    // The audit chain: each event keeps the link of the one before it and its own
+    // (`chain_link`). The events already there are chained in order as the step runs.
+    "
+    ALTER TABLE events ADD COLUMN prev BLOB;
+    ALTER TABLE events ADD COLUMN hash BLOB;
+    ",
 ];
+
+/// The migration step after which the events already there are chained.
+const CHAIN_STEP: usize = 5;
 
 /// How a [`SqliteStore`] opens its file.
 ///
@@ -344,7 +354,94 @@ impl SqliteStore {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Up to `limit` events after `after` (0: from the start) with their links, oldest
+    /// first, as stored: for [`ChainVerifier`](crate::approvals::ChainVerifier) and an
+    /// export.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    ///
+    /// ```
+    /// # fn demo() -> Result<(), cairnloop::approvals::StoreError> {
+    /// let store = cairnloop::stores::SqliteStore::open(":memory:")?;
+    /// assert!(pollster::block_on(store.chained_since(0, 100))?.is_empty());
+    /// # Ok(()) }
+    /// # demo().unwrap();
+    /// ```
+    pub fn chained_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<ChainedRecord>, StoreError>> + Send + use<> {
+        self.worker.run(Access::Read, move |connection| {
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let mut select = connection
+                .prepare_cached(
+                    "SELECT seq, prev, hash, record FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                )
+                .map_err(classify)?;
+            let rows = select
+                .query_map(params![after, limit], |row| {
+                    let seq = u64::try_from(row.get::<_, i64>(0)?).unwrap_or(0);
+                    let prev = as_link(row.get_ref(1)?.as_blob_or_null()?);
+                    let hash = as_link(row.get_ref(2)?.as_blob_or_null()?);
+                    Ok(ChainedRecord::new(seq, prev, hash, row.get::<_, String>(3)?))
+                })
+                .map_err(classify)?;
+            rows.collect::<Result<_, _>>().map_err(classify)
+        })
+    }
+
+    /// Checks the whole audit trail: every event's link, from the first to the last.
+    /// The outer error is the store's; the inner one names the first event that was
+    /// changed, removed or inserted.
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    ///
+    /// ```
+    /// # fn demo() -> Result<(), cairnloop::approvals::StoreError> {
+    /// let store = cairnloop::stores::SqliteStore::open(":memory:")?;
+    /// let report = pollster::block_on(store.verify_audit())?.expect("an empty trail holds");
+    /// assert_eq!(report.records, 0);
+    /// # Ok(()) }
+    /// # demo().unwrap();
+    /// ```
+    pub async fn verify_audit(&self) -> Result<Result<ChainReport, ChainBreak>, StoreError> {
+        self.verify_audit_with(ChainVerifier::new()).await
+    }
+
+    /// [`SqliteStore::verify_audit`] with `verifier` (one that also
+    /// [watches](ChainVerifier::watching) for a head kept from before).
+    ///
+    /// # Errors
+    ///
+    /// The backend's error.
+    ///
+    /// ```
+    /// # fn demo() -> Result<(), cairnloop::approvals::StoreError> {
+    /// use cairnloop::approvals::{CHAIN_GENESIS, ChainVerifier};
+    /// let store = cairnloop::stores::SqliteStore::open(":memory:")?;
+    /// let watching = ChainVerifier::new().watching(CHAIN_GENESIS);
+    /// let report = pollster::block_on(store.verify_audit_with(watching))?.unwrap();
+    /// assert_eq!(report.watched_found, Some(true));
+    /// # Ok(()) }
+    /// # demo().unwrap();
+    /// ```
+    pub async fn verify_audit_with(
+        &self,
+        verifier: ChainVerifier,
+    ) -> Result<Result<ChainReport, ChainBreak>, StoreError> {
+        crate::stores::verify_pages(verifier, |after| self.chained_since(after, VERIFY_PAGE)).await
+    }
 }
+
+/// Events read per page while a trail is verified.
+const VERIFY_PAGE: usize = 20_000;
 
 /// Refuses a file that is not a cairnloop store, or one from a newer library.
 fn check_file(connection: &Connection) -> Result<(), StoreError> {
@@ -398,6 +495,9 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
             return Ok(());
         };
         transaction.execute_batch(step).map_err(classify)?;
+        if usize::try_from(version) == Ok(CHAIN_STEP) {
+            chain_existing(&transaction)?;
+        }
         transaction
             .pragma_update(None, "application_id", APPLICATION_ID)
             .map_err(classify)?;
@@ -577,12 +677,58 @@ impl Batch for Watched {
     }
 }
 
+/// Appends `record` after the last event, linked to it. SQLite has one writer at a
+/// time, and a reader's snapshot cannot become a writer's once another has written: the
+/// last event read here is still the last when the insert commits, so there is one chain.
 fn append_event(connection: &Connection, record: &str) -> Result<(), StoreError> {
+    let prev = chain_tail(connection)?;
+    let hash = chain_link(&prev, record);
     connection
-        .prepare_cached("INSERT INTO events (record) VALUES (?1)")
-        .and_then(|mut insert| insert.execute([record]))
+        .prepare_cached("INSERT INTO events (record, prev, hash) VALUES (?1, ?2, ?3)")
+        .and_then(|mut insert| insert.execute(params![record, &prev[..], &hash[..]]))
         .map(|_| ())
         .map_err(classify)
+}
+
+/// The last event's link, or [`CHAIN_GENESIS`] in an empty log.
+fn chain_tail(connection: &Connection) -> Result<ChainHash, StoreError> {
+    let last: Option<Option<Vec<u8>>> = connection
+        .prepare_cached("SELECT hash FROM events ORDER BY seq DESC LIMIT 1")
+        .and_then(|mut select| select.query_row([], |row| row.get(0)).optional())
+        .map_err(classify)?;
+    Ok(last.map_or(CHAIN_GENESIS, |hash| as_link(hash.as_deref())))
+}
+
+/// A stored link; one that is missing or of another length reads as zeros, which no
+/// record's link is, so the verifier names its record.
+fn as_link(stored: Option<&[u8]>) -> ChainHash {
+    stored
+        .and_then(|bytes| ChainHash::try_from(bytes).ok())
+        .unwrap_or([0; 32])
+}
+
+/// Chains the events written before the chain existed, in order.
+fn chain_existing(connection: &Connection) -> Result<(), StoreError> {
+    let rows: Vec<(i64, String)> = connection
+        .prepare("SELECT seq, record FROM events ORDER BY seq")
+        .and_then(|mut select| {
+            select
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect()
+        })
+        .map_err(classify)?;
+    let mut update = connection
+        .prepare("UPDATE events SET prev = ?1, hash = ?2 WHERE seq = ?3")
+        .map_err(classify)?;
+    let mut prev = CHAIN_GENESIS;
+    for (seq, record) in rows {
+        let hash = chain_link(&prev, &record);
+        update
+            .execute(params![&prev[..], &hash[..], seq])
+            .map_err(classify)?;
+        prev = hash;
+    }
+    Ok(())
 }
 
 /// The task the clause `filter` picks, if any.
@@ -656,9 +802,7 @@ impl ApprovalStore for SqliteStore {
                         ])
                     })
                     .map_err(classify)?;
-                transaction
-                    .execute("INSERT INTO events (record) VALUES (?1)", [record])
-                    .map_err(classify)?;
+                append_event(transaction, &record)?;
                 Ok((lane, true))
             })
         })
