@@ -306,6 +306,11 @@ fn export_verifies(store: &[&str], env: &[(&str, &str)], dir: &Path, head: &str)
     assert!(ok && out.contains(head), "{out}{err}");
     let (ok, _, err) = gateway(&["audit", "verify", "--file", path, "--head", head], &[]);
     assert!(ok, "{err}");
+    assert_eq!(
+        python_check(&file).as_deref(),
+        Ok(head),
+        "Python's hashlib agrees"
+    );
 
     let text = std::fs::read_to_string(&file).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
@@ -318,6 +323,38 @@ fn export_verifies(store: &[&str], env: &[(&str, &str)], dir: &Path, head: &str)
         !ok && err.contains(&format!("record {seq} was changed")),
         "{err}"
     );
+    assert_eq!(
+        python_check(&file),
+        Err(format!("record {seq} does not match its link"))
+    );
+}
+
+/// The export checked by Python's hashlib, as the guide shows a reader doing it: the
+/// head, or the first record that does not match.
+fn python_check(file: &Path) -> Result<String, String> {
+    const CHECK: &str = r#"
+import hashlib, json, sys
+prev = None
+for line in open(sys.argv[1], encoding="utf-8"):
+    row = json.loads(line)
+    if prev is not None and row["prev"] != prev:
+        sys.exit(f"record {row['seq']} does not follow the one before it")
+    link = hashlib.sha256(bytes.fromhex(row["prev"]) + row["record"].encode()).hexdigest()
+    if link != row["hash"]:
+        sys.exit(f"record {row['seq']} does not match its link")
+    prev = row["hash"]
+print(prev)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", CHECK, file.to_str().unwrap()])
+        .output()
+        .expect("python3 (CI has it)");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_owned();
+    if out.status.success() {
+        Ok(text(&out.stdout))
+    } else {
+        Err(text(&out.stderr))
+    }
 }
 
 fn scratch(name: &str) -> PathBuf {
