@@ -71,6 +71,10 @@ pub mod _guide {
     pub mod mcp {
         #![doc = include_str!("../docs/mcp.md")]
     }
+    /// The audit trail's chain: what it proves, in each store, and from the command line.
+    pub mod audit {
+        #![doc = include_str!("../docs/audit.md")]
+    }
     /// The approval console.
     pub mod console {
         #![doc = include_str!("../docs/console.md")]
@@ -96,6 +100,8 @@ mod chapter_doctests {
     struct Mcp;
     #[doc = include_str!("../docs/console.md")]
     struct Console;
+    #[doc = include_str!("../docs/audit.md")]
+    struct Audit;
     #[doc = include_str!("../docs/rig.md")]
     struct Rig;
     #[doc = include_str!("../docs/layers.md")]
