@@ -177,6 +177,11 @@ fn a_version_1_database_migrates_and_its_cursors_stay_valid() {
     let cursors: Vec<u64> = before.iter().map(|(cursor, _)| *cursor).collect();
     let last = 40 + records.len() as u64;
     assert_eq!(cursors, (41..=last).collect::<Vec<_>>());
+    // The records written before the chain existed are linked, in order, once final.
+    let chained = pollster::block_on(governor.store().verify_audit())
+        .unwrap()
+        .unwrap();
+    assert_eq!((chained.first, chained.last), (Some(41), Some(last)));
     // The blobs were spread into columns: every filter finds the old lanes, newest first.
     let waiting = LaneQuery::new(LaneState::Pending)
         .tool("count")
