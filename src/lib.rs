@@ -71,6 +71,10 @@ pub mod _guide {
     pub mod mcp {
         #![doc = include_str!("../docs/mcp.md")]
     }
+    /// Policy that fits the call: a tier raised by the call's input.
+    pub mod policy {
+        #![doc = include_str!("../docs/policy.md")]
+    }
     /// The audit trail's chain: what it proves, in each store, and from the command line.
     pub mod audit {
         #![doc = include_str!("../docs/audit.md")]
@@ -102,6 +106,8 @@ mod chapter_doctests {
     struct Console;
     #[doc = include_str!("../docs/audit.md")]
     struct Audit;
+    #[doc = include_str!("../docs/policy.md")]
+    struct Policy;
     #[doc = include_str!("../docs/rig.md")]
     struct Rig;
     #[doc = include_str!("../docs/layers.md")]

@@ -846,7 +846,10 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     own_preview,
                     fallback: None,
                     mode: *pending.mode(),
-                    host_floor: self.governance.mode_policy().tier_floor(spec.risk_tier()),
+                    host_floor: self
+                        .governance
+                        .mode_policy()
+                        .tier_floor(pending.mode().tier()),
                 });
                 if let Some(record) = &mut record {
                     record.idempotency_key = Some(proposal.idempotency_key());

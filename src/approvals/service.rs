@@ -18,7 +18,7 @@ use crate::declare::{
     Actor, Codec, ErasedInput, IdempotencyKey, Registry, RunError, RunKey, ToolEntry,
 };
 use crate::gate::{
-    Blocked, LaneAction, LaneState, Subject, Timestamp, Ttl, Verdict, is_due, run_gates,
+    Blocked, LaneAction, LaneState, Raising, Subject, Timestamp, Ttl, Verdict, is_due, run_gates,
 };
 use crate::json::{Governance, PolicySnapshot, Proposal, decode_stored, run_ready};
 
@@ -890,12 +890,21 @@ fn revalidate<C: ?Sized + 'static>(
         .get(proposal.tool())
         .filter(|entry| entry.is_offered());
     let codec = entry.and_then(ToolEntry::codec);
-    let verdict = run_gates(
-        entry.map(Subject::of),
-        || match codec {
+    // The gates again, the tier's rule included: an approved call the host's rule now
+    // gives another tier does not run.
+    let gate = Raising {
+        decode: || match codec {
             Some(codec) => decode_stored(codec, proposal.input(), governance.limits()),
             None => Err(Blocked::NotCallableByName),
         },
+        tier: |input: &ErasedInput| match codec {
+            Some(codec) => codec.tier(input).map_err(|()| Blocked::TierRuleFailed),
+            None => Ok(None),
+        },
+    };
+    let verdict = run_gates(
+        entry.map(Subject::of),
+        gate,
         actor,
         context,
         governance.mode_policy(),
@@ -915,12 +924,8 @@ fn revalidate<C: ?Sized + 'static>(
             now: now.to_string(),
         })
     };
-    if spec.risk_tier() != proposal.risk_tier() {
-        return changed(
-            BoundField::RiskTier,
-            &proposal.risk_tier(),
-            &spec.risk_tier(),
-        );
+    if mode.tier() != proposal.risk_tier() {
+        return changed(BoundField::RiskTier, &proposal.risk_tier(), &mode.tier());
     }
     let required = entry.scopes();
     let same_scopes = required
@@ -935,7 +940,7 @@ fn revalidate<C: ?Sized + 'static>(
             &now.join(" "),
         );
     }
-    let host_floor = governance.mode_policy().tier_floor(spec.risk_tier());
+    let host_floor = governance.mode_policy().tier_floor(mode.tier());
     let policy = PolicySnapshot::new(&mode, host_floor);
     let was = proposal.policy();
     if policy.host_floor != was.host_floor {

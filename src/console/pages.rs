@@ -429,6 +429,7 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
         ModeSource::Spec => "as the tool declares",
         ModeSource::TierOverride => "the host requires it for this risk tier",
         ModeSource::Hook => "the host's policy required it for this call",
+        ModeSource::CallTier => "this call's input raised its risk tier",
     };
     let state = lane.state().as_str();
     // What a person reads first: the consequence, in words; then the arguments and the

@@ -14,7 +14,7 @@ use core::pin::Pin;
 
 use serde_json::Value;
 
-use crate::declare::{Actor, IdempotencyKey, InputErrors, InputLimits};
+use crate::declare::{Actor, IdempotencyKey, InputErrors, InputLimits, RiskTier};
 
 /// A decoded input whose type only the tool's own functions know.
 pub(crate) type ErasedInput = Box<dyn Any + Send>;
@@ -45,6 +45,12 @@ pub(crate) trait Codec<C: ?Sized>: Sync {
     fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors>;
     /// The tool's own preview of an input.
     fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result>;
+    /// The tier the call asks for, from its decoded input (`Ok(None)`: no rule); `Err` when
+    /// the rule failed.
+    fn tier(&self, input: &ErasedInput) -> Result<Option<RiskTier>, ()> {
+        let _ = input;
+        Ok(None)
+    }
     /// The input as the tool receives it, as RFC 8785 canonical JSON: the text its
     /// snapshot, key and fallback preview are made from.
     fn canonical(&self, input: &ErasedInput) -> Result<String, String> {

@@ -404,6 +404,25 @@ impl<'a> ToolSpecOf<'a> {
         self.approval_mode
     }
 
+    /// The same spec at `tier` when it is higher (a call's input raised it): its tier,
+    /// and its mode at least the one that tier derives. Never lower.
+    pub(crate) const fn raised_to(self, tier: RiskTier) -> Self {
+        if (tier as u8) <= (self.risk_tier as u8) {
+            return self;
+        }
+        let derived = tier.derived_approval_mode();
+        let approval_mode = if (derived as u8) > (self.approval_mode as u8) {
+            derived
+        } else {
+            self.approval_mode
+        };
+        Self {
+            risk_tier: tier,
+            approval_mode,
+            ..self
+        }
+    }
+
     /// The mode the risk tier demands, whatever was set explicitly.
     ///
     /// ```

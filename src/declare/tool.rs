@@ -1,7 +1,7 @@
 use core::fmt;
 use core::future::Future;
 
-use crate::declare::{Actor, IdempotencyKey, InputErrors, PolicyDenial, Scope, ToolSpec};
+use crate::declare::{Actor, IdempotencyKey, InputErrors, PolicyDenial, RiskTier, Scope, ToolSpec};
 
 /// A governed tool: what a host crate implements for each tool an agent may call.
 ///
@@ -88,6 +88,42 @@ pub trait Tool {
     fn authorize(actor: &Actor<'_>, context: &Self::Context) -> Result<(), PolicyDenial> {
         let _ = (actor, context);
         Err(PolicyDenial::NoPolicyDefined)
+    }
+
+    /// This call's risk tier, from its decoded and validated input: the spec's tier by
+    /// default. A call may be riskier than its tool (a refund of fifty thousand dollars,
+    /// a write outside a scratch folder): return a higher tier, and the rest of the
+    /// pipeline sees it — the mode it derives and the host's floor for it, the proposal,
+    /// the preview's label, the approvers' tier rights, and the binding (an approved call
+    /// whose rule now gives another tier does not run). A lower tier is ignored (a call
+    /// is never less risky than its tool) and recorded. The listing shows the declared
+    /// tier. Called by name, a rule that panics blocks the call
+    /// ([`Blocked::TierRuleFailed`](crate::Blocked::TierRuleFailed)).
+    ///
+    /// ```
+    /// use cairnloop::{Actor, Decision, InputErrors, Invocation, ModePolicy, PolicyDenial, RiskTier, Scope, Tool, ToolSpec, decide};
+    ///
+    /// struct Refund;
+    /// impl Tool for Refund {
+    ///     const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::LowWrite);
+    ///     const SCOPES: &'static [Scope] = &[];
+    ///     type Input = u64; // cents
+    ///     type Output = (); type Error = (); type Context = ();
+    ///     fn validate(_: &u64) -> Result<(), InputErrors> { Ok(()) }
+    ///     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+    ///     fn risk_tier_for(cents: &u64) -> RiskTier {
+    ///         if *cents > 100_000 { RiskTier::HighWrite } else { RiskTier::LowWrite }
+    ///     }
+    ///     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// }
+    ///
+    /// let actor = Actor::new("agent-7", &[]);
+    /// let Decision::AwaitApproval(large) = decide::<Refund>(5_000_000, &actor, &(), &ModePolicy::new()) else { panic!() };
+    /// assert_eq!(large.mode().tier(), RiskTier::HighWrite);
+    /// ```
+    fn risk_tier_for(input: &Self::Input) -> RiskTier {
+        let _ = input;
+        Self::SPEC.risk_tier()
     }
 
     /// The name of a host UI component that shows this tool's calls, if it has one.

@@ -2,7 +2,8 @@ use core::fmt;
 use core::future::Future;
 
 use crate::declare::{
-    Actor, ApprovalMode, InputErrors, Invocation, PolicyDenial, Scope, Tool, ToolEntry, ToolSpec,
+    Actor, ApprovalMode, InputErrors, Invocation, PolicyDenial, RiskTier, Scope, Tool, ToolEntry,
+    ToolSpec,
 };
 use crate::gate::{MissingScopes, ModePolicy, ModeResolution, ModeSource, check_scopes};
 
@@ -55,6 +56,10 @@ pub enum Blocked {
         /// Which source set `AlwaysBlock`.
         decided_by: ModeSource,
     },
+    /// The tool's rule for a call's tier ([`Tool::risk_tier_for`]) failed (it panicked):
+    /// the call's risk is not known, so it does not run.
+    #[error("the tool's rule for this call's risk tier failed")]
+    TierRuleFailed,
 }
 
 impl Blocked {
@@ -73,6 +78,7 @@ impl Blocked {
             Self::ScopeMissing { .. } => "scope_missing",
             Self::PolicyDenied { .. } => "policy_denied",
             Self::AlwaysBlocked { .. } => "always_blocked",
+            Self::TierRuleFailed => "tier_rule_failed",
         }
     }
 }
@@ -88,6 +94,7 @@ impl fmt::Debug for Blocked {
             Self::AlwaysBlocked { decided_by } => {
                 f.debug_tuple("AlwaysBlocked").field(decided_by).finish()
             }
+            Self::TierRuleFailed => f.write_str("TierRuleFailed"),
         }
     }
 }
@@ -300,13 +307,11 @@ pub fn decide<'a, T: Tool + ?Sized>(
     const { crate::declare::rules::expect_valid(Scope::check_each(T::SCOPES)) };
 
     let subject = Subject::new(spec, T::SCOPES, T::authorize);
-    let verdict = run_gates(
-        Some(subject),
-        || validated::<T>(input),
-        actor,
-        context,
-        policy,
-    );
+    let gate = Raising {
+        decode: || validated::<T>(input),
+        tier: |input: &T::Input| Ok(Some(T::risk_tier_for(input))),
+    };
+    let verdict = run_gates(Some(subject), gate, actor, context, policy);
     match verdict {
         Verdict::Execute { input, mode } => Decision::Execute {
             call: Invocation::new(input, actor, context),
@@ -484,8 +489,9 @@ pub(crate) trait InputGate {
     /// What the call goes on with.
     type Input;
 
-    /// The input, decoded and validated → `NeedsInput` (or what it says).
-    fn decode(self) -> Result<Self::Input, Blocked>;
+    /// The input, decoded and validated → `NeedsInput` (or what it says); and the tier
+    /// it asks for, if the tool has a rule for it (→ `TierRuleFailed` when it failed).
+    fn decode(self) -> Result<(Self::Input, Option<RiskTier>), Blocked>;
 
     /// The same verdict as [`InputGate::decode`], without keeping the input.
     fn check(self) -> Result<(), Blocked>;
@@ -494,12 +500,37 @@ pub(crate) trait InputGate {
 impl<I, F: FnOnce() -> Result<I, Blocked>> InputGate for F {
     type Input = I;
 
-    fn decode(self) -> Result<I, Blocked> {
-        self()
+    fn decode(self) -> Result<(I, Option<RiskTier>), Blocked> {
+        self().map(|input| (input, None))
     }
 
     fn check(self) -> Result<(), Blocked> {
         self().map(drop)
+    }
+}
+
+/// An input gate (`decode`) and the tool's rule for the call's tier (`tier`, asked once
+/// the input is valid).
+pub(crate) struct Raising<F, R> {
+    pub(crate) decode: F,
+    pub(crate) tier: R,
+}
+
+impl<I, F, R> InputGate for Raising<F, R>
+where
+    F: FnOnce() -> Result<I, Blocked>,
+    R: FnOnce(&I) -> Result<Option<RiskTier>, Blocked>,
+{
+    type Input = I;
+
+    fn decode(self) -> Result<(I, Option<RiskTier>), Blocked> {
+        let input = (self.decode)()?;
+        let tier = (self.tier)(&input)?;
+        Ok((input, tier))
+    }
+
+    fn check(self) -> Result<(), Blocked> {
+        (self.decode)().map(drop)
     }
 }
 
@@ -534,11 +565,11 @@ pub(crate) fn run_gates<G: InputGate, C: ?Sized>(
         let blocked = input.check().err();
         return Verdict::Blocked(blocked.unwrap_or(Blocked::PolicyDenied { reason }));
     }
-    let input = match input.decode() {
-        Ok(input) => input,
+    let (input, asked) = match input.decode() {
+        Ok(decoded) => decoded,
         Err(blocked) => return Verdict::Blocked(blocked),
     };
-    let mode = policy.resolve(subject.spec, actor, context);
+    let mode = policy.resolve_call(subject.spec, asked, actor, context);
     match mode.resolved() {
         ApprovalMode::AlwaysBlock => Verdict::Blocked(Blocked::AlwaysBlocked {
             decided_by: mode.source(),

@@ -13,6 +13,8 @@ pub use access::{MissingScopes, check_scopes};
 pub use approval::{
     ApprovalRules, InvalidAsciiId, MAX_ASCII_ID, RuleBroken, check_ascii_id, is_due, same_ascii_id,
 };
+#[cfg(all(feature = "serde", feature = "std"))]
+pub(crate) use decision::Raising;
 pub use decision::{Blocked, Decision, Pending, Verdict, decide, execute, verdict_for};
 #[cfg(feature = "serde")]
 pub(crate) use decision::{InputGate, Subject, run_gates};

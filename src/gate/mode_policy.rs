@@ -120,10 +120,45 @@ impl<C: ?Sized> ModePolicy<C> {
     /// assert_eq!(mode.source(), ModeSource::Spec);
     /// ```
     pub fn resolve(&self, spec: &ToolSpec, actor: &Actor<'_>, context: &C) -> ModeResolution {
+        self.resolve_call(spec, None, actor, context)
+    }
+
+    /// Gate 4 for a call whose input asked for `asked` (the tool's
+    /// [`risk_tier_for`](crate::Tool::risk_tier_for)): the call's tier is the higher of
+    /// the spec's and `asked` (a lower one is ignored, and kept to be recorded), and the
+    /// rest of the gate sees that tier: its derived mode, the host's floor for it, and the
+    /// hook (given the spec at that tier).
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, ApprovalMode, ModePolicy, RiskTier, ToolSpec, gate::ModeSource};
+    /// let spec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::LowWrite)
+    ///     .loosen_approval(ApprovalMode::Auto, "small refunds");
+    /// let policy = ModePolicy::<()>::new();
+    /// let large = policy.resolve_call(&spec, Some(RiskTier::HighWrite), &Actor::new("a", &[]), &());
+    /// assert_eq!((large.tier(), large.resolved()), (RiskTier::HighWrite, ApprovalMode::RequiresApproval));
+    /// assert_eq!(large.source(), ModeSource::CallTier);
+    /// let lower = policy.resolve_call(&spec, Some(RiskTier::ReadOnly), &Actor::new("a", &[]), &());
+    /// assert_eq!((lower.tier(), lower.ignored_tier()), (RiskTier::LowWrite, Some(RiskTier::ReadOnly)));
+    /// ```
+    pub fn resolve_call(
+        &self,
+        spec: &ToolSpec,
+        asked: Option<RiskTier>,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> ModeResolution {
         let declared = spec.approval_mode();
         let mut resolved = declared;
         let mut source = ModeSource::Spec;
-        let floor = self.tier_floor(spec.risk_tier());
+        let declared_tier = spec.risk_tier();
+        let tier = asked.map_or(declared_tier, |asked| asked.max(declared_tier));
+        let raised = spec.raised_to(tier);
+        let spec = &raised;
+        if tier > declared_tier && tier.derived_approval_mode() > resolved {
+            resolved = tier.derived_approval_mode();
+            source = ModeSource::CallTier;
+        }
+        let floor = self.tier_floor(tier);
         if floor > resolved {
             resolved = floor;
             source = ModeSource::TierOverride;
@@ -140,6 +175,9 @@ impl<C: ?Sized> ModePolicy<C> {
             resolved,
             source,
             loosened_because: spec.loosened_because(),
+            tier,
+            declared_tier,
+            ignored_tier: asked.filter(|asked| *asked < declared_tier),
         }
     }
 }
@@ -182,10 +220,13 @@ pub enum ModeSource {
     TierOverride,
     /// The host's run-time hook.
     Hook,
+    /// The call's own input: the tool's rule raised this call's tier
+    /// ([`Tool::risk_tier_for`](crate::Tool::risk_tier_for)).
+    CallTier,
 }
 
 impl ModeSource {
-    /// The wire name: `spec`, `tier_override` or `hook`.
+    /// The wire name: `spec`, `tier_override`, `hook` or `call_tier`.
     ///
     /// ```
     /// assert_eq!(cairnloop::gate::ModeSource::Hook.as_str(), "hook");
@@ -196,6 +237,7 @@ impl ModeSource {
             Self::Spec => "spec",
             Self::TierOverride => "tier_override",
             Self::Hook => "hook",
+            Self::CallTier => "call_tier",
         }
     }
 }
@@ -218,9 +260,51 @@ pub struct ModeResolution {
     resolved: ApprovalMode,
     source: ModeSource,
     loosened_because: Option<&'static str>,
+    tier: RiskTier,
+    declared_tier: RiskTier,
+    ignored_tier: Option<RiskTier>,
 }
 
 impl ModeResolution {
+    /// The call's risk tier: the spec's, or higher where the call's input raised it.
+    /// What the proposal, the preview, the approvers' tier rights and the binding see.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, ModePolicy, RiskTier, ToolSpec};
+    /// let spec = ToolSpec::new("note", "Note", "Adds a note.", RiskTier::LowWrite);
+    /// assert_eq!(ModePolicy::<()>::new().resolve(&spec, &Actor::new("a", &[]), &()).tier(), RiskTier::LowWrite);
+    /// ```
+    #[must_use]
+    pub const fn tier(&self) -> RiskTier {
+        self.tier
+    }
+
+    /// The tier the tool declares (the listing's).
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, ModePolicy, RiskTier, ToolSpec};
+    /// let spec = ToolSpec::new("note", "Note", "Adds a note.", RiskTier::LowWrite);
+    /// let mode = ModePolicy::<()>::new().resolve_call(&spec, Some(RiskTier::Destructive), &Actor::new("a", &[]), &());
+    /// assert_eq!((mode.declared_tier(), mode.tier()), (RiskTier::LowWrite, RiskTier::Destructive));
+    /// ```
+    #[must_use]
+    pub const fn declared_tier(&self) -> RiskTier {
+        self.declared_tier
+    }
+
+    /// A tier the call's input asked for below the declared one: ignored (a call is never
+    /// less risky than its tool), and recorded.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, ModePolicy, RiskTier, ToolSpec};
+    /// let spec = ToolSpec::new("note", "Note", "Adds a note.", RiskTier::LowWrite);
+    /// assert_eq!(ModePolicy::<()>::new().resolve(&spec, &Actor::new("a", &[]), &()).ignored_tier(), None);
+    /// ```
+    #[must_use]
+    pub const fn ignored_tier(&self) -> Option<RiskTier> {
+        self.ignored_tier
+    }
+
     /// The mode the spec declares.
     ///
     /// ```

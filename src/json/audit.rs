@@ -1,7 +1,7 @@
 use alloc::borrow::Cow;
 use alloc::string::{String, ToString};
 
-use crate::declare::{Actor, ApprovalMode, IdempotencyKey, ToolSpec};
+use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, ToolSpec};
 use crate::gate::{Blocked, Verdict};
 
 /// The longest tool name an audit record copies from a model; the rest is cut.
@@ -39,6 +39,12 @@ pub struct AuditEvent {
     pub mode: Option<ApprovalMode>,
     /// The spec's justification for a loosened mode, if it has one.
     pub loosened_because: Option<Cow<'static, str>>,
+    /// The call's risk tier, where its input raised it above the tool's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_tier: Option<RiskTier>,
+    /// A tier below the tool's that the call's input asked for: ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignored_tier: Option<RiskTier>,
 }
 
 impl AuditEvent {
@@ -59,6 +65,8 @@ impl AuditEvent {
         match verdict {
             Verdict::Execute { mode, .. } | Verdict::AwaitApproval { mode, .. } => {
                 event.mode = Some(mode.resolved());
+                event.risk_tier = (mode.tier() != mode.declared_tier()).then_some(mode.tier());
+                event.ignored_tier = mode.ignored_tier();
             }
             Verdict::Blocked(blocked) => {
                 if let Blocked::AlwaysBlocked { .. } = blocked {
@@ -88,6 +96,8 @@ impl AuditEvent {
             idempotency_key: None,
             mode: None,
             loosened_because: None,
+            risk_tier: None,
+            ignored_tier: None,
         }
     }
 

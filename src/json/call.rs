@@ -2,7 +2,7 @@ use alloc::string::String;
 use core::fmt;
 
 use crate::declare::{
-    Actor, Codec, ErasedInput, InputLimits, Registry, RunFuture, RunKey, ToolEntry,
+    Actor, Codec, ErasedInput, InputLimits, Registry, RiskTier, RunFuture, RunKey, ToolEntry,
 };
 use crate::gate::{Blocked, InputGate, ModePolicy, Subject, Verdict, run_gates};
 use crate::json::proposal::Draft;
@@ -237,16 +237,18 @@ impl<C: ?Sized + 'static> ByName<'_, C> {
 impl<C: ?Sized + 'static> InputGate for ByName<'_, C> {
     type Input = Admitted<C>;
 
-    fn decode(self) -> Result<Admitted<C>, Blocked> {
+    fn decode(self) -> Result<(Admitted<C>, Option<RiskTier>), Blocked> {
         let (entry, codec) = self.codec()?;
         let input = codec
             .decode(self.arguments, self.limits)
             .map_err(|errors| Blocked::NeedsInput { errors })?;
-        Ok(Admitted {
+        let asked = codec.tier(&input).map_err(|()| Blocked::TierRuleFailed)?;
+        let admitted = Admitted {
             entry,
             codec,
             input,
-        })
+        };
+        Ok((admitted, asked))
     }
 
     fn check(self) -> Result<(), Blocked> {
@@ -296,8 +298,8 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
         idempotency_key: keyed.key,
         own_preview,
         fallback: keyed.fallback,
+        host_floor: policy.tier_floor(mode.tier()),
         mode,
-        host_floor: policy.tier_floor(spec.risk_tier()),
     })
 }
 

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::declare::{
-    Actor, Codec, ErasedInput, IdempotencyKey, InputErrors, InputLimits, Invocation, RunError,
-    RunFuture, RunKey, Tool, ToolEntry,
+    Actor, Codec, ErasedInput, IdempotencyKey, InputErrors, InputLimits, Invocation, RiskTier,
+    RunError, RunFuture, RunKey, Tool, ToolEntry,
 };
 use crate::gate::execute;
 use crate::json::canonical_text;
@@ -243,6 +243,24 @@ where
         match input.downcast_ref::<Option<T::Input>>() {
             Some(Some(input)) => T::preview(input, out),
             _ => None,
+        }
+    }
+
+    fn tier(&self, input: &ErasedInput) -> Result<Option<RiskTier>, ()> {
+        let Some(Some(input)) = input.downcast_ref::<Option<T::Input>>() else {
+            return Err(());
+        };
+        // A rule that panics leaves the call's risk unknown: the call is blocked, and the
+        // process keeps serving.
+        #[cfg(feature = "std")]
+        {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| T::risk_tier_for(input)))
+                .map(Some)
+                .map_err(drop)
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            Ok(Some(T::risk_tier_for(input)))
         }
     }
 

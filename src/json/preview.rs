@@ -159,7 +159,7 @@ impl Preview {
         let mut text = String::with_capacity(256);
         text.push_str(spec.title());
         text.push_str("\nrisk: ");
-        text.push_str(spec.risk_tier().as_str());
+        text.push_str(mode.tier().as_str());
         text.push_str(", approval: ");
         text.push_str(mode.resolved().as_str());
         text.push_str("\nscopes: ");

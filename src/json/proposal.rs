@@ -133,7 +133,8 @@ impl Proposal {
             fields: alloc::sync::Arc::new(Fields {
                 tool: Cow::Borrowed(spec.name()),
                 title: Cow::Borrowed(spec.title()),
-                risk_tier: spec.risk_tier(),
+                // The call's tier: the spec's, or higher where its input raised it.
+                risk_tier: mode.tier(),
                 actor_id: actor.id().to_string(),
                 account_id: actor.account().map(ToString::to_string),
                 dedupe_token: dedupe_token.map(ToString::to_string),

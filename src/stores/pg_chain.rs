@@ -6,6 +6,8 @@
 //! row of `cairnloop_links` at its position; an event without one reads as linked to
 //! nothing, which the verifier names.
 
+use core::future::Future;
+use core::task::Poll;
 use std::string::ToString;
 use std::time::Duration;
 use std::vec::Vec;
@@ -156,11 +158,39 @@ pub(crate) async fn chained_between(
 ) -> Result<Vec<ChainedRecord>, StoreError> {
     // Sent together: one round trip on the connection.
     let range: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&after, &through];
-    let (events, links) = tokio::join!(
+    let (events, links) = both(
         client.query(EVENTS_BETWEEN, &range),
         client.query(LINKS_BETWEEN, &range),
-    );
+    )
+    .await;
     Ok(matched(&events.map_err(backend)?, &links.map_err(backend)?))
+}
+
+/// Both futures' outputs, the two polled side by side (so that their statements are
+/// pipelined on one connection).
+async fn both<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (core::pin::pin!(a), core::pin::pin!(b));
+    let (mut first, mut second) = (None, None);
+    core::future::poll_fn(|cx| {
+        if first.is_none()
+            && let Poll::Ready(output) = a.as_mut().poll(cx)
+        {
+            first = Some(output);
+        }
+        if second.is_none()
+            && let Poll::Ready(output) = b.as_mut().poll(cx)
+        {
+            second = Some(output);
+        }
+        match (first.take(), second.take()) {
+            (Some(one), Some(two)) => Poll::Ready((one, two)),
+            (one, two) => {
+                (first, second) = (one, two);
+                Poll::Pending
+            }
+        }
+    })
+    .await
 }
 
 /// Events (position, record) with their links (position, prev, hash), both in order.
