@@ -34,55 +34,46 @@ fn tier_of(cents: u64) -> RiskTier {
     }
 }
 
-/// Small refunds run at once (the tool loosens its tier's mode on purpose).
-struct Refund;
-impl Tool for Refund {
-    const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::LowWrite)
-        .loosen_approval(ApprovalMode::Auto, "small refunds are routine");
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Money;
-    type Output = u64;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Money) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    fn risk_tier_for(input: &Money) -> RiskTier {
-        tier_of(input.cents)
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-        RUNS.fetch_add(1, Ordering::SeqCst);
-        Ok(call.input().cents)
-    }
+/// A tool that moves `Money`, its tier raised by `tier_of`, counting its runs.
+macro_rules! money_tool {
+    ($(#[$doc:meta])* $tool:ident, $spec:expr) => {
+        $(#[$doc])*
+        struct $tool;
+        impl Tool for $tool {
+            const SPEC: ToolSpec = $spec;
+            const SCOPES: &'static [Scope] = &[];
+            type Input = Money;
+            type Output = u64;
+            type Error = String;
+            type Context = ();
+            fn validate(_: &Money) -> Result<(), InputErrors> {
+                Ok(())
+            }
+            fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+                Ok(())
+            }
+            fn risk_tier_for(input: &Money) -> RiskTier {
+                tier_of(input.cents)
+            }
+            async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
+                RUNS.fetch_add(1, Ordering::SeqCst);
+                Ok(call.input().cents)
+            }
+        }
+    };
 }
 
-/// Every transfer waits for a person; large ones at `high_write`.
-struct Transfer;
-impl Tool for Transfer {
-    const SPEC: ToolSpec =
-        ToolSpec::new("transfer", "Transfer", "Moves money.", RiskTier::LowWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Money;
-    type Output = u64;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Money) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    fn risk_tier_for(input: &Money) -> RiskTier {
-        tier_of(input.cents)
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-        RUNS.fetch_add(1, Ordering::SeqCst);
-        Ok(call.input().cents)
-    }
-}
+money_tool!(
+    /// Small refunds run at once (the tool loosens its tier's mode on purpose).
+    Refund,
+    ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::LowWrite)
+        .loosen_approval(ApprovalMode::Auto, "small refunds are routine")
+);
+money_tool!(
+    /// Every transfer waits for a person; large ones at `high_write`.
+    Transfer,
+    ToolSpec::new("transfer", "Transfer", "Moves money.", RiskTier::LowWrite)
+);
 
 static TOOLS: Registry<()> =
     Registry::new(&[ToolEntry::json::<Refund>(), ToolEntry::json::<Transfer>()]);

@@ -386,17 +386,8 @@ fn a_sqlite_trail_of_100000_records_names_the_record_tampered_with() {
 
     // A trail rewritten, links and all, from a record on still links up: only a head kept
     // from before tells.
-    let (ok, _, err) = gateway(
-        &[
-            "audit",
-            "verify",
-            "--store",
-            file.to_str().unwrap(),
-            "--head",
-            &head,
-        ],
-        &[],
-    );
+    let verify_with_head = ["audit", "verify", store[0], store[1], "--head", &head];
+    let (ok, _, err) = gateway(&verify_with_head, &[]);
     assert!(ok, "{err}");
     let all = rows.all();
     let mut prev = all[RECORDS as usize / 2 - 1].3.clone();
@@ -413,19 +404,9 @@ fn a_sqlite_trail_of_100000_records_names_the_record_tampered_with() {
         prev = hash;
     }
     rows.execute("COMMIT");
-    let (ok, out, _) = gateway(&["audit", "verify", "--store", file.to_str().unwrap()], &[]);
+    let (ok, out, _) = gateway(&["audit", "verify", store[0], store[1]], &[]);
     assert!(ok && !out.contains(&head), "{out}");
-    let (ok, _, err) = gateway(
-        &[
-            "audit",
-            "verify",
-            "--store",
-            file.to_str().unwrap(),
-            "--head",
-            &head,
-        ],
-        &[],
-    );
+    let (ok, _, err) = gateway(&verify_with_head, &[]);
     assert!(
         !ok && err.contains("the head given is not the link of any record"),
         "{err}"
