@@ -491,3 +491,68 @@ fn an_account_rule_is_part_of_the_policy() {
     assert_eq!(listed(&globex), 0);
     assert_eq!(listed(&nobody), 0);
 }
+
+#[test]
+fn a_tier_rule_raises_a_declared_call_from_its_arguments_and_its_caller() {
+    static OWN: Mutex<Vec<(String, Value)>> = Mutex::new(Vec::new());
+    let spec = ToolSpecOf::try_new("put", "Put", "Writes a file.", RiskTier::ReadOnly).unwrap();
+    // Outside /scratch a write waits; anywhere for the `intern` account it is destructive;
+    // a path of "/boom" is a bug in the rule; "/lower" asks for less than the tool.
+    let tool = DeclaredTool::new(
+        &spec,
+        &[],
+        file_schema(),
+        Upstream {
+            calls: &OWN,
+            tool: "put",
+        },
+    )
+    .unwrap()
+    .with_tier_rule(|arguments, actor| {
+        let path = arguments["path"].as_str().unwrap_or_default();
+        assert_ne!(path, "/boom", "a bug in the rule");
+        if actor.account() == Some("intern") {
+            Some(RiskTier::Destructive)
+        } else if path == "/lower" {
+            Some(RiskTier::ReadOnly)
+        } else {
+            (!path.starts_with("/scratch/")).then_some(RiskTier::HighWrite)
+        }
+    });
+    let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool));
+    let entries: &'static [ToolEntry<()>] =
+        Box::leak(Box::new([ToolEntry::declared(tool, anyone).unwrap()]));
+    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    let governor = Governor::new(registry);
+    let staff = Actor::new("agent-7", &[]).with_account("staff");
+    let intern = Actor::new("agent-7", &[]).with_account("intern");
+    let outcome = |path: &str, actor: &Actor<'_>| {
+        let arguments = json!({"path": path, "content": "x"}).to_string();
+        pollster::block_on(governor.call(&ToolCall::new("put", &arguments), actor, &())).unwrap()
+    };
+
+    assert!(matches!(
+        outcome("/scratch/a", &staff),
+        Outcome::Executed(_)
+    ));
+    assert!(matches!(outcome("/lower", &staff), Outcome::Executed(_)));
+    let Outcome::AwaitingApproval(lane) = outcome("/etc/passwd", &staff) else {
+        panic!("a write outside the scratch folder waits for a person");
+    };
+    assert_eq!(lane.proposal().risk_tier(), RiskTier::HighWrite);
+    assert!(matches!(
+        outcome("/scratch/a", &intern),
+        Outcome::Blocked(Blocked::AlwaysBlocked { .. })
+    ));
+    assert!(matches!(
+        outcome("/boom", &staff),
+        Outcome::Blocked(Blocked::TierRuleFailed)
+    ));
+    let forwarded: Vec<String> = OWN
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, arguments)| arguments["path"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(forwarded, ["/scratch/a", "/lower"]);
+}

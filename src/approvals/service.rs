@@ -898,7 +898,9 @@ fn revalidate<C: ?Sized + 'static>(
             None => Err(Blocked::NotCallableByName),
         },
         tier: |input: &ErasedInput| match codec {
-            Some(codec) => codec.tier(input).map_err(|()| Blocked::TierRuleFailed),
+            Some(codec) => codec
+                .tier(input, actor)
+                .map_err(|()| Blocked::TierRuleFailed),
             None => Ok(None),
         },
     };

@@ -45,10 +45,10 @@ pub(crate) trait Codec<C: ?Sized>: Sync {
     fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors>;
     /// The tool's own preview of an input.
     fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result>;
-    /// The tier the call asks for, from its decoded input (`Ok(None)`: no rule); `Err` when
-    /// the rule failed.
-    fn tier(&self, input: &ErasedInput) -> Result<Option<RiskTier>, ()> {
-        let _ = input;
+    /// The tier the call asks for, from its decoded input and who makes it (`Ok(None)`: no
+    /// rule); `Err` when the rule failed.
+    fn tier(&self, input: &ErasedInput, actor: &Actor<'_>) -> Result<Option<RiskTier>, ()> {
+        let _ = (input, actor);
         Ok(None)
     }
     /// The input as the tool receives it, as RFC 8785 canonical JSON: the text its

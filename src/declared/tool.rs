@@ -187,8 +187,14 @@ pub struct DeclaredTool<C: ?Sized + 'static> {
     preview: Option<Template>,
     call_result: bool,
     accounts: Option<Vec<String>>,
+    tier_rule: Option<Box<TierRule>>,
     forward: Box<dyn Forward<C>>,
 }
+
+/// A declared tool's rule for one call's tier: from the call's checked arguments and who
+/// makes it, a tier for this call (`None`: the tool's own). The gate takes the higher of
+/// it and the tool's tier.
+type TierRule = dyn Fn(&Value, &Actor<'_>) -> Option<RiskTier> + Send + Sync;
 
 /// A declared tool's input schema, and its compiled validator.
 struct Offer {
@@ -250,6 +256,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
             preview: None,
             call_result: false,
             accounts: None,
+            tier_rule: None,
             forward: Box::new(forward),
         })
     }
@@ -277,6 +284,60 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
     pub fn with_preview(mut self, template: Template) -> Self {
         self.preview = Some(template);
         self
+    }
+
+    /// The tool with `rule` deciding each call's tier from its checked arguments and who
+    /// makes it: a gateway's `raise` rules. A tier above the tool's raises the call (its
+    /// derived mode, the host's floor for that tier, the tier rights of whoever approves
+    /// it, the binding of its approval); `None` or a lower one leaves the tool's, and a
+    /// lower one is said in the decision's audit record. A rule that panics blocks the
+    /// call.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("write_file", "Write a file", "Writes a file.", RiskTier::LowWrite)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?
+    ///     .with_tier_rule(|arguments, _: &Actor<'_>| {
+    ///         let path = arguments["path"].as_str().unwrap_or("/");
+    ///         (!path.starts_with("/scratch/")).then_some(RiskTier::HighWrite)
+    ///     });
+    /// assert!(tool.has_tier_rule());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_tier_rule(
+        mut self,
+        rule: impl Fn(&Value, &Actor<'_>) -> Option<RiskTier> + Send + Sync + 'static,
+    ) -> Self {
+        self.tier_rule = Some(Box::new(rule));
+        self
+    }
+
+    /// Whether a rule decides each call's tier ([`with_tier_rule`](Self::with_tier_rule)).
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("t", "T", "A tool.", RiskTier::ReadOnly)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?;
+    /// assert!(!tool.has_tier_rule());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn has_tier_rule(&self) -> bool {
+        self.tier_rule.is_some()
     }
 
     /// The tool whose forward answers with an MCP `CallToolResult` (a tool of another
@@ -655,6 +716,16 @@ impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
         let template = self.preview.as_ref()?;
         let input = input.downcast_ref::<Value>()?;
         Some(out.write_str(&template.render(input)))
+    }
+
+    fn tier(&self, input: &ErasedInput, actor: &Actor<'_>) -> Result<Option<RiskTier>, ()> {
+        let Some(rule) = &self.tier_rule else {
+            return Ok(None);
+        };
+        let input = input.downcast_ref::<Value>().ok_or(())?;
+        // A rule that panics leaves the call's risk unknown: the call is blocked, and the
+        // process keeps serving.
+        std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| rule(input, actor))).map_err(drop)
     }
 
     fn canonical_with_preview(

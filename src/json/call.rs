@@ -212,6 +212,7 @@ pub(crate) fn gate_call<C: ?Sized + 'static>(
             entry,
             arguments: call.arguments(),
             limits: governance.limits(),
+            actor,
         },
         actor,
         context,
@@ -225,6 +226,8 @@ struct ByName<'a, C: ?Sized + 'static> {
     entry: Option<&'static ToolEntry<C>>,
     arguments: &'a str,
     limits: &'a InputLimits,
+    /// Who calls: a tool's tier rule may read it.
+    actor: &'a Actor<'a>,
 }
 
 impl<C: ?Sized + 'static> ByName<'_, C> {
@@ -242,7 +245,9 @@ impl<C: ?Sized + 'static> InputGate for ByName<'_, C> {
         let input = codec
             .decode(self.arguments, self.limits)
             .map_err(|errors| Blocked::NeedsInput { errors })?;
-        let asked = codec.tier(&input).map_err(|()| Blocked::TierRuleFailed)?;
+        let asked = codec
+            .tier(&input, self.actor)
+            .map_err(|()| Blocked::TierRuleFailed)?;
         let admitted = Admitted {
             entry,
             codec,

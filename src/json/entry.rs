@@ -246,7 +246,7 @@ where
         }
     }
 
-    fn tier(&self, input: &ErasedInput) -> Result<Option<RiskTier>, ()> {
+    fn tier(&self, input: &ErasedInput, _: &Actor<'_>) -> Result<Option<RiskTier>, ()> {
         let Some(Some(input)) = input.downcast_ref::<Option<T::Input>>() else {
             return Err(());
         };
