@@ -209,6 +209,14 @@ fn check(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
                     tool.tier.as_str(),
                     tool.mode.as_str()
                 );
+                for raise in tool.raise.rules() {
+                    println!(
+                        "    raised to {} when {} ({})",
+                        raise.tier.as_str(),
+                        raise.when,
+                        raise.reason
+                    );
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

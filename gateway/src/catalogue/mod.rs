@@ -27,7 +27,7 @@ pub use listing::{
     ListingError, MAX_UPSTREAM_TEXT, MAX_UPSTREAM_TOOLS, SetAside, UpstreamTool, read_listing,
 };
 
-use crate::config::{Config, ToolRule, listed_name};
+use crate::config::{Config, Raises, ToolRule, listed_name};
 
 /// One tool a gateway offers: its declaration, checked, ready to be declared to the
 /// crate with what forwards its calls.
@@ -72,6 +72,8 @@ pub struct Offered {
     pub idempotent: bool,
     /// What an operator reads about a call.
     pub preview: Option<Template>,
+    /// The rules that raise one call above its tier.
+    pub raise: Raises,
     /// The JSON Schema its input must match.
     pub input_schema: Value,
     /// Which hint of the upstream made the mode stricter than configured, if one did.
@@ -193,6 +195,12 @@ impl Offered {
             tool
         } else {
             tool.with_accounts(self.accounts.iter().cloned())
+        };
+        let tool = if self.raise.is_empty() {
+            tool
+        } else {
+            let raise = self.raise.clone();
+            tool.with_tier_rule(move |arguments, actor| raise.tier_for(arguments, actor))
         };
         Ok(match &self.preview {
             Some(template) => tool.with_preview(template.clone()),
@@ -402,6 +410,7 @@ fn offered_by_rule(
         accounts: rule.accounts.clone(),
         idempotent: rule.idempotent,
         preview: rule.preview.clone(),
+        raise: rule.raise.clone(),
         input_schema: rule
             .input_schema
             .clone()
@@ -434,6 +443,7 @@ fn offered_by_default(
         accounts: Vec::new(),
         idempotent: false,
         preview: None,
+        raise: Raises::default(),
         input_schema: tool.input_schema.clone(),
         tightened_by: None,
     })

@@ -51,6 +51,9 @@
 //! scopes = ["fs:write"]
 //! preview = "Write {path}"
 //! # hold_secs = 0                    # not held open (the gateway's `hold_secs`: 45)
+//! raise = [                          # CEL over `args`, `actor`, `account`: one call's tier
+//!   { when = "!args.path.startsWith('/srv/share/scratch/')", tier = "high_write", reason = "outside the scratch folder" },
+//! ]
 //!
 //! [tools.fs.move_file]
 //! tier = "destructive"               # always blocked
@@ -61,6 +64,7 @@ mod metrics;
 mod names;
 mod notify;
 mod problem;
+mod raise;
 mod read;
 mod slack;
 
@@ -80,6 +84,7 @@ pub use names::{
 };
 pub use notify::NotifySettings;
 pub use problem::{Problem, Problems};
+pub use raise::{FUNCTIONS, MAX_RAISES, MAX_WHEN_BYTES, Raise, Raises};
 use read::{Reader, Value};
 pub use slack::SlackSettings;
 
@@ -332,6 +337,8 @@ pub struct ToolRule {
     /// How long its calls that wait for a person are held open (`hold_secs`), in place of
     /// the gateway's.
     pub hold: Option<std::time::Duration>,
+    /// The rules that raise one call above its tier (`raise`).
+    pub raise: Raises,
 }
 
 impl Config {
@@ -857,6 +864,7 @@ const TOOL_KEYS: &[&str] = &[
     "idempotent",
     "input_schema",
     "hold_secs",
+    "raise",
 ];
 
 fn read_tool<'s>(
@@ -952,6 +960,10 @@ fn read_tool<'s>(
         .unwrap_or(false);
     let input_schema = text(reader, "input_schema")
         .and_then(|(schema, span)| compile_schema(reader, &schema, span));
+    let raise = table
+        .get("raise")
+        .map(|rules| raise::read_raises(reader, rules, tier))
+        .unwrap_or_default();
 
     // The declaration through the crate's own rules, as a Rust tool's `SPEC` and
     // `SCOPES` go through them at compile time. A tier that could not be read stands in
@@ -1027,6 +1039,7 @@ fn read_tool<'s>(
         idempotent,
         hold,
         input_schema,
+        raise,
     })
 }
 

@@ -29,6 +29,11 @@ impl<'s> Reader<'s> {
         self.problems.push(Problem::at(self.source, span, message));
     }
 
+    /// The file's text at `span` (empty if it is not one).
+    pub(crate) fn text(&self, span: Range<usize>) -> &'s str {
+        self.source.get(span).unwrap_or_default()
+    }
+
     /// Reports each key of `table` that `known` does not name.
     pub(crate) fn only(&mut self, table: &DeTable<'_>, within: &str, known: &[&str]) {
         for (key, _) in table.iter() {
