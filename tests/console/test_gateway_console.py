@@ -312,3 +312,79 @@ def test_a_task_opened_on_one_replica_is_approved_in_the_other_replicas_console_
     assert one.request("tasks/get", task)["status"] == "completed"
     time.sleep(0.5)
     assert target.read_text() == "sentinel", "the approved call ran once"
+
+
+@pytest.fixture(scope="module")
+def raised():
+    """A gateway whose `write_file` is low_write inside a scratch folder and raised to
+    high_write by a CEL rule anywhere else; its console has a lead who decides every tier
+    and a junior who decides low_write calls only."""
+    if not Path(FILESYSTEM).is_file():
+        pytest.fail(f"no filesystem server at {FILESYSTEM}: run `npm ci` in tests/mcp-ts")
+    work, share = shared_folder("cairnloop-gateway-raised-")
+    scratch = share / "scratch"
+    scratch.mkdir()
+    port = free_port()
+    config = work / "gateway.toml"
+    when = f"!args.path.startsWith('{scratch}/')"
+    config.write_text(
+        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:write"]\nhold_secs = 0\n\n'
+        f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
+        '[tools.fs.write_file]\ntier = "low_write"\n'
+        'scopes = ["fs:write"]\npreview = "Write {path}"\n'
+        f'raise = [{{ when = {json.dumps(when)}, tier = "high_write", reason = "outside the scratch folder" }}]\n\n'
+        f'[console]\naddress = "127.0.0.1:{port}"\n\n'
+        '[console.operators.ops-lead]\ntoken_env = "CONSOLE_LEAD_TOKEN"\n\n'
+        '[console.operators.junior]\ntoken_env = "CONSOLE_JUNIOR_TOKEN"\ntiers = ["low_write"]\n'
+    )
+    env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789",
+               CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
+    gateway, base = start_with_console(config, str(work / "lanes.db"), port, env)
+    yield {"gateway": gateway, "base": base, "share": share, "scratch": scratch}
+    gateway.close()
+
+
+def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_that_tier_right(raised, browser):
+    gateway, base, share, scratch = raised["gateway"], raised["base"], raised["share"], raised["scratch"]
+    # In the scratch folder: the tool's own tier, which the junior may decide.
+    inside = scratch / "note.txt"
+    write = ("fs_write_file", {"path": str(inside), "content": "throwaway"})
+    waiting = gateway.call(*write)
+    assert waiting["status"] == "awaiting_approval", waiting
+    context, page = signed_in(browser, base, "junior", "junior-token-0123456789")
+    page.goto(f"{base}/proposals/{waiting['proposal_id']}")
+    expect(page.locator("main span.tier")).to_have_text("low write")
+    page.click("button.approve")
+    expect(page.locator("p.state")).to_have_text("approved")
+    context.close()
+    assert gateway.call(*write)["status"] == "executed"
+    assert inside.read_text() == "throwaway"
+
+    # Outside it: the rule raises the call to high_write.
+    target = share / "report.txt"
+    write = ("fs_write_file", {"path": str(target), "content": "kept"})
+    waiting = gateway.call(*write)
+    assert waiting["status"] == "awaiting_approval", waiting
+    proposal = waiting["proposal_id"]
+    assert not target.exists()
+
+    # The junior may decide low_write calls: this one is high_write, shown and not offered.
+    context, page = signed_in(browser, base, "junior", "junior-token-0123456789")
+    page.goto(f"{base}/proposals/{proposal}")
+    expect(page.locator("main span.tier")).to_have_text("high write")
+    expect(page.locator("p.why-not")).to_contain_text("high_write")
+    assert page.locator("button.approve").count() == 0
+    context.close()
+
+    context, page = signed_in(browser, base, "ops-lead", "lead-token-0123456789")
+    page.goto(f"{base}/proposals/{proposal}")
+    page.click("button.approve")
+    expect(page.locator("p.state")).to_have_text("approved")
+    context.close()
+
+    ran = gateway.call(*write)
+    assert ran["status"] == "executed", ran
+    assert target.read_text() == "kept"
+    target.write_text("sentinel")
+    assert gateway.call(*write)["status"] == "executed"
+    assert target.read_text() == "sentinel", "the approved call ran once"
