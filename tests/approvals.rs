@@ -263,6 +263,7 @@ fn every_allowed_and_every_refused_move() {
         (S::OutcomeUnknown, A::MarkFailed, S::ExecutionFailed),
         (S::OutcomeUnknown, A::Close, S::Closed),
         (S::Closed, A::Reopen, S::Pending),
+        (S::Pending, A::Endorse, S::Pending),
     ];
     let mut refused = 0;
     for state in S::ALL {
@@ -278,7 +279,7 @@ fn every_allowed_and_every_refused_move() {
             }
         }
     }
-    assert_eq!(refused, 13 * 15 - allowed.len());
+    assert_eq!(refused, 13 * 16 - allowed.len());
     for state in S::ALL {
         let has_exit = A::ALL.iter().any(|a| state.apply(*a).is_ok());
         assert_eq!(state.is_terminal(), !has_exit, "{state}");

@@ -661,7 +661,7 @@ fn the_governance_debugs_with_what_decides() {
     assert_eq!(
         format!("{governance:?}"),
         "Governance { mode_policy: ModePolicy { tier_floor: [Auto, Auto, Auto, Auto], \
-         hook: false }, limits: InputLimits { max_bytes: 65536, max_depth: 4, \
+         tier_quorum: [1, 1, 1, 1], hook: false }, limits: InputLimits { max_bytes: 65536, max_depth: 4, \
          max_string_bytes: 16384 } }"
     );
 }

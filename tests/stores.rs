@@ -117,6 +117,9 @@ enum Flaw {
     /// Whether a token is known is read, then it is written a moment later: racing offers
     /// both take it.
     AcceptNotAtomic,
+    /// A move that leaves the state as it was (a quorum's first approval) is answered as
+    /// written and not written.
+    SkipsSameStateMoves,
 }
 
 impl Broken {
@@ -155,6 +158,11 @@ impl Broken {
         };
         if version != expected && self.flaw != Flaw::NoCompareAndSet {
             return Err(StoreError::Conflict);
+        }
+        if self.flaw == Flaw::SkipsSameStateMoves
+            && lanes.get(&lane.key()).map(ApprovalLane::state) == Some(lane.state())
+        {
+            return Ok(());
         }
         if self.flaw == Flaw::ClaimNotAtomic {
             // Checked, then written after letting go of the lock: the window a real bug
@@ -508,6 +516,7 @@ fn every_broken_store_fails_the_kit_at_its_flaw() {
         (Flaw::ForgetsOldRetries, "outbox"),
         (Flaw::ForgetsEarly, "tokens taken once"),
         (Flaw::AcceptNotAtomic, "tokens taken once"),
+        (Flaw::SkipsSameStateMoves, "quorum-kept"),
     ] {
         let violation = conformance::check(|| Broken::with(flaw), 8).unwrap_err();
         assert_eq!(violation.check, check, "{violation}");

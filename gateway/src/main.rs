@@ -751,8 +751,12 @@ async fn operate<S: ApprovalStore + Send + Sync + 'static>(
                     .lines()
                     .next()
                     .unwrap_or("");
+                let progress = lane
+                    .quorum_progress()
+                    .map(|progress| format!(" [{progress}]"))
+                    .unwrap_or_default();
                 println!(
-                    "{} {} {} {preview}",
+                    "{} {} {} {preview}{progress}",
                     lane.key(),
                     lane.proposal().tool(),
                     lane.proposal().actor_id()
@@ -773,6 +777,11 @@ async fn operate<S: ApprovalStore + Send + Sync + 'static>(
                 "attempts": lane.attempts(),
                 "decided_by": lane.decided_by(),
                 "reason": lane.reason(),
+                "quorum": lane.quorum(),
+                "approvals": lane.approvals().iter().map(|approval| serde_json::json!({
+                    "by": approval.by(),
+                    "at": approval.at().utc().to_string(),
+                })).collect::<Vec<_>>(),
             });
             println!("{shown}");
         }
@@ -792,7 +801,10 @@ async fn operate<S: ApprovalStore + Send + Sync + 'static>(
                 governor.reject(&key, by, reason).await
             }
             .map_err(run)?;
-            println!("{} {}", lane.key(), lane.state());
+            match lane.quorum_progress() {
+                Some(progress) => println!("{} {}: {progress}", lane.key(), lane.state()),
+                None => println!("{} {}", lane.key(), lane.state()),
+            }
         }
         _ => {
             return Err(Failure::Usage(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cairnloop::approvals::{ApprovalConfig, ApprovalStore};
 use cairnloop::declared::DeclaredTool;
 use cairnloop::gate::Ttl;
-use cairnloop::{Actor, Governor, PolicyDenial, Registry, ToolEntry};
+use cairnloop::{Actor, Governance, Governor, ModePolicy, PolicyDenial, Registry, ToolEntry};
 
 use crate::catalogue::{
     Hidden, Offer, Offered, UpstreamTool, build, read_listing, unlisted, without_text,
@@ -208,9 +208,14 @@ pub async fn start<S: ApprovalStore + Send + Sync + 'static>(
     let registry: &'static Registry<()> = Box::leak(Box::new(
         Registry::try_new(entries).map_err(StartError::Registry)?,
     ));
+    // The file's quorum per tier, read as 1 to 5 (what `with_quorum` takes).
+    let policy = (config.gateway.quorum.iter()).fold(ModePolicy::new(), |policy, (tier, n)| {
+        policy.with_quorum(*tier, *n)
+    });
     let mut governor = Governor::new(registry)
         .with_store(store)
-        .with_config(approval_config(config));
+        .with_config(approval_config(config))
+        .with_governance(Governance::new().with_mode_policy(policy));
     for notify in &config.notify {
         governor = governor.with_outbox(notify.name.clone(), notifier_of(config, notify)?);
     }

@@ -87,6 +87,7 @@ where
     insert_if_absent(&make())?;
     read_together(&make())?;
     compare_and_set(&make())?;
+    quorum_kept(&make())?;
     events_in_order(&make())?;
     pages_by_state(&make())?;
     filtered_queue(&make())?;
@@ -239,6 +240,51 @@ fn compare_and_set<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
             format!("moving a missing lane was answered with {other:?}"),
         ),
     }
+}
+
+/// A quorum's approvals, each a move of its own: the lane as read keeps every approval, in
+/// order, and a second approver who read the lane before the first wrote is refused.
+fn quorum_kept<S: ApprovalStore>(store: &S) -> Result<(), Violation> {
+    const CHECK: &str = "quorum-kept";
+    let first = lane(1);
+    block_on(store.insert(first.clone(), opened(&first)))
+        .or_else(|error| store_error(CHECK, &error))?;
+    let endorsed = first
+        .moved(LaneAction::Endorse, T0, Some("first-approver"), None)
+        .or_else(|error| fail(CHECK, format!("{error}")))?;
+    let event = TransitionEvent::of(Some(&first), &endorsed, Some(LaneAction::Endorse), None);
+    block_on(store.transition(first.version(), endorsed.clone(), event))
+        .or_else(|error| store_error(CHECK, &error))?;
+    // The second approver read the lane before the first approval: refused.
+    let stale = first
+        .moved(LaneAction::Endorse, T0, Some("second-approver"), None)
+        .or_else(|error| fail(CHECK, format!("{error}")))?;
+    let event = TransitionEvent::of(Some(&first), &stale, Some(LaneAction::Endorse), None);
+    match block_on(store.transition(first.version(), stale, event)) {
+        Err(StoreError::Conflict) => {}
+        other => {
+            return fail(
+                CHECK,
+                format!("a stale approval was answered with {other:?}"),
+            );
+        }
+    }
+    let approved = endorsed
+        .moved(LaneAction::Approve, T0, Some("second-approver"), None)
+        .or_else(|error| fail(CHECK, format!("{error}")))?;
+    let event = TransitionEvent::of(Some(&endorsed), &approved, Some(LaneAction::Approve), None);
+    block_on(store.transition(endorsed.version(), approved.clone(), event))
+        .or_else(|error| store_error(CHECK, &error))?;
+    match block_on(store.get(&first.key())) {
+        Ok(Some(stored)) if stored == approved => {}
+        Ok(other) => return fail(CHECK, format!("the approved lane reads back as {other:?}")),
+        Err(error) => return store_error(CHECK, &error),
+    }
+    let by: Vec<&str> = approved.approvals().iter().map(|a| a.by()).collect();
+    if by != ["first-approver", "second-approver"] {
+        return fail(CHECK, format!("approvals kept as {by:?}"));
+    }
+    Ok(())
 }
 
 fn events_in_order<S: ApprovalStore>(store: &S) -> Result<(), Violation> {

@@ -29,11 +29,13 @@ pub enum BoundField {
     Mode,
     /// The host's policy for the tool's tier.
     HostPolicy,
+    /// How many approvers the call needs.
+    Quorum,
 }
 
 impl BoundField {
     /// How the part reads in a reason: `tool`, `arguments`, `actor`, `account`,
-    /// `risk tier`, `required scopes`, `approval mode` or `host policy`.
+    /// `risk tier`, `required scopes`, `approval mode`, `host policy` or `quorum`.
     ///
     /// ```
     /// assert_eq!(cairnloop::approvals::BoundField::Scopes.as_str(), "required scopes");
@@ -49,6 +51,7 @@ impl BoundField {
             Self::Scopes => "required scopes",
             Self::Mode => "approval mode",
             Self::HostPolicy => "host policy",
+            Self::Quorum => "quorum",
         }
     }
 }
@@ -102,6 +105,18 @@ pub enum ApprovalError {
     /// [`same_person`]: crate::approvals::same_person
     #[error("the proposer cannot approve their own call")]
     SelfApproval,
+    /// The call needs approvals from several people (a quorum), and this person, by the
+    /// identity rule, has already given one: another must.
+    ///
+    /// ```
+    /// let twice = cairnloop::ApprovalError::ApprovedAlready { of: 2 };
+    /// assert_eq!(twice.to_string(), "you have already approved this call, which needs 2 different approvers");
+    /// ```
+    #[error("you have already approved this call, which needs {of} different approvers")]
+    ApprovedAlready {
+        /// How many approvers the call needs.
+        of: u8,
+    },
     /// The lane expired; it is now `expired`.
     #[error("the approval expired")]
     Expired,

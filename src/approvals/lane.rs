@@ -35,7 +35,52 @@ pub struct ApprovalLane {
     /// What the run returned, once it is recorded as executed.
     #[serde(default)]
     output: Option<Box<Recorded>>,
+    /// Each approval given, in order: one, or a quorum's.
+    #[serde(default, skip_serializing_if = "alloc::vec::Vec::is_empty")]
+    approvals: alloc::vec::Vec<Approval>,
     version: u64,
+}
+
+/// One person's approval of a lane, and when it was given. A call with a quorum collects
+/// several before it is approved.
+///
+/// ```
+/// # fn f(lane: &cairnloop::ApprovalLane) {
+/// for approval in lane.approvals() {
+///     println!("approved by {} at {}", approval.by(), approval.at());
+/// }
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Approval {
+    by: Box<str>,
+    at: Timestamp,
+}
+
+impl Approval {
+    /// Who approved.
+    ///
+    /// ```
+    /// # fn f(approval: &cairnloop::approvals::Approval) -> &str {
+    /// approval.by()
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn by(&self) -> &str {
+        &self.by
+    }
+
+    /// When.
+    ///
+    /// ```
+    /// # fn f(approval: &cairnloop::approvals::Approval) -> cairnloop::gate::Timestamp {
+    /// approval.at()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn at(&self) -> Timestamp {
+        self.at
+    }
 }
 
 /// A run's output as stored: wrapped, so that an output of `null` stays an output (a
@@ -101,6 +146,7 @@ impl ApprovalLane {
             attempts: 0,
             claim: None,
             output: None,
+            approvals: alloc::vec::Vec::new(),
             version: 0,
         }
     }
@@ -130,6 +176,7 @@ impl ApprovalLane {
         self.attempts = 0;
         self.claim = None;
         self.output = None;
+        self.approvals.clear();
         self
     }
 
@@ -189,10 +236,68 @@ impl ApprovalLane {
         ) {
             next.decided_by = by.map(Box::from);
         }
+        if let (LaneAction::Approve | LaneAction::Endorse, Some(by)) = (action, by) {
+            next.approvals.push(Approval {
+                by: Box::from(by),
+                at: now,
+            });
+        }
         if let Some(reason) = reason {
             next.reason = Some(reason.to_string());
         }
         Ok(next)
+    }
+
+    /// The approvals given so far, in order: for a call with a quorum, those it has; for
+    /// any other approved call, its one approval.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) {
+    /// println!("{} of {} approvals", lane.approvals().len(), lane.quorum());
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn approvals(&self) -> &[Approval] {
+        &self.approvals
+    }
+
+    /// How far a call that needs several approvals has come, as an operator reads it:
+    /// `1 of 2 approvals (alice)`; `None` for a call that needs one.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) {
+    /// if let Some(progress) = lane.quorum_progress() {
+    ///     println!("{progress}");
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn quorum_progress(&self) -> Option<String> {
+        let quorum = self.quorum();
+        if quorum <= 1 {
+            return None;
+        }
+        let mut text = alloc::format!("{} of {quorum} approvals", self.approvals.len());
+        for (i, approval) in self.approvals.iter().enumerate() {
+            text.push_str(if i == 0 { " (" } else { ", " });
+            text.push_str(approval.by());
+        }
+        if !self.approvals.is_empty() {
+            text.push(')');
+        }
+        Some(text)
+    }
+
+    /// How many approvals the call needs (its proposal's quorum; 1 for most calls).
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> bool {
+    /// lane.quorum() > 1
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn quorum(&self) -> u8 {
+        self.proposal.policy().quorum
     }
 
     pub(crate) fn with_attempts(mut self, attempts: u32) -> Self {

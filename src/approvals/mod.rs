@@ -46,7 +46,7 @@ pub use identity::{
     IdentityError, MAX_ID_BYTES, check_id, comparison_form, is_invisible, is_mixed_script,
     same_person,
 };
-pub use lane::{ApprovalLane, Claim, TransitionEvent};
+pub use lane::{Approval, ApprovalLane, Claim, TransitionEvent};
 pub use notify::{Notice, NoticeEvent, NoticeReport, Notifier};
 pub(crate) use notify::{Recorder, announce};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

@@ -309,10 +309,23 @@ impl<S: ApprovalStore> Approvals<S> {
     ) -> Result<ApprovalLane, ApprovalError> {
         let (lane, kept) = self.lane_to_move(key).await?;
         let first = self.approve_lane(lane, approver, now).await;
-        self.again_if_stale(key, kept, first, |lane| {
-            self.approve_lane(lane, approver, now)
-        })
-        .await
+        let mut outcome = self
+            .again_if_stale(key, kept, first, |lane| {
+                self.approve_lane(lane, approver, now)
+            })
+            .await;
+        // Approvers of a quorum race one another: each lost compare-and-set means another
+        // approval landed first, so the approval is counted again on the lane as it is
+        // now. Bounded: a lane takes at most a quorum's approvals.
+        for _ in 0..crate::declare::MAX_QUORUM {
+            if !matches!(outcome, Err(ApprovalError::Store(StoreError::Conflict))) {
+                break;
+            }
+            outcome = self
+                .approve_lane(self.lane(key).await?, approver, now)
+                .await;
+        }
+        outcome
     }
 
     async fn approve_lane(
@@ -332,8 +345,22 @@ impl<S: ApprovalStore> Approvals<S> {
             .rules()
             .four_eyes(proposer, approver, same_person)
             .map_err(ApprovalError::from_rule)?;
-        self.apply(&lane, LaneAction::Approve, now, Some(approver), None)
-            .await
+        // A quorum counts people: an approver the identity rule finds among those who
+        // approved already gives no second approval.
+        let quorum = lane.quorum();
+        if lane
+            .approvals()
+            .iter()
+            .any(|given| same_person(given.by(), approver))
+        {
+            return Err(ApprovalError::ApprovedAlready { of: quorum });
+        }
+        let action = if lane.approvals().len() + 1 >= usize::from(quorum) {
+            LaneAction::Approve
+        } else {
+            LaneAction::Endorse
+        };
+        self.apply(&lane, action, now, Some(approver), None).await
     }
 
     /// Rejects (or defers) a pending lane, with a reason.
@@ -833,6 +860,7 @@ fn decided_on_the_copy(error: &ApprovalError) -> bool {
         ApprovalError::Transition(_)
             | ApprovalError::InvalidProposer
             | ApprovalError::SelfApproval
+            | ApprovalError::ApprovedAlready { .. }
             | ApprovalError::ClockWentBackwards
             | ApprovalError::RunningElsewhere { .. }
             | ApprovalError::AlreadyRun(_)
@@ -947,6 +975,9 @@ fn revalidate<C: ?Sized + 'static>(
     let was = proposal.policy();
     if policy.host_floor != was.host_floor {
         return changed(BoundField::HostPolicy, &was.host_floor, &policy.host_floor);
+    }
+    if policy.quorum != was.quorum {
+        return changed(BoundField::Quorum, &was.quorum, &policy.quorum);
     }
     if policy != *was {
         return changed(BoundField::Mode, &describe(was), &describe(&policy));

@@ -729,6 +729,17 @@ fn decidable<C: ?Sized + Sync + 'static, S: ApprovalStore>(
                 .to_string(),
         );
     }
+    if lane
+        .approvals()
+        .iter()
+        .any(|given| crate::approvals::same_person(given.by(), operator.id()))
+    {
+        return pages::Decidable::AllButApproval(format!(
+            "You have approved this call; it needs {} different people to approve it. You may \
+             still reject or defer it.",
+            lane.quorum()
+        ));
+    }
     pages::Decidable::Everything
 }
 
@@ -811,6 +822,7 @@ fn unprocessable(title: &str, message: &str, operator: &str, key: &str) -> Respo
 fn refused_decision(error: &ApprovalError, operator: &str, key: &str) -> Response {
     let (status, title) = match error {
         ApprovalError::SelfApproval => (StatusCode::FORBIDDEN, "Four eyes"),
+        ApprovalError::ApprovedAlready { .. } => (StatusCode::CONFLICT, "Approved already"),
         ApprovalError::ReasonRequired(_) | ApprovalError::MissingDecider => {
             (StatusCode::UNPROCESSABLE_ENTITY, "Reason required")
         }
@@ -823,6 +835,9 @@ fn refused_decision(error: &ApprovalError, operator: &str, key: &str) -> Respons
             "You proposed this call, so someone else must approve it. Nothing was changed."
                 .to_string()
         }
+        ApprovalError::ApprovedAlready { of } => format!(
+            "You have approved this call already; it needs {of} different people. Nothing was changed."
+        ),
         other => format!("Nothing was changed: {other}."),
     };
     pages::refusal_with_link(status, title, &message, Some(operator), key)

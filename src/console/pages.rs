@@ -273,6 +273,9 @@ fn queue_rows(lanes: &[ApprovalLane], now: Option<Timestamp>) -> Markup {
                 td {
                     a href={ "/proposals/" (key) } { (Text(proposal.title())) }
                     div.sub { (Shortened(&summary(proposal.preview()))) }
+                    @if let Some(progress) = lane.quorum_progress() {
+                        div.quorum { (Text(&progress)) }
+                    }
                 }
                 td { (tier_badge(proposal.risk_tier())) }
                 td { (Person(proposal.actor_id())) }
@@ -437,6 +440,9 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
     let body = html! {
         h1 { (Text(proposal.title())) " " (tier_badge(proposal.risk_tier())) }
         p class={ "state state-" (state) } { (state) }
+        @if let Some(progress) = lane.quorum_progress() {
+            p.quorum { (Text(&progress)) }
+        }
         section {
             h2 { "What it will do" }
             pre.preview { (Shortened(proposal.preview().text())) }
@@ -457,6 +463,12 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
                 dt { "Proposed" } dd { (lane.proposed_at().utc()) }
                 dt { "Expires" }
                 dd { (lane.expires_at().utc()) " (" (time_left(lane.expires_at(), view.now)) ")" }
+                @if lane.quorum() > 1 {
+                    @for approval in lane.approvals() {
+                        dt { "Approved by" }
+                        dd { (Person(approval.by())) " at " (approval.at().utc()) }
+                    }
+                }
                 @if let Some(by) = lane.decided_by() {
                     dt { "Decided by" } dd { (Person(by)) }
                 }

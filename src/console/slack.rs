@@ -22,7 +22,7 @@ use sha2::Sha256;
 
 use crate::approvals::{ApprovalError, ApprovalLane, RefusalEvent};
 use crate::declare::IdempotencyKey;
-use crate::gate::Timestamp;
+use crate::gate::{LaneState, Timestamp};
 use crate::notifiers::{SLACK_APPROVE, SLACK_REASON, SLACK_REJECT, WebhookError, agent, roots_in};
 
 use super::Inner;
@@ -335,16 +335,31 @@ pub(super) async fn actions<C: ?Sized + Host, S: Store>(
     let decided = decide(&inner, slack, &click, &mut event).await;
     match decided {
         Ok(lane) => {
-            let operator = lane.decided_by().unwrap_or_default();
-            let text = format!(
-                "{} ({}) proposed by {}: {} by {operator}",
+            let call = format!(
+                "{} ({}) proposed by {}",
                 escaped(lane.proposal().title()),
                 lane.proposal().risk_tier().as_str(),
                 escaped(lane.proposal().actor_id()),
-                lane.state(),
             );
+            let progress = lane.quorum_progress().map(|progress| escaped(&progress));
+            let body = match (lane.state(), progress) {
+                // More approvals to come: the buttons stay for the next approver.
+                (LaneState::Pending, Some(progress)) => json!({
+                    "response_type": "in_channel",
+                    "replace_original": false,
+                    "text": format!("{call}: {progress}"),
+                }),
+                (state, progress) => {
+                    let operator = lane.decided_by().unwrap_or_default();
+                    let mut text = format!("{call}: {state} by {operator}");
+                    if let Some(progress) = progress {
+                        text.push_str(&format!(", {progress}"));
+                    }
+                    json!({"replace_original": true, "text": text})
+                }
+            };
             if let Some(url) = click.response_url {
-                answer(slack, url, json!({"replace_original": true, "text": text}));
+                answer(slack, url, body);
             }
             StatusCode::OK.into_response()
         }
@@ -424,6 +439,11 @@ async fn decide<C: ?Sized + Host, S: Store>(
             StatusCode::FORBIDDEN,
             "proposer",
             "you proposed this call, so someone else must approve it",
+        ),
+        ApprovalError::ApprovedAlready { of } => Refused::new(
+            StatusCode::CONFLICT,
+            "approved_already",
+            format!("you have approved it already; it needs {of} different people"),
         ),
         ApprovalError::Expired => Refused::new(StatusCode::CONFLICT, "expired", "it expired"),
         ApprovalError::Transition(_) => {

@@ -64,5 +64,5 @@ pub use registry::{MAX_TOOLS, Registry};
 pub use risk_tier::RiskTier;
 pub use rules::SpecError;
 pub use scope::{Scope, ScopeOf};
-pub use spec::{ToolSpec, ToolSpecOf};
+pub use spec::{MAX_QUORUM, ToolSpec, ToolSpecOf};
 pub use tool::{Invocation, Tool};

@@ -4,6 +4,7 @@
 use const_format::concatcp;
 
 use super::registry::MAX_TOOLS;
+use super::spec::MAX_QUORUM;
 use super::text::{MAX_NAME_LEN, MAX_SCOPES};
 
 const RULE: &str = "cairnloop rule ";
@@ -92,6 +93,18 @@ const TOOL_DUPLICATE: &str = concatcp!(
     "7 (registry): two tools in one registry have the same name, or names equal ignoring \
      ASCII case; fix: rename one of them"
 );
+const QUORUM_RANGE: &str = concatcp!(
+    RULE,
+    "8 (quorum): a quorum is 1 to ",
+    MAX_QUORUM,
+    " approvers; fix: pass a number in that range to `.with_quorum(n)`"
+);
+const QUORUM_AUTO: &str = concatcp!(
+    RULE,
+    "8 (quorum): a tool whose calls run at once (`ApprovalMode::Auto`) has nobody to \
+     approve them, so a quorum above 1 means nothing; fix: drop `.with_quorum(n)`, or make \
+     the tool wait with `.with_approval(ApprovalMode::RequiresApproval)`"
+);
 const TOO_MANY_TOOLS: &str = concatcp!(
     RULE,
     "7 (registry): one registry holds at most ",
@@ -153,6 +166,10 @@ pub enum SpecError {
     DuplicateToolName,
     /// Rule 7: more tools than one registry holds ([`MAX_TOOLS`](crate::declare::MAX_TOOLS)).
     TooManyTools,
+    /// Rule 8: a quorum below 1 or above [`MAX_QUORUM`](crate::declare::MAX_QUORUM).
+    QuorumOutOfRange,
+    /// Rule 8: a quorum above 1 on a tool whose calls run at once (`Auto`).
+    QuorumOnAuto,
 }
 
 impl SpecError {
@@ -162,9 +179,9 @@ impl SpecError {
     /// use cairnloop::SpecError;
     ///
     /// assert!(SpecError::ALL.is_sorted_by_key(|e| e.rule()));
-    /// assert_eq!(SpecError::ALL.map(SpecError::rule).iter().max(), Some(&7));
+    /// assert_eq!(SpecError::ALL.map(SpecError::rule).iter().max(), Some(&8));
     /// ```
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 19] = [
         Self::InvalidName,
         Self::EmptyTitle,
         Self::TitleControlCharacter,
@@ -182,9 +199,11 @@ impl SpecError {
         Self::TooManyScopes,
         Self::DuplicateToolName,
         Self::TooManyTools,
+        Self::QuorumOutOfRange,
+        Self::QuorumOnAuto,
     ];
 
-    /// The number of the rule broken, 1 to 7.
+    /// The number of the rule broken, 1 to 8.
     ///
     /// ```
     /// assert_eq!(cairnloop::SpecError::DuplicateScope.rule(), 6);
@@ -205,6 +224,7 @@ impl SpecError {
             | Self::DuplicateScope
             | Self::TooManyScopes => 6,
             Self::DuplicateToolName | Self::TooManyTools => 7,
+            Self::QuorumOutOfRange | Self::QuorumOnAuto => 8,
         }
     }
 
@@ -235,6 +255,8 @@ impl SpecError {
             Self::TooManyScopes => SCOPE_TOO_MANY,
             Self::DuplicateToolName => TOOL_DUPLICATE,
             Self::TooManyTools => TOO_MANY_TOOLS,
+            Self::QuorumOutOfRange => QUORUM_RANGE,
+            Self::QuorumOnAuto => QUORUM_AUTO,
         }
     }
 }
@@ -372,7 +394,7 @@ mod tests {
     fn the_table_covers_every_rule_in_order() {
         let rules: std::vec::Vec<u8> = SpecError::ALL.iter().map(|e| e.rule()).collect();
         assert_eq!(rules.first(), Some(&1));
-        assert_eq!(rules.last(), Some(&7));
+        assert_eq!(rules.last(), Some(&8));
         assert!(rules.is_sorted());
         for error in SpecError::ALL {
             let prefix = std::format!("cairnloop rule {} (", error.rule());

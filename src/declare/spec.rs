@@ -67,6 +67,21 @@ pub struct ToolSpecOf<'a> {
     idempotent: bool,
     open_world: bool,
     result_states: &'a [&'a str],
+    quorum: u8,
+}
+
+/// The most approvers a quorum may ask for ([`ToolSpec::with_quorum`]).
+pub const MAX_QUORUM: u8 = 5;
+
+/// How a quorum is quoted in a compile error.
+const QUORUM_TEXT: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+
+const fn quorum_text(n: u8) -> &'static str {
+    if (n as usize) < QUORUM_TEXT.len() {
+        QUORUM_TEXT[n as usize]
+    } else {
+        "a number above 9"
+    }
 }
 
 /// A [`ToolSpecOf`] whose text lives for the whole program: what a tool's `const SPEC`
@@ -151,6 +166,7 @@ impl<'a> ToolSpecOf<'a> {
             idempotent: false,
             open_world: true,
             result_states: &[],
+            quorum: 1,
         })
     }
 
@@ -186,6 +202,9 @@ impl<'a> ToolSpecOf<'a> {
     const fn check_with_approval(self, mode: ApprovalMode) -> Result<Self, Violation<'a>> {
         if (mode as u8) < (self.derived_approval_mode() as u8) {
             return Err(Violation::new(SpecError::WeakerApprovalMode, mode.as_str()));
+        }
+        if self.quorum > 1 && matches!(mode, ApprovalMode::Auto) {
+            return Err(Violation::new(SpecError::QuorumOnAuto, self.name));
         }
         Ok(Self {
             approval_mode: mode,
@@ -249,6 +268,9 @@ impl<'a> ToolSpecOf<'a> {
                 SpecError::MissingJustification,
                 justification,
             ));
+        }
+        if self.quorum > 1 && matches!(mode, ApprovalMode::Auto) {
+            return Err(Violation::new(SpecError::QuorumOnAuto, self.name));
         }
         Ok(Self {
             approval_mode: mode,
@@ -341,6 +363,62 @@ impl<'a> ToolSpecOf<'a> {
             result_states: states,
             ..self
         })
+    }
+
+    /// Asks `n` approvers of each call instead of one: `n` different people, none of them
+    /// the proposer, each allowed to decide the call's tier. The call stays pending, with
+    /// the approvals it has, until the `n`-th; a rejection by any of them rejects it.
+    /// `n` is 1 to [`MAX_QUORUM`], and a tool whose calls run at once (`Auto`) takes no
+    /// quorum above 1: each fails compilation in a `const` item (rule 8).
+    ///
+    /// ```
+    /// use cairnloop::{RiskTier, ToolSpec};
+    ///
+    /// const SPEC: ToolSpec = ToolSpec::new("deploy", "Deploy", "Deploys to production.", RiskTier::HighWrite)
+    ///     .with_quorum(2);
+    /// assert_eq!(SPEC.quorum(), 2);
+    /// ```
+    #[track_caller]
+    #[must_use]
+    pub const fn with_quorum(self, n: u8) -> Self {
+        expect_valid(self.check_quorum(n))
+    }
+
+    /// [`ToolSpec::with_quorum`], returning the broken rule instead of failing.
+    ///
+    /// ```
+    /// use cairnloop::{RiskTier, SpecError, ToolSpec};
+    ///
+    /// let read = ToolSpec::try_new("lookup", "Look up", "Looks up.", RiskTier::ReadOnly)?;
+    /// assert_eq!(read.try_with_quorum(2), Err(SpecError::QuorumOnAuto));
+    /// let deploy = ToolSpec::try_new("deploy", "Deploy", "Deploys.", RiskTier::HighWrite)?;
+    /// assert_eq!(deploy.try_with_quorum(6), Err(SpecError::QuorumOutOfRange));
+    /// # Ok::<(), SpecError>(())
+    /// ```
+    pub const fn try_with_quorum(self, n: u8) -> Result<Self, SpecError> {
+        to_spec_error(self.check_quorum(n))
+    }
+
+    const fn check_quorum(self, n: u8) -> Result<Self, Violation<'a>> {
+        if n == 0 || n > MAX_QUORUM {
+            return Err(Violation::new(SpecError::QuorumOutOfRange, quorum_text(n)));
+        }
+        if n > 1 && matches!(self.approval_mode, ApprovalMode::Auto) {
+            return Err(Violation::new(SpecError::QuorumOnAuto, self.name));
+        }
+        Ok(Self { quorum: n, ..self })
+    }
+
+    /// How many approvers each call needs: 1 unless [`ToolSpec::with_quorum`] says more.
+    ///
+    /// ```
+    /// # use cairnloop::{RiskTier, ToolSpec};
+    /// let spec = ToolSpec::new("note", "Note", "Adds a note.", RiskTier::LowWrite);
+    /// assert_eq!(spec.quorum(), 1);
+    /// ```
+    #[must_use]
+    pub const fn quorum(&self) -> u8 {
+        self.quorum
     }
 
     /// The name a model calls the tool by.

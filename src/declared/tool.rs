@@ -176,6 +176,7 @@ pub struct DeclaredTool<C: ?Sized + 'static> {
     loosened_because: Option<String>,
     idempotent: bool,
     open_world: bool,
+    quorum: u8,
     scope_names: Vec<String>,
     /// The scopes as the gates read them, made from `scope_names` once the tool lives
     /// for the whole program (`ToolEntry::declared` takes it by `&'static`).
@@ -243,6 +244,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
             loosened_because: spec.loosened_because().map(ToString::to_string),
             idempotent: spec.is_idempotent(),
             open_world: spec.is_open_world(),
+            quorum: spec.quorum(),
             scope_names: scopes
                 .iter()
                 .map(|scope| scope.as_str().to_string())
@@ -609,7 +611,7 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
         if !self.open_world {
             spec = spec.closed_world();
         }
-        Ok(spec)
+        spec.try_with_quorum(self.quorum)
     }
 
     fn scopes(&'static self) -> Result<&'static [Scope], SpecError> {

@@ -69,8 +69,11 @@ pub enum LaneState {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum LaneAction {
-    /// A human approves.
+    /// A human approves: the last approval a call needs.
     Approve,
+    /// A human approves a call that needs more approvals than it has (a quorum): the
+    /// approval is recorded and the lane stays pending.
+    Endorse,
     /// A human rejects (reason required).
     Reject,
     /// A human defers (reason required).
@@ -139,6 +142,7 @@ impl LaneState {
         use LaneState as S;
         let next = match (self, action) {
             (S::Pending, A::Approve) => S::Approved,
+            (S::Pending, A::Endorse) => S::Pending,
             (S::Pending, A::Reject) => S::Rejected,
             (S::Pending, A::Defer) => S::Deferred,
             (S::Pending, A::Withdraw) => S::Withdrawn,
@@ -232,10 +236,11 @@ impl LaneAction {
     /// Every action.
     ///
     /// ```
-    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 15);
+    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 16);
     /// ```
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::Approve,
+        Self::Endorse,
         Self::Reject,
         Self::Defer,
         Self::Expire,
@@ -260,7 +265,7 @@ impl LaneAction {
     #[must_use]
     pub const fn verb(self) -> &'static str {
         match self {
-            Self::Approve => "approve",
+            Self::Approve | Self::Endorse => "approve",
             Self::Reject => "reject",
             Self::Defer => "defer",
             Self::Expire => "expire",
@@ -287,6 +292,7 @@ impl LaneAction {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Approve => "approve",
+            Self::Endorse => "endorse",
             Self::Reject => "reject",
             Self::Defer => "defer",
             Self::Expire => "expire",

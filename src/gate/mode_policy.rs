@@ -42,6 +42,7 @@ pub type ModeHook<C> = fn(&ToolSpec, &Actor<'_>, &C) -> ApprovalMode;
 /// ```
 pub struct ModePolicy<C: ?Sized> {
     tier_floor: [ApprovalMode; 4],
+    tier_quorum: [u8; 4],
     hook: Option<ModeHook<C>>,
 }
 
@@ -58,6 +59,7 @@ impl<C: ?Sized> ModePolicy<C> {
     pub const fn new() -> Self {
         Self {
             tier_floor: [ApprovalMode::Auto; 4],
+            tier_quorum: [1; 4],
             hook: None,
         }
     }
@@ -75,6 +77,40 @@ impl<C: ?Sized> ModePolicy<C> {
         let i = tier as usize;
         self.tier_floor[i] = self.tier_floor[i].strictest(mode);
         self
+    }
+
+    /// Asks at least `n` approvers of every call of `tier` that waits for a person (a
+    /// tool's own [`quorum`](ToolSpec::quorum) may ask more). A call's tier is its own: a
+    /// call the tool's rule raised to `tier` needs this quorum too. `n` is 1 to
+    /// [`MAX_QUORUM`](crate::declare::MAX_QUORUM): outside it, a `const` fails to compile
+    /// (and the call panics at run time).
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, ModePolicy, RiskTier, ToolSpec};
+    /// const P: ModePolicy<()> = ModePolicy::new().with_quorum(RiskTier::HighWrite, 2);
+    /// let deploy = ToolSpec::new("deploy", "Deploy", "Deploys.", RiskTier::HighWrite);
+    /// assert_eq!(P.resolve(&deploy, &Actor::new("a", &[]), &()).quorum(), 2);
+    /// ```
+    #[must_use]
+    #[track_caller]
+    pub const fn with_quorum(mut self, tier: RiskTier, n: u8) -> Self {
+        assert!(
+            n >= 1 && n <= crate::declare::MAX_QUORUM,
+            "a quorum is 1 to 5 approvers"
+        );
+        self.tier_quorum[tier as usize] = n;
+        self
+    }
+
+    /// The fewest approvers this policy asks of a waiting call of `tier`.
+    ///
+    /// ```
+    /// # use cairnloop::{ModePolicy, RiskTier};
+    /// assert_eq!(ModePolicy::<()>::new().tier_quorum(RiskTier::HighWrite), 1);
+    /// ```
+    #[must_use]
+    pub const fn tier_quorum(&self, tier: RiskTier) -> u8 {
+        self.tier_quorum[tier as usize]
     }
 
     /// Adds a run-time hook consulted on every call (replacing an earlier one).
@@ -170,6 +206,12 @@ impl<C: ?Sized> ModePolicy<C> {
                 source = ModeSource::Hook;
             }
         }
+        // Only a call that waits has approvers to count.
+        let quorum = if matches!(resolved, ApprovalMode::RequiresApproval) {
+            spec.quorum().max(self.tier_quorum(tier))
+        } else {
+            1
+        };
         ModeResolution {
             declared,
             resolved,
@@ -178,6 +220,7 @@ impl<C: ?Sized> ModePolicy<C> {
             tier,
             declared_tier,
             ignored_tier: asked.filter(|asked| *asked < declared_tier),
+            quorum,
         }
     }
 }
@@ -200,6 +243,7 @@ impl<C: ?Sized> fmt::Debug for ModePolicy<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ModePolicy")
             .field("tier_floor", &self.tier_floor)
+            .field("tier_quorum", &self.tier_quorum)
             .field("hook", &self.hook.is_some())
             .finish()
     }
@@ -263,9 +307,23 @@ pub struct ModeResolution {
     tier: RiskTier,
     declared_tier: RiskTier,
     ignored_tier: Option<RiskTier>,
+    quorum: u8,
 }
 
 impl ModeResolution {
+    /// How many approvers the call needs: the tool's quorum or the host's for the call's
+    /// tier, whichever is higher; 1 for a call that does not wait for a person.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, ModePolicy, RiskTier, ToolSpec};
+    /// let deploy = ToolSpec::new("deploy", "Deploy", "Deploys.", RiskTier::HighWrite).with_quorum(3);
+    /// assert_eq!(ModePolicy::<()>::new().resolve(&deploy, &Actor::new("a", &[]), &()).quorum(), 3);
+    /// ```
+    #[must_use]
+    pub const fn quorum(&self) -> u8 {
+        self.quorum
+    }
+
     /// The call's risk tier: the spec's, or higher where the call's input raised it.
     /// What the proposal, the preview, the approvers' tier rights and the binding see.
     ///
@@ -400,7 +458,7 @@ mod tests {
         );
         assert_eq!(
             format!("{copy:?}"),
-            "ModePolicy { tier_floor: [Auto, Auto, AlwaysBlock, Auto], hook: true }"
+            "ModePolicy { tier_floor: [Auto, Auto, AlwaysBlock, Auto], tier_quorum: [1, 1, 1, 1], hook: true }"
         );
         assert_eq!(
             [ModeSource::Spec, ModeSource::TierOverride, ModeSource::Hook].map(ModeSource::as_str),

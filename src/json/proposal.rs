@@ -30,6 +30,21 @@ pub struct PolicySnapshot {
     pub loosened_because: Option<String>,
     /// The host's minimum mode for the tool's tier, in force at the proposal.
     pub host_floor: ApprovalMode,
+    /// How many approvers the call needs (written only above 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub quorum: u8,
+}
+
+const fn one() -> u8 {
+    1
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde passes a reference"
+)]
+const fn is_one(n: &u8) -> bool {
+    *n == 1
 }
 
 impl PolicySnapshot {
@@ -43,6 +58,7 @@ impl PolicySnapshot {
             decided_by: mode.source(),
             loosened_because: mode.loosened_because().map(ToString::to_string),
             host_floor,
+            quorum: mode.quorum(),
         }
     }
 }

@@ -148,9 +148,13 @@ pub(crate) fn approval_prompt(lane: &ApprovalLane) -> ElicitRequest {
     } else {
         proposal.required_scopes().join(", ")
     };
+    let quorum = lane
+        .quorum_progress()
+        .map(|progress| format!("\nApprovals: {progress}; yours counts once"))
+        .unwrap_or_default();
     let message = format!(
         "An agent ({agent}) asks to run {title} ({tool}).\n\n{preview}\n\nRisk tier: {tier}\n\
-         Scopes: {scopes}\nApproval open until: {expires}\nProposal: {key}",
+         Scopes: {scopes}\nApproval open until: {expires}{quorum}\nProposal: {key}",
         agent = proposal.actor_id(),
         title = proposal.title(),
         tool = proposal.tool(),

@@ -74,6 +74,8 @@ pub struct Offered {
     pub preview: Option<Template>,
     /// The rules that raise one call above its tier.
     pub raise: Raises,
+    /// How many approvers each of its calls needs.
+    pub quorum: u8,
     /// The JSON Schema its input must match.
     pub input_schema: Value,
     /// Which hint of the upstream made the mode stricter than configured, if one did.
@@ -246,11 +248,12 @@ impl Offered {
             _ if self.mode != spec.approval_mode() => spec.try_with_approval(self.mode)?,
             _ => spec,
         };
-        Ok(if self.idempotent {
+        let spec = if self.idempotent {
             spec.idempotent()
         } else {
             spec
-        })
+        };
+        spec.try_with_quorum(self.quorum)
     }
 }
 
@@ -411,6 +414,7 @@ fn offered_by_rule(
         idempotent: rule.idempotent,
         preview: rule.preview.clone(),
         raise: rule.raise.clone(),
+        quorum: rule.quorum,
         input_schema: rule
             .input_schema
             .clone()
@@ -444,6 +448,7 @@ fn offered_by_default(
         idempotent: false,
         preview: None,
         raise: Raises::default(),
+        quorum: 1,
         input_schema: tool.input_schema.clone(),
         tightened_by: None,
     })

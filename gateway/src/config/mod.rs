@@ -72,7 +72,7 @@ use std::ops::Range;
 use std::str::FromStr;
 
 use cairnloop::approvals::check_id;
-use cairnloop::declare::{ScopeOf, ToolSpecOf};
+use cairnloop::declare::{MAX_QUORUM, ScopeOf, ToolSpecOf};
 use cairnloop::{ApprovalMode, RiskTier, SpecError};
 use toml::de::{DeTable, DeValue};
 
@@ -162,6 +162,9 @@ pub struct Gateway {
     /// How long a call waits for a person before it expires (`approval_ttl_secs`, 1 to
     /// 2,592,000, 30 days; [`DEFAULT_APPROVAL_TTL`] by default).
     pub approval_ttl: std::time::Duration,
+    /// How many approvers a waiting call of a tier needs (`quorum = { high_write = 2 }`),
+    /// whatever tool it is, and whether its own tier or a `raise` rule made it that tier.
+    pub quorum: Vec<(RiskTier, u8)>,
 }
 
 /// How long a call waits for a person unless `approval_ttl_secs` says otherwise: two
@@ -184,6 +187,7 @@ impl Default for Gateway {
             http: None,
             hold: DEFAULT_HOLD,
             approval_ttl: DEFAULT_APPROVAL_TTL,
+            quorum: Vec::new(),
         }
     }
 }
@@ -339,6 +343,8 @@ pub struct ToolRule {
     pub hold: Option<std::time::Duration>,
     /// The rules that raise one call above its tier (`raise`).
     pub raise: Raises,
+    /// How many approvers each of its calls needs (`quorum`, 1 to 5).
+    pub quorum: u8,
 }
 
 impl Config {
@@ -520,8 +526,28 @@ fn read_gateway<'s>(reader: &mut Reader<'s>, value: &Value<'s>) -> Gateway {
             "http",
             "hold_secs",
             "approval_ttl_secs",
+            "quorum",
         ],
     );
+    if let Some(quorum) = table.get("quorum")
+        && let Some(tiers) = reader.table(quorum, "`quorum`")
+    {
+        for (tier, n) in tiers.iter() {
+            let what = format!("`quorum.{}`", tier.get_ref());
+            let n = reader.number(n, &what, 1..=u64::from(MAX_QUORUM));
+            match tier.get_ref().parse::<RiskTier>() {
+                Ok(tier @ (RiskTier::LowWrite | RiskTier::HighWrite)) => {
+                    if let Some(n) = n.and_then(|n| u8::try_from(n).ok()) {
+                        gateway.quorum.push((tier, n));
+                    }
+                }
+                _ => reader.problem(
+                    tier.span(),
+                    format!("{what}: a quorum is for the tiers whose calls wait for people, `low_write` and `high_write`"),
+                ),
+            }
+        }
+    }
     if let Some(secs) = table.get("hold_secs")
         && let Some(secs) = reader.number(secs, "`hold_secs`", 0..=3600)
     {
@@ -865,6 +891,7 @@ const TOOL_KEYS: &[&str] = &[
     "input_schema",
     "hold_secs",
     "raise",
+    "quorum",
 ];
 
 fn read_tool<'s>(
@@ -1008,6 +1035,18 @@ fn read_tool<'s>(
             return None;
         }
     };
+    let quorum = match table.get("quorum") {
+        Some(value) => {
+            let n = reader.number(value, "`quorum`", 1..=u64::from(MAX_QUORUM))?;
+            let n = u8::try_from(n).unwrap_or(MAX_QUORUM);
+            if let Err(error) = spec.try_with_quorum(n) {
+                reader.problem(value.span(), error.message());
+                return None;
+            }
+            n
+        }
+        None => 1,
+    };
     let declared: Vec<ScopeOf<'_>> = scopes
         .iter()
         .filter_map(|(scope, span)| match ScopeOf::try_new(scope) {
@@ -1040,6 +1079,7 @@ fn read_tool<'s>(
         hold,
         input_schema,
         raise,
+        quorum,
     })
 }
 
