@@ -71,7 +71,7 @@ pub mod _guide {
     pub mod mcp {
         #![doc = include_str!("../docs/mcp.md")]
     }
-    /// Policy that fits the call: a tier raised by the call's input.
+    /// Policy that fits the call: a tier raised by the call's input, quorum approvals.
     pub mod policy {
         #![doc = include_str!("../docs/policy.md")]
     }

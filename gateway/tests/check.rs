@@ -560,3 +560,44 @@ fn a_notify_table_is_read_whole_and_every_problem_is_said_where_it_is() {
         "`A_SECRET` holds a notice receiver's address or signing secret",
     );
 }
+
+#[test]
+fn a_quorum_per_tool_and_per_tier_is_read_and_each_bad_one_is_said_where_it_is() {
+    let config = Config::parse(
+        "[gateway]\nquorum = { high_write = 3 }\n\
+         [upstreams.fs]\ncommand = \"server\"\n\
+         [tools.fs.write_file]\ntier = \"low_write\"\nquorum = 2\n\
+         [tools.fs.read_text_file]\ntier = \"read_only\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.gateway.quorum, [(RiskTier::HighWrite, 3)]);
+    let quorums: Vec<u8> = config.tools.iter().map(|tool| tool.quorum).collect();
+    assert_eq!(quorums, [2, 1]);
+
+    let found = problems_of(
+        "[gateway]\nquorum = { high_write = 9, read_only = 2, destructive = 2 }\n\
+         [upstreams.fs]\ncommand = \"server\"\n\
+         [tools.fs.write_file]\ntier = \"low_write\"\nquorum = 0\n\
+         [tools.fs.read_text_file]\ntier = \"read_only\"\nquorum = 2\n\
+         [tools.fs.edit_file]\ntier = \"low_write\"\nmode = \"auto\"\njustification = \"drafts\"\nquorum = 2\n",
+    );
+    assert_has(
+        &found,
+        2,
+        "`quorum.high_write` must be a whole number from 1 to 5",
+    );
+    assert_has(
+        &found,
+        2,
+        "`quorum.read_only`: a quorum is for the tiers whose calls wait",
+    );
+    assert_has(
+        &found,
+        2,
+        "`quorum.destructive`: a quorum is for the tiers whose calls wait",
+    );
+    assert_has(&found, 7, "`quorum` must be a whole number from 1 to 5");
+    assert_has(&found, 10, "cairnloop rule 8 (quorum)");
+    assert_has(&found, 15, "cairnloop rule 8 (quorum)");
+    assert_eq!(found.len(), 6, "{found:#?}");
+}

@@ -317,8 +317,8 @@ def test_a_task_opened_on_one_replica_is_approved_in_the_other_replicas_console_
 @pytest.fixture(scope="module")
 def raised():
     """A gateway whose `write_file` is low_write inside a scratch folder and raised to
-    high_write by a CEL rule anywhere else; its console has a lead who decides every tier
-    and a junior who decides low_write calls only."""
+    high_write by a CEL rule anywhere else, where two people must approve it; its console
+    has a lead who decides every tier and a junior who decides low_write calls only."""
     if not Path(FILESYSTEM).is_file():
         pytest.fail(f"no filesystem server at {FILESYSTEM}: run `npm ci` in tests/mcp-ts")
     work, share = shared_folder("cairnloop-gateway-raised-")
@@ -328,7 +328,8 @@ def raised():
     config = work / "gateway.toml"
     when = f"!args.path.startsWith('{scratch}/')"
     config.write_text(
-        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:write"]\nhold_secs = 0\n\n'
+        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:write"]\nhold_secs = 0\n'
+        'quorum = { high_write = 2 }\n\n'
         f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
         '[tools.fs.write_file]\ntier = "low_write"\n'
         'scopes = ["fs:write"]\npreview = "Write {path}"\n'
@@ -340,11 +341,20 @@ def raised():
     env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789",
                CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
     gateway, base = start_with_console(config, str(work / "lanes.db"), port, env)
-    yield {"gateway": gateway, "base": base, "share": share, "scratch": scratch}
+    yield {"gateway": gateway, "base": base, "share": share, "scratch": scratch,
+           "store": str(work / "lanes.db")}
     gateway.close()
 
 
-def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_that_tier_right(raised, browser):
+def operator(store, *words):
+    """The gateway's operator command on `store`: its standard output."""
+    done = subprocess.run([GATEWAY, "operator", "--store", store, *words],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_two_approvers(raised, browser):
     gateway, base, share, scratch = raised["gateway"], raised["base"], raised["share"], raised["scratch"]
     # In the scratch folder: the tool's own tier, which the junior may decide.
     inside = scratch / "note.txt"
@@ -376,11 +386,30 @@ def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_th
     assert page.locator("button.approve").count() == 0
     context.close()
 
+    # The lead's approval is the first of two: the call stays pending, and says so.
     context, page = signed_in(browser, base, "ops-lead", "lead-token-0123456789")
     page.goto(f"{base}/proposals/{proposal}")
+    expect(page.locator("p.quorum")).to_have_text("0 of 2 approvals")
     page.click("button.approve")
-    expect(page.locator("p.state")).to_have_text("approved")
+    page.goto(f"{base}/proposals/{proposal}")
+    expect(page.locator("p.state")).to_have_text("pending")
+    expect(page.locator("p.quorum")).to_have_text("1 of 2 approvals (ops-lead)")
+    # Not a second time by the same person.
+    expect(page.locator("p.why-not")).to_contain_text("You have approved this call")
+    assert page.locator("button.approve").count() == 0
     context.close()
+    waits = gateway.call(*write)
+    assert waits["status"] == "awaiting_approval", waits
+    assert not target.exists()
+
+    # The second approval comes from the operator command.
+    listed = operator(raised["store"], "list")
+    assert f"{proposal} fs_write_file alice" in listed and "[1 of 2 approvals (ops-lead)]" in listed, listed
+    approved = operator(raised["store"], "approve", proposal, "--as", "sre-on-call")
+    assert approved.strip() == f"{proposal} approved: 2 of 2 approvals (ops-lead, sre-on-call)", approved
+    shown = json.loads(operator(raised["store"], "show", proposal))
+    assert [a["by"] for a in shown["approvals"]] == ["ops-lead", "sre-on-call"], shown
+    assert shown["quorum"] == 2
 
     ran = gateway.call(*write)
     assert ran["status"] == "executed", ran
