@@ -293,6 +293,8 @@ pub fn run_demo(store: SqliteStore) -> Vec<Record> {
                 format!("waits: {}", preview.lines().next().unwrap_or(""))
             }
             Outcome::Blocked(blocked) => blocked.to_string(),
+            // Nobody here approves with changes.
+            Outcome::Superseded { original, .. } => format!("superseded: {}", original.key()),
         };
         // The governor recorded the decision in its store's log before it answered (a
         // proposal's lane is opened right after it).

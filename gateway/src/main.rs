@@ -389,7 +389,10 @@ where
             .local_addr()
             .map_err(|error| Failure::Run(error.to_string()))?;
         decided_where = Some(format!("http://{address}/"));
-        let mut served = Console::new(std::sync::Arc::clone(&governor), settings);
+        // Operators may approve a call with changed arguments: the gateway's calls have no
+        // context of their own to gate the change with.
+        let mut served = Console::new(std::sync::Arc::clone(&governor), settings)
+            .with_edits(std::sync::Arc::new(()));
         if let Some(slack) = slack {
             served = served.with_slack(slack);
         }

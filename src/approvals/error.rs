@@ -117,6 +117,18 @@ pub enum ApprovalError {
         /// How many approvers the call needs.
         of: u8,
     },
+    /// Approved with changes that change nothing: the same call (approve it instead).
+    #[error("the changed arguments are the call's own: approve it as it is instead")]
+    EditUnchanged,
+    /// The changed arguments do not pass the gates the call passed (a field the tool does
+    /// not take, a value its validation refuses, a scope the proposer lacks): nothing
+    /// changed, the call still waits.
+    #[error("the changed call is refused: {0}")]
+    EditRefused(Blocked),
+    /// The changed call is of a tier the approver may not decide (a change raised it):
+    /// nothing changed.
+    #[error("the changed call is {0}, which you may not approve")]
+    EditOutsideRights(crate::declare::RiskTier),
     /// The lane expired; it is now `expired`.
     #[error("the approval expired")]
     Expired,

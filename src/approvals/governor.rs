@@ -14,7 +14,9 @@ use crate::approvals::{
     ApprovalConfig, ApprovalError, ApprovalLane, ApprovalStore, Approvals, AuditRecord, AuditSink,
     Clock, MemoryStore, OutboxPass, OutboxPolicy, RefusalEvent, SystemClock,
 };
-use crate::declare::{Actor, IdempotencyKey, Registry, RunError, RunKey, Tool, ToolEntry};
+use crate::declare::{
+    Actor, IdempotencyKey, Registry, RiskTier, RunError, RunKey, Tool, ToolEntry,
+};
 use crate::gate::{Blocked, Decision, LaneAction, LaneState, Timestamp, Verdict, decide, execute};
 use crate::json::{
     Admitted, AuditEvent, Draft, Governance, Proposal, ToolCall, derive_key, gate_call, keyed_call,
@@ -89,6 +91,7 @@ pub struct Governor<C: ?Sized + 'static, S = MemoryStore> {
 ///         Outcome::Failed(error) => error.to_string(),
 ///         Outcome::AwaitingApproval(lane) => format!("awaiting approval: {}", lane.key()),
 ///         Outcome::Blocked(blocked) => format!("blocked: {blocked}"),
+///         Outcome::Superseded { edited, .. } => format!("changed by a person, then: {}", tell_the_model(edited)),
 ///     }
 /// }
 /// ```
@@ -105,12 +108,25 @@ pub enum Outcome {
     AwaitingApproval(Box<ApprovalLane>),
     /// A gate blocked the call; nothing ran.
     Blocked(Blocked),
+    /// A person approved the call with changed arguments
+    /// ([`Governor::approve_with_changes`]): this call never runs; `edited` is what became
+    /// of the changed one (its output once it ran, or its lane).
+    Superseded {
+        /// This call's lane, `superseded`, linked to the changed call
+        /// ([`ApprovalLane::replaced_by`]).
+        original: Box<ApprovalLane>,
+        /// The changed call's lane, as it was found (its proposal holds the arguments a
+        /// person gave).
+        replacement: Box<ApprovalLane>,
+        /// What became of the changed call.
+        edited: Box<Outcome>,
+    },
 }
 
 impl Outcome {
     /// `executed`, `failed`, `awaiting_approval` (a lane that waits for a person), the
     /// state of a lane that does not wait (`expired`, `rejected`, `execution_pending`,
-    /// …), or the block's code: the `status` a model is told.
+    /// …), `superseded`, or the block's code: the `status` a model is told.
     ///
     /// ```
     /// assert_eq!(cairnloop::Outcome::Blocked(cairnloop::Blocked::UnknownTool).code(), "unknown_tool");
@@ -125,6 +141,7 @@ impl Outcome {
             }
             Self::AwaitingApproval(lane) => lane.state().as_str(),
             Self::Blocked(blocked) => blocked.code(),
+            Self::Superseded { .. } => "superseded",
         }
     }
 
@@ -754,6 +771,22 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 Some(output) => Ok(Outcome::Executed(output.clone())),
                 None => Ok(Outcome::AwaitingApproval(Box::new(lane))),
             },
+            // Approved with changes: what became of the changed call, run now if it is
+            // approved (it is the same caller's). Boxed: rare, and a chain of changes
+            // recurses.
+            LaneState::Superseded => match lane.replaced_by() {
+                Some(edited_key) => {
+                    let replacement = self.lane(&edited_key).await?;
+                    let edited =
+                        Box::pin(self.reissued(replacement.clone(), now, actor, context)).await?;
+                    Ok(Outcome::Superseded {
+                        original: Box::new(lane),
+                        replacement: Box::new(replacement),
+                        edited: Box::new(edited),
+                    })
+                }
+                None => Ok(Outcome::AwaitingApproval(Box::new(lane))),
+            },
             _ => Ok(Outcome::AwaitingApproval(Box::new(lane))),
         }
     }
@@ -876,6 +909,136 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         approver: &str,
     ) -> Result<ApprovalLane, ApprovalError> {
         self.approvals.approve(key, approver, self.now()?).await
+    }
+
+    /// Approves a pending proposal with changed arguments, by `approver`: an operator who
+    /// would rather fix a call than reject it. The changed call goes through the gates as
+    /// the proposer's (the tool's decoder and validation, its scopes and policy, its
+    /// mode), becomes a proposal of its own bound to the change, and is approved by
+    /// `approver`, who must be one who could approve the original (never its proposer).
+    /// The original is closed as `superseded` and linked to it
+    /// ([`ApprovalLane::replaced_by`]); a re-issued original gets
+    /// [`Outcome::Superseded`] with what became of the changed call. The answer is the
+    /// changed call's lane: approved, or pending while its quorum wants more approvals.
+    ///
+    /// `context` is the context the proposer's calls are gated with; `may_decide` says
+    /// whether `approver` may decide calls of a tier (the console's and Slack's tier
+    /// rights), asked of the changed call's tier, which a change may raise.
+    ///
+    /// # Errors
+    ///
+    /// [`ApprovalError::EditRefused`] when the changed call does not pass the gates (a
+    /// field the tool does not take, a value its validation refuses, a scope the proposer
+    /// lacks): nothing changed. [`ApprovalError::EditOutsideRights`] when `may_decide`
+    /// refuses the changed call's tier, [`ApprovalError::EditUnchanged`] when the change
+    /// is no change: nothing changed either. Otherwise as [`Governor::approve`].
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, Governor, Outcome, PolicyDenial, Registry, RiskTier, ToolCall, ToolEntry};
+    /// # use cairnloop::declare::{RunFuture, ToolSpecOf};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
+    /// # use cairnloop::gate::LaneState;
+    /// # struct Echo;
+    /// # impl Forward<()> for Echo {
+    /// #     fn forward<'a>(&'a self, arguments: &'a serde_json::Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         let sent = arguments.clone();
+    /// #         Box::pin(async move { Ok(sent) })
+    /// #     }
+    /// # }
+    /// # fn anyone(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+    /// # let spec = ToolSpecOf::try_new("send_email", "Send email", "Sends an email.", RiskTier::LowWrite)?;
+    /// # let schema = serde_json::json!({"type": "object", "properties": {"to": {"type": "string"}}, "additionalProperties": false});
+    /// # let tool: &'static DeclaredTool<()> = Box::leak(Box::new(DeclaredTool::new(&spec, &[], schema, Echo)?));
+    /// # let entries: &'static [ToolEntry<()>] = Box::leak(Box::new([ToolEntry::declared(tool, anyone)?]));
+    /// # let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries)?));
+    /// let governor = Governor::new(registry);
+    /// let agent = Actor::new("agent", &[]);
+    /// let typo = ToolCall::new("send_email", r#"{"to": "bob@exmaple.com"}"#);
+    /// let Outcome::AwaitingApproval(lane) = pollster::block_on(governor.call(&typo, &agent, &()))? else { panic!() };
+    ///
+    /// let fixed = r#"{"to": "bob@example.com"}"#;
+    /// let fixed = pollster::block_on(governor.approve_with_changes(&lane.key(), "ops", fixed, &(), |_| true))?;
+    /// assert_eq!(fixed.state(), LaneState::Approved);
+    /// assert_eq!(fixed.replaces(), Some(lane.key()));
+    ///
+    /// // The agent asks again with its own arguments: what ran instead.
+    /// let Outcome::Superseded { edited, .. } = pollster::block_on(governor.call(&typo, &agent, &()))? else { panic!() };
+    /// assert!(matches!(*edited, Outcome::Executed(sent) if sent["to"] == "bob@example.com"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn approve_with_changes(
+        &self,
+        key: &IdempotencyKey,
+        approver: &str,
+        arguments: &str,
+        context: &C,
+        may_decide: impl FnOnce(RiskTier) -> bool,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let now = self.now()?;
+        let original = self.lane(key).await?;
+        let proposal = original.proposal();
+        // The proposer as the proposal recorded them: the changed call is theirs, with
+        // the scopes they held, in their account.
+        let scopes: Vec<&str> = proposal.granted_scopes().iter().collect();
+        let actor = Actor::new(proposal.actor_id(), &scopes);
+        let actor = match proposal.account_id() {
+            Some(account) => actor.with_account(account),
+            None => actor,
+        };
+        let call = ToolCall::new(proposal.tool(), arguments);
+        let call = match proposal.dedupe_token() {
+            Some(token) => call.with_dedupe_token(token),
+            None => call,
+        };
+        let (entry, verdict) = gate_call(self.registry, &call, &actor, context, &self.governance);
+        let mut record = self.audits().then(|| {
+            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), &actor, &verdict)
+        });
+        let (
+            Admitted {
+                entry,
+                codec,
+                input,
+            },
+            mode,
+        ) = match verdict {
+            Verdict::Blocked(blocked) => {
+                self.record(&mut record).await?;
+                return Err(ApprovalError::EditRefused(blocked));
+            }
+            Verdict::Execute { input, mode } | Verdict::AwaitApproval { input, mode } => {
+                (input, mode)
+            }
+        };
+        if !may_decide(mode.tier()) {
+            self.record(&mut record).await?;
+            return Err(ApprovalError::EditOutsideRights(mode.tier()));
+        }
+        let keyed = keyed_call(
+            entry,
+            codec,
+            &input,
+            &actor,
+            call.dedupe_token(),
+            Some(&mode),
+        )
+        .map_err(ApprovalError::Encoding)?;
+        if let Some(record) = &mut record {
+            record.idempotency_key = Some(keyed.key);
+        }
+        let edited = propose_call(
+            entry,
+            codec,
+            &input,
+            &actor,
+            keyed,
+            mode,
+            self.governance.mode_policy(),
+        );
+        self.record(&mut record).await?;
+        self.approvals
+            .approve_with_changes(key, edited, approver, now)
+            .await
     }
 
     /// Rejects a pending proposal, with a reason.

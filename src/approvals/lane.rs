@@ -38,6 +38,13 @@ pub struct ApprovalLane {
     /// Each approval given, in order: one, or a quorum's.
     #[serde(default, skip_serializing_if = "alloc::vec::Vec::is_empty")]
     approvals: alloc::vec::Vec<Approval>,
+    /// The call a person approved in its place, with changed arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    superseded_by: Option<IdempotencyKey>,
+    /// The call this one was approved in place of (this one's arguments are a person's
+    /// change of that one's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    supersedes: Option<IdempotencyKey>,
     version: u64,
 }
 
@@ -147,8 +154,50 @@ impl ApprovalLane {
             claim: None,
             output: None,
             approvals: alloc::vec::Vec::new(),
+            superseded_by: None,
+            supersedes: None,
             version: 0,
         }
+    }
+
+    /// The same lane, linked to the call it was approved in place of.
+    pub(crate) fn supersedes(mut self, original: IdempotencyKey) -> Self {
+        self.supersedes = Some(original);
+        self
+    }
+
+    /// The same lane, linked to the call approved in its place.
+    pub(crate) fn superseded_by(mut self, edited: IdempotencyKey) -> Self {
+        self.superseded_by = Some(edited);
+        self
+    }
+
+    /// The call a person approved in this one's place with changed arguments (the lane
+    /// is then `superseded`).
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) {
+    /// if let Some(edited) = lane.replaced_by() {
+    ///     println!("approved with changes as {edited}");
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn replaced_by(&self) -> Option<IdempotencyKey> {
+        self.superseded_by
+    }
+
+    /// The call this one was approved in place of: its arguments are a person's change of
+    /// that call's.
+    ///
+    /// ```
+    /// # fn f(lane: &cairnloop::ApprovalLane) -> bool {
+    /// lane.replaces().is_some()
+    /// # }
+    /// ```
+    #[must_use]
+    pub const fn replaces(&self) -> Option<IdempotencyKey> {
+        self.supersedes
     }
 
     /// The same lane, claimed by `holder` until `until`.
@@ -177,6 +226,8 @@ impl ApprovalLane {
         self.claim = None;
         self.output = None;
         self.approvals.clear();
+        self.superseded_by = None;
+        self.supersedes = None;
         self
     }
 
@@ -227,6 +278,7 @@ impl ApprovalLane {
         if matches!(
             action,
             LaneAction::Approve
+                | LaneAction::Supersede
                 | LaneAction::Reject
                 | LaneAction::Defer
                 | LaneAction::MarkExecuted

@@ -138,7 +138,62 @@ impl Outcome {
             ),
             Self::AwaitingApproval(lane) => lane_reply(&lane, note),
             Self::Blocked(blocked) => blocked_reply(&blocked),
+            Self::Superseded {
+                original,
+                replacement,
+                edited,
+            } => superseded_reply(&original, &replacement, *edited, note),
         }
+    }
+}
+
+/// A call a person approved with changed arguments: what became of the changed call,
+/// said to be the changed one. The body is the changed call's, with `status`
+/// `superseded`, its own `edited_status`, the caller's `proposal_id` and the changed
+/// call's `edited_proposal_id` and `edited_arguments`.
+fn superseded_reply(
+    original: &ApprovalLane,
+    replacement: &ApprovalLane,
+    edited: Outcome,
+    note: Option<&str>,
+) -> ModelReply {
+    let changed = replacement.proposal().input();
+    let edited_key = original.replaced_by();
+    let inner = edited.into_reply_noting(note);
+    let mut body = match inner.body {
+        Value::Object(object) => object,
+        other => {
+            let mut object = serde_json::Map::new();
+            object.insert("edited".into(), other);
+            object
+        }
+    };
+    let edited_status = body.remove("status").unwrap_or(Value::Null);
+    body.insert("status".into(), json!("superseded"));
+    body.insert("edited_status".into(), edited_status);
+    if let Some(edited_key) = edited_key {
+        body.insert("edited_proposal_id".into(), json!(edited_key.to_string()));
+    }
+    if let Ok(arguments) = serde_json::from_str::<Value>(changed) {
+        body.insert("edited_arguments".into(), arguments);
+    }
+    body.insert("proposal_id".into(), json!(original.key().to_string()));
+    body.insert("state".into(), json!(LaneState::Superseded.as_str()));
+    if let Some(reason) = original.reason() {
+        body.insert("reason".into(), json!(reason));
+    }
+    let by = original.decided_by().unwrap_or("a person");
+    let text = format!(
+        "{by} approved this call with changed arguments (proposal {key} became {edited}); \
+         your arguments did not run. What became of the changed call: {inner}",
+        key = original.key(),
+        edited = edited_key.map_or_else(|| "another".to_string(), |key| key.to_string()),
+        inner = inner.text,
+    );
+    ModelReply {
+        body: Value::Object(body),
+        text,
+        error: inner.error,
     }
 }
 

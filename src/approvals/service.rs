@@ -363,6 +363,73 @@ impl<S: ApprovalStore> Approvals<S> {
         self.apply(&lane, action, now, Some(approver), None).await
     }
 
+    /// Approves the pending lane `key` with changed arguments: `edited` is the changed
+    /// call's proposal, through the gates already. The original is closed as
+    /// `superseded`, linked to the changed call, whose lane is opened linked back and
+    /// approved by `approver` (by its own quorum). The approver must be one who could
+    /// approve the original.
+    pub(crate) async fn approve_with_changes(
+        &self,
+        key: &IdempotencyKey,
+        edited: Proposal,
+        approver: &str,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self.lane(key).await?;
+        let first = self
+            .supersede_lane(lane, edited.clone(), approver, now)
+            .await;
+        self.again_if_stale(key, false, first, |lane| {
+            self.supersede_lane(lane, edited, approver, now)
+        })
+        .await
+    }
+
+    async fn supersede_lane(
+        &self,
+        lane: ApprovalLane,
+        edited: Proposal,
+        approver: &str,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        refused_as_decided(&lane, LaneAction::Supersede)?;
+        let lane = self.live(lane, now).await?;
+        check_decider(approver)?;
+        let proposer = lane.proposal().actor_id();
+        if check_id(proposer).is_err() {
+            return Err(ApprovalError::InvalidProposer);
+        }
+        self.config
+            .rules()
+            .four_eyes(proposer, approver, same_person)
+            .map_err(ApprovalError::from_rule)?;
+        let edited_key = edited.idempotency_key();
+        if edited_key == lane.key() {
+            return Err(ApprovalError::EditUnchanged);
+        }
+        // The original first: once it is superseded nobody can approve it, so of the two
+        // calls at most the changed one ever runs.
+        let reason = alloc::format!("approved with changed arguments as {edited_key}");
+        let superseded = lane
+            .moved(LaneAction::Supersede, now, Some(approver), Some(&reason))?
+            .superseded_by(edited_key);
+        self.commit(&lane, superseded, LaneAction::Supersede, Some(approver))
+            .await?;
+        let expires_at = now
+            .checked_add(self.config.ttl())
+            .ok_or(ApprovalError::TimeOverflow)?;
+        let opened = ApprovalLane::open(edited, now, expires_at).supersedes(lane.key());
+        let event = TransitionEvent::of(None, &opened, None, None);
+        let kept = self.kept(&event);
+        // The same changed call proposed already (by its caller, or an earlier change):
+        // that lane is the one approved.
+        let (changed, inserted) = self.store.insert(opened, event).await?;
+        if inserted && let Some(event) = kept {
+            self.notify(event);
+        }
+        self.approve_lane(changed, approver, now).await
+    }
+
     /// Rejects (or defers) a pending lane, with a reason.
     pub(crate) async fn decide_with_reason(
         &self,
@@ -861,6 +928,7 @@ fn decided_on_the_copy(error: &ApprovalError) -> bool {
             | ApprovalError::InvalidProposer
             | ApprovalError::SelfApproval
             | ApprovalError::ApprovedAlready { .. }
+            | ApprovalError::EditUnchanged
             | ApprovalError::ClockWentBackwards
             | ApprovalError::RunningElsewhere { .. }
             | ApprovalError::AlreadyRun(_)

@@ -682,6 +682,7 @@ async fn proposal<C: ?Sized + Host, S: Store>(
         signed.token(&inner),
         signed.token(&inner),
         signed.token(&inner),
+        signed.token(&inner),
     ];
     let decidable = decidable(&inner, &signed.operator, &lane);
     signed.with_cookie(pages::proposal(&pages::ProposalView {
@@ -694,6 +695,7 @@ async fn proposal<C: ?Sized + Host, S: Store>(
         history: &history,
         tokens: &tokens,
         now: inner.governor.now().ok(),
+        edits: inner.edits.is_some(),
     }))
 }
 
@@ -805,6 +807,9 @@ struct DecisionForm {
     decision: String,
     #[serde(default)]
     reason: String,
+    /// The changed arguments, as JSON, of an approval with changes.
+    #[serde(default)]
+    arguments: String,
 }
 
 /// A form that asked for something the console does not do, or left out what it needs.
@@ -823,6 +828,10 @@ fn refused_decision(error: &ApprovalError, operator: &str, key: &str) -> Respons
     let (status, title) = match error {
         ApprovalError::SelfApproval => (StatusCode::FORBIDDEN, "Four eyes"),
         ApprovalError::ApprovedAlready { .. } => (StatusCode::CONFLICT, "Approved already"),
+        ApprovalError::EditRefused(_) | ApprovalError::EditUnchanged => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "Change refused")
+        }
+        ApprovalError::EditOutsideRights(_) => (StatusCode::FORBIDDEN, "Not your tier"),
         ApprovalError::ReasonRequired(_) | ApprovalError::MissingDecider => {
             (StatusCode::UNPROCESSABLE_ENTITY, "Reason required")
         }
@@ -867,6 +876,15 @@ async fn decide<C: ?Sized + Host, S: Store>(
         }
         "reject" => inner.governor.reject(&lane.key(), operator, reason).await,
         "defer" => inner.governor.defer(&lane.key(), operator, reason).await,
+        "approve_with_changes" if inner.edits.is_some() => {
+            let context = inner.edits.as_deref().expect("checked just above");
+            let rights = &signed.operator;
+            (inner.governor)
+                .approve_with_changes(&lane.key(), operator, &form.arguments, context, |tier| {
+                    rights.may_decide(tier)
+                })
+                .await
+        }
         _ => {
             return unprocessable(
                 "Unknown decision",
@@ -877,7 +895,8 @@ async fn decide<C: ?Sized + Host, S: Store>(
         }
     };
     match decided {
-        Ok(_) => Redirect::to(&format!("/proposals/{}", lane.key())).into_response(),
+        // Approved with changes: the changed call's page.
+        Ok(decided) => Redirect::to(&format!("/proposals/{}", decided.key())).into_response(),
         Err(error) => refused_decision(&error, operator, &key),
     }
 }

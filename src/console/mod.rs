@@ -115,6 +115,8 @@ struct Inner<C: ?Sized + 'static, S> {
     limiter: session::LoginLimiter,
     renderers: HashMap<String, Box<Renderer>>,
     streams: events::StreamCount,
+    /// The context a changed call is gated with, when operators may approve with changes.
+    edits: Option<Arc<C>>,
     #[cfg(feature = "slack")]
     slack: Option<SlackDecisions>,
 }
@@ -142,10 +144,31 @@ where
                 limiter: session::LoginLimiter::default(),
                 renderers: HashMap::new(),
                 streams: events::StreamCount::default(),
+                edits: None,
                 #[cfg(feature = "slack")]
                 slack: None,
             },
         }
+    }
+
+    /// Lets operators approve a pending call with changed arguments
+    /// ([`Governor::approve_with_changes`]): the proposal's page offers its arguments as
+    /// JSON to change. The changed call is gated as the proposer's with `context`, needs
+    /// the operator's tier right for its own tier, and is approved by the operator; the
+    /// original is closed as `superseded`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry};
+    /// # use cairnloop::console::{Console, ConsoleConfig};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// let console = Console::new(Arc::new(Governor::new(&TOOLS)), ConsoleConfig::new())
+    ///     .with_edits(Arc::new(()));
+    /// ```
+    #[must_use]
+    pub fn with_edits(mut self, context: Arc<C>) -> Self {
+        self.inner.edits = Some(context);
+        self
     }
 
     /// Registers the renderer for tools whose [`custom_ui`](crate::Tool::custom_ui) is

@@ -417,10 +417,12 @@ pub(crate) struct ProposalView<'a> {
     /// What that renderer gave, if the host registered it.
     pub(crate) view: Option<&'a Rendered>,
     pub(crate) history: &'a [AuditRecord],
-    /// Form tokens: approve, reject, defer.
-    pub(crate) tokens: &'a [String; 3],
+    /// Form tokens: approve, reject, defer, approve with changes.
+    pub(crate) tokens: &'a [String; 4],
     /// The governor's time, for the time left.
     pub(crate) now: Option<Timestamp>,
+    /// Whether the operator may approve with changed arguments.
+    pub(crate) edits: bool,
 }
 
 pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
@@ -474,6 +476,14 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
                 }
                 @if let Some(reason) = lane.reason() {
                     dt { "Reason" } dd { (Shortened(reason)) }
+                }
+                @if let Some(edited) = lane.replaced_by() {
+                    dt { "Approved with changes as" }
+                    dd { a.replaced-by href={ "/proposals/" (edited) } { code { (edited) } } }
+                }
+                @if let Some(original) = lane.replaces() {
+                    dt { "Changed from" }
+                    dd { a.replaces href={ "/proposals/" (original) } { code { (original) } } }
                 }
             }
         }
@@ -576,6 +586,18 @@ fn decide_section(view: &ProposalView<'_>, key: &str, version: u64) -> Markup {
                     button.approve type="submit" { "Approve" }
                 }))
             }
+            @if approve && view.edits {
+                (form(&view.tokens[3], "approve_with_changes", html! {
+                    label {
+                        "Or change the arguments, then approve the changed call (checked like \
+                         the agent's; this call is then superseded and never runs)"
+                        textarea name="arguments" rows="8" cols="80" required spellcheck="false" {
+                            (edit_text(view.lane.proposal().input()))
+                        }
+                    }
+                    button.approve-changed type="submit" { "Approve with changes" }
+                }))
+            }
             @if others {
                 @for (token, decision, label, button) in [
                     (&view.tokens[1], "reject", "Why reject it", "Reject"),
@@ -589,6 +611,14 @@ fn decide_section(view: &ProposalView<'_>, key: &str, version: u64) -> Markup {
             }
         }
     }
+}
+
+/// A proposal's input as an operator edits it: indented JSON (the canonical text when it
+/// is not JSON, which it always is).
+fn edit_text(input: &str) -> String {
+    serde_json::from_str::<Value>(input)
+        .and_then(|value| serde_json::to_string_pretty(&value))
+        .unwrap_or_else(|_| input.to_string())
 }
 
 /// An approval mode as an operator says it.

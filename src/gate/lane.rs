@@ -58,6 +58,9 @@ pub enum LaneState {
     /// Withdrawn by its caller before anyone decided it (a client cancelled its task): it
     /// can no longer be approved. Terminal.
     Withdrawn,
+    /// A person approved the call with changed arguments: the changed call is a lane of
+    /// its own, and this one never runs. Terminal.
+    Superseded,
 }
 
 /// A move of an approval lane.
@@ -102,15 +105,17 @@ pub enum LaneAction {
     Reopen,
     /// Its caller withdraws a pending call (reason required).
     Withdraw,
+    /// A person approves the call with changed arguments, as another lane.
+    Supersede,
 }
 
 impl LaneState {
     /// Every state.
     ///
     /// ```
-    /// assert_eq!(cairnloop::gate::LaneState::ALL.len(), 13);
+    /// assert_eq!(cairnloop::gate::LaneState::ALL.len(), 14);
     /// ```
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Pending,
         Self::Approved,
         Self::Rejected,
@@ -124,6 +129,7 @@ impl LaneState {
         Self::OutcomeUnknown,
         Self::Closed,
         Self::Withdrawn,
+        Self::Superseded,
     ];
 
     /// The state after `action`, or the refused move. This table is the whole lifecycle;
@@ -146,6 +152,7 @@ impl LaneState {
             (S::Pending, A::Reject) => S::Rejected,
             (S::Pending, A::Defer) => S::Deferred,
             (S::Pending, A::Withdraw) => S::Withdrawn,
+            (S::Pending, A::Supersede) => S::Superseded,
             (S::Pending | S::Approved, A::Expire) => S::Expired,
             (S::Approved, A::StartExecution) => S::ExecutionPending,
             (S::Approved | S::ExecutionPending, A::Invalidate) => S::Invalidated,
@@ -228,6 +235,7 @@ impl LaneState {
             Self::OutcomeUnknown => "outcome_unknown",
             Self::Closed => "closed",
             Self::Withdrawn => "withdrawn",
+            Self::Superseded => "superseded",
         }
     }
 }
@@ -236,9 +244,9 @@ impl LaneAction {
     /// Every action.
     ///
     /// ```
-    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 16);
+    /// assert_eq!(cairnloop::gate::LaneAction::ALL.len(), 17);
     /// ```
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::Approve,
         Self::Endorse,
         Self::Reject,
@@ -255,6 +263,7 @@ impl LaneAction {
         Self::Close,
         Self::Reopen,
         Self::Withdraw,
+        Self::Supersede,
     ];
 
     /// What the move does, as an operator would say it (`run` for `start_execution`).
@@ -280,6 +289,7 @@ impl LaneAction {
             Self::Close => "close",
             Self::Reopen => "propose again",
             Self::Withdraw => "withdraw",
+            Self::Supersede => "approve with changes",
         }
     }
 
@@ -307,6 +317,7 @@ impl LaneAction {
             Self::Close => "close",
             Self::Reopen => "reopen",
             Self::Withdraw => "withdraw",
+            Self::Supersede => "supersede",
         }
     }
 }

@@ -528,7 +528,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         &self,
         caller: &Caller,
         id: &str,
-    ) -> Result<(TaskRecord, ApprovalLane), ErrorData> {
+    ) -> Result<(TaskRecord, ApprovalLane, Option<ApprovalLane>), ErrorData> {
         let unknown = || ErrorData::invalid_params("no such task", None);
         let id = TaskId::parse(id).ok_or_else(unknown)?;
         let record = match self.governor.store().task(&id).await {
@@ -563,7 +563,23 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         if now.unix_millis() > kept_until {
             return Err(unknown());
         }
-        Ok((record, lane))
+        // Approved with changes: the task follows the changed call (and a change of it),
+        // and keeps its own lane to say so.
+        let (mut lane, mut original) = (lane, None);
+        for _ in 0..MAX_CHANGES {
+            let (LaneState::Superseded, Some(next)) = (lane.state(), lane.replaced_by()) else {
+                break;
+            };
+            let replacement = self.governor.expire_if_due(&next).await.map_err(|error| {
+                ErrorData::internal_error(
+                    format!("the task's changed call could not be read: {error}"),
+                    None,
+                )
+            })?;
+            original.get_or_insert(lane);
+            lane = replacement;
+        }
+        Ok((record, lane, original))
     }
 
     /// The question a waiting task puts to the client's person, when the host trusts that
@@ -626,7 +642,10 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
                 .await_decision(&key, core::time::Duration::from_millis(lives))
                 .await;
             drop(counted);
-            if decided.is_ok_and(|lane| lane.state() == LaneState::Approved) {
+            // Approved with changes too: the call made again runs the changed one.
+            if decided.is_ok_and(|lane| {
+                matches!(lane.state(), LaneState::Approved | LaneState::Superseded)
+            }) {
                 run.await;
             }
         });
@@ -658,12 +677,23 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     }
 
     /// A finished lane's result, as a repeated call would get it.
-    fn final_result(&self, lane: &ApprovalLane) -> Result<JsonObject, ErrorData> {
+    fn final_result(
+        &self,
+        lane: &ApprovalLane,
+        original: Option<ApprovalLane>,
+    ) -> Result<JsonObject, ErrorData> {
         let name = lane.proposal().tool();
-        let outcome = match (lane.state(), lane.output()) {
+        let mut outcome = match (lane.state(), lane.output()) {
             (LaneState::Executed, Some(output)) => Outcome::Executed(output.clone()),
             _ => Outcome::AwaitingApproval(Box::new(lane.clone())),
         };
+        if let Some(original) = original {
+            outcome = Outcome::Superseded {
+                original: Box::new(original),
+                replacement: Box::new(lane.clone()),
+                edited: Box::new(outcome),
+            };
+        }
         let result = self.respond(name, Ok(outcome), None)?;
         match serde_json::to_value(result) {
             Ok(serde_json::Value::Object(result)) => Ok(result),
@@ -674,6 +704,9 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         }
     }
 }
+
+/// How many changes of a call a task follows (a change of a change, …).
+const MAX_CHANGES: usize = 8;
 
 /// How often a held call's client is told it still waits.
 const PROGRESS_EVERY: core::time::Duration = core::time::Duration::from_secs(15);
@@ -723,7 +756,9 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             }
         };
         match decided {
-            Ok(lane) if lane.state() == LaneState::Approved => {
+            // Approved, or approved with changes (the re-issued call answers with what
+            // became of the changed one).
+            Ok(lane) if matches!(lane.state(), LaneState::Approved | LaneState::Superseded) => {
                 self.respond(name, self.govern(caller, name, arguments).await, None)
             }
             Ok(lane) => self.respond(name, Ok(Outcome::AwaitingApproval(Box::new(lane))), None),
@@ -872,12 +907,12 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let caller = self.caller_of(&context)?;
-        let (record, lane) = self.followed(caller, &request.task_id).await?;
+        let (record, lane, original) = self.followed(caller, &request.task_id).await?;
         let lane = self.start_if_approved(caller, lane).await;
         let status = tasks::status_of(&lane);
         let payload = match status {
             TaskStatus::Completed => TaskPayload::Completed {
-                result: self.final_result(&lane)?,
+                result: self.final_result(&lane, original)?,
             },
             TaskStatus::Cancelled => TaskPayload::Cancelled,
             _ => match self.question(caller, &record, &lane, &context).await {
@@ -904,7 +939,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let caller = self.caller_of(&context)?;
-        let (record, lane) = self.followed(caller, &request.task_id).await?;
+        let (record, lane, _) = self.followed(caller, &request.task_id).await?;
         let asked = record.inputs_issued();
         let answer = request.input_responses.get(&tasks::question_key(asked));
         let Some(approver) = self.approver_for(caller, &lane).filter(|_| asked > 0) else {
@@ -942,7 +977,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> ServerH
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let caller = self.caller_of(&context)?;
-        let (_, lane) = self.followed(caller, &request.task_id).await?;
+        let (_, lane, _) = self.followed(caller, &request.task_id).await?;
         if lane.state() == LaneState::Pending {
             // Lost to a decision made meanwhile: that decision stands.
             let _ = self
