@@ -289,3 +289,63 @@ fn a_scope_the_proposer_no_longer_holds_is_checked_at_the_run() {
     );
     assert!(sent_to("dan").is_empty());
 }
+
+/// A tool declared from data whose schema lets any field through (as many MCP servers'
+/// do): a change still adds no field the call did not have and the schema does not name.
+#[cfg(feature = "declared")]
+#[test]
+fn a_change_adds_no_field_an_open_schema_does_not_name() {
+    use cairnloop::declare::{RunFuture, ToolSpecOf};
+    use cairnloop::declared::{DeclaredTool, Forward};
+
+    struct Upstream;
+    impl Forward<()> for Upstream {
+        fn forward<'a>(
+            &'a self,
+            arguments: &'a serde_json::Value,
+            _: &'a Actor<'a>,
+            _: &'a (),
+        ) -> RunFuture<'a> {
+            let sent = arguments.clone();
+            Box::pin(async move { Ok(sent) })
+        }
+    }
+    fn anyone(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    let spec = ToolSpecOf::try_new("write", "Write", "Writes.", RiskTier::LowWrite).unwrap();
+    let open = serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "mode": {"type": "string"}}});
+    let tool: &'static DeclaredTool<()> = Box::leak(Box::new(
+        DeclaredTool::new(&spec, &[], open, Upstream).unwrap(),
+    ));
+    let entries: &'static [ToolEntry<()>] =
+        Box::leak(Box::new([ToolEntry::declared(tool, anyone).unwrap()]));
+    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    let governor = Governor::new(registry);
+    let agent = Actor::new("agent", &[]);
+    let call = ToolCall::new("write", r#"{"path": "/tmp/a", "content": "x"}"#);
+    let Outcome::AwaitingApproval(lane) =
+        pollster::block_on(governor.call(&call, &agent, &())).unwrap()
+    else {
+        panic!("a write waits");
+    };
+    let change = |arguments: &str| {
+        pollster::block_on(governor.approve_with_changes(
+            &lane.key(),
+            "ops",
+            arguments,
+            &(),
+            |_| true,
+        ))
+    };
+    let Err(ApprovalError::EditRefused(Blocked::NeedsInput { errors })) =
+        change(r#"{"path": "/tmp/a", "content": "x", "owner": "root"}"#)
+    else {
+        panic!("a field nobody named is refused");
+    };
+    let refused: Vec<(&str, &str)> = errors.iter().map(|e| (e.path(), e.code())).collect();
+    assert_eq!(refused, [("/owner", "unknown_field")]);
+    // A field the schema names may be added.
+    let changed = change(r#"{"path": "/tmp/a", "content": "x", "mode": "0644"}"#).unwrap();
+    assert_eq!(changed.state(), LaneState::Approved);
+}

@@ -157,6 +157,48 @@ impl Outcome {
     }
 }
 
+/// The fields a change adds that neither the call had nor the tool's input schema names
+/// (a schema that lets any field through lets a change add anything otherwise): each an
+/// `unknown_field` error, or `None` when there are none.
+fn added_fields<C: ?Sized + 'static>(
+    entry: &ToolEntry<C>,
+    original: &str,
+    changed: &str,
+) -> Option<crate::declare::InputErrors> {
+    let keys = |text: &str| match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(object)) => object.into_iter().map(|(key, _)| key).collect(),
+        _ => Vec::new(),
+    };
+    let had: Vec<String> = keys(original);
+    #[cfg(feature = "schemars")]
+    let named: Vec<String> = entry
+        .input_schema()
+        .and_then(|schema| match schema.get("properties") {
+            Some(Value::Object(properties)) => Some(properties.keys().cloned().collect()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    #[cfg(not(feature = "schemars"))]
+    let named: Vec<String> = {
+        let _ = entry;
+        Vec::new()
+    };
+    let mut errors = crate::declare::InputErrors::new();
+    for key in keys(changed) {
+        if !had.contains(&key) && !named.contains(&key) {
+            let mut path = String::from("/");
+            crate::json::strict::push_pointer_token(&mut path, &key);
+            errors.push(crate::declare::FieldError::owned(
+                path,
+                "unknown_field",
+                "a change may not add a field the call did not have and the tool does not name"
+                    .to_string(),
+            ));
+        }
+    }
+    (!errors.is_empty()).then_some(errors)
+}
+
 /// What became of a typed call ([`Governor::call_typed`]).
 ///
 /// ```
@@ -1010,6 +1052,10 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 (input, mode)
             }
         };
+        if let Some(errors) = added_fields(entry, proposal.input(), arguments) {
+            self.record(&mut record).await?;
+            return Err(ApprovalError::EditRefused(Blocked::NeedsInput { errors }));
+        }
         if !may_decide(mode.tier()) {
             self.record(&mut record).await?;
             return Err(ApprovalError::EditOutsideRights(mode.tier()));

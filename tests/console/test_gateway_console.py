@@ -417,3 +417,129 @@ def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_tw
     target.write_text("sentinel")
     assert gateway.call(*write)["status"] == "executed"
     assert target.read_text() == "sentinel", "the approved call ran once"
+
+
+@pytest.fixture(scope="module")
+def edited():
+    """A gateway in front of the filesystem server that holds a waiting call open for
+    30 seconds, with a console whose lead may decide every tier and whose junior may
+    decide low_write calls only; writes outside the scratch folder are high_write."""
+    if not Path(FILESYSTEM).is_file():
+        pytest.fail(f"no filesystem server at {FILESYSTEM}: run `npm ci` in tests/mcp-ts")
+    work, share = shared_folder("cairnloop-gateway-edited-")
+    scratch = share / "scratch"
+    scratch.mkdir()
+    port = free_port()
+    config = work / "gateway.toml"
+    when = f"!args.path.startsWith('{scratch}/')"
+    config.write_text(
+        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:write"]\nhold_secs = 30\n\n'
+        f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
+        '[tools.fs.write_file]\ntier = "low_write"\nscopes = ["fs:write"]\npreview = "Write {path}"\n'
+        f'raise = [{{ when = {json.dumps(when)}, tier = "high_write", reason = "outside the scratch folder" }}]\n\n'
+        f'[console]\naddress = "127.0.0.1:{port}"\n\n'
+        '[console.operators.ops-lead]\ntoken_env = "CONSOLE_LEAD_TOKEN"\n\n'
+        '[console.operators.junior]\ntoken_env = "CONSOLE_JUNIOR_TOKEN"\ntiers = ["low_write"]\n'
+    )
+    env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789",
+               CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
+    gateway, base = start_with_console(config, str(work / "lanes.db"), port, env)
+    yield {"gateway": gateway, "base": base, "scratch": scratch, "share": share}
+    gateway.close()
+
+
+def edit_and_approve(page, base, proposal, arguments):
+    """On the proposal's page, replaces its arguments with `arguments` and approves the
+    changed call; the answer's status."""
+    page.goto(f"{base}/proposals/{proposal}")
+    page.fill("textarea[name=arguments]", json.dumps(arguments))
+    with page.expect_navigation():
+        page.click("button.approve-changed")
+    return page
+
+
+def test_an_operator_approves_a_held_call_with_changes_and_it_writes_the_changed_content_once(edited, browser):
+    gateway, base, scratch, share = edited["gateway"], edited["base"], edited["scratch"], edited["share"]
+    target = scratch / "notes.txt"
+    typo = {"path": str(target), "content": "helo wrold"}
+
+    # The agent's call is held open while a person decides (no answer is read yet).
+    gateway.next_id += 1
+    held_id = gateway.next_id
+    frame = {"jsonrpc": "2.0", "id": held_id, "method": "tools/call",
+             "params": {"name": "fs_write_file", "arguments": typo}}
+    gateway.process.stdin.write(json.dumps(frame) + "\n")
+    gateway.process.stdin.flush()
+
+    context, page = signed_in(browser, base, "ops-lead", "lead-token-0123456789")
+    row = page.locator("#queue-rows tr", has_text="notes.txt")
+    expect(row).to_have_count(1)
+    row.locator("a").first.click()
+    original = page.url.rsplit("/", 1)[1]
+    # The arguments to change are the call's own.
+    assert json.loads(page.locator("textarea[name=arguments]").input_value()) == typo
+    # A field the tool does not take: refused, nothing changes.
+    page.fill("textarea[name=arguments]", json.dumps(dict(typo, mode="0777")))
+    with page.expect_navigation():
+        page.click("button.approve-changed")
+    expect(page.locator("main")).to_contain_text("Change refused")
+    page.goto(f"{base}/proposals/{original}")
+    expect(page.locator("p.state")).to_have_text("pending")
+
+    fixed = {"path": str(target), "content": "hello world"}
+    edit_and_approve(page, base, original, fixed)
+    # The changed call's page: approved by the lead, linked to the original.
+    expect(page.locator("p.state")).to_have_text(re.compile("^(approved|execution_pending|executed)$"))
+    expect(page.locator("a.replaces")).to_have_text(original)
+    changed = page.url.rsplit("/", 1)[1]
+    assert changed != original
+    page.goto(f"{base}/proposals/{original}")
+    expect(page.locator("p.state")).to_have_text("superseded")
+    expect(page.locator("a.replaced-by")).to_have_text(changed)
+    context.close()
+
+    # The held call answers with the changed call's result, and says so.
+    answer = json.loads(gateway.process.stdout.readline())
+    assert answer["id"] == held_id, answer
+    held = answer["result"]["structuredContent"]
+    assert held["status"] == "superseded", held
+    assert held["edited_status"] == "executed", held
+    assert held["edited_arguments"]["content"] == "hello world", held
+    assert "approved this call with changed arguments" in answer["result"]["content"][0]["text"]
+    assert target.read_text() == "hello world"
+
+    # The original re-issued: superseded, here is what ran; nothing runs again.
+    target.write_text("sentinel")
+    again = gateway.call("fs_write_file", typo)
+    assert again["status"] == "superseded" and again["edited_status"] == "executed", again
+    assert again["proposal_id"] == original and again["edited_proposal_id"] == changed, again
+    assert target.read_text() == "sentinel", "the changed call ran once"
+
+
+def test_a_change_that_raises_the_call_needs_the_raised_tiers_right(edited, browser):
+    gateway, base, scratch, share = edited["gateway"], edited["base"], edited["scratch"], edited["share"]
+    inside = {"path": str(scratch / "plan.txt"), "content": "draft"}
+    gateway.next_id += 1
+    frame = {"jsonrpc": "2.0", "id": gateway.next_id, "method": "tools/call",
+             "params": {"name": "fs_write_file", "arguments": inside}}
+    gateway.process.stdin.write(json.dumps(frame) + "\n")
+    gateway.process.stdin.flush()
+
+    context, page = signed_in(browser, base, "junior", "junior-token-0123456789")
+    row = page.locator("#queue-rows tr", has_text="plan.txt")
+    expect(row).to_have_count(1)
+    row.locator("a").first.click()
+    original = page.url.rsplit("/", 1)[1]
+    outside = {"path": str(share / "plan.txt"), "content": "draft"}
+    edit_and_approve(page, base, original, outside)
+    expect(page.locator("main")).to_contain_text("Not your tier")
+    expect(page.locator("main")).to_contain_text("high_write")
+    page.goto(f"{base}/proposals/{original}")
+    expect(page.locator("p.state")).to_have_text("pending")
+    # Rejected instead: the held call answers.
+    page.fill("input[name=reason]", "not now")
+    page.locator("form", has=page.locator("button.reject")).locator("button.reject").click()
+    context.close()
+    answer = json.loads(gateway.process.stdout.readline())
+    assert answer["result"]["structuredContent"]["status"] == "rejected", answer
+    assert not (share / "plan.txt").exists() and not (scratch / "plan.txt").exists()
