@@ -71,9 +71,18 @@ pub mod _guide {
     pub mod mcp {
         #![doc = include_str!("../docs/mcp.md")]
     }
-    /// Policy that fits the call: a tier raised by the call's input, quorum approvals.
+    /// Policy that fits the call: a tier raised by the call's input or its caller, in
+    /// Rust or in the gateway's CEL rules.
     pub mod policy {
         #![doc = include_str!("../docs/policy.md")]
+    }
+    /// Quorum approvals: several different people approve one call.
+    pub mod quorum {
+        #![doc = include_str!("../docs/quorum.md")]
+    }
+    /// Approve with changes: a person fixes a call instead of rejecting it.
+    pub mod changes {
+        #![doc = include_str!("../docs/changes.md")]
     }
     /// The audit trail's chain: what it proves, in each store, and from the command line.
     pub mod audit {
@@ -108,6 +117,10 @@ mod chapter_doctests {
     struct Audit;
     #[doc = include_str!("../docs/policy.md")]
     struct Policy;
+    #[doc = include_str!("../docs/quorum.md")]
+    struct Quorum;
+    #[doc = include_str!("../docs/changes.md")]
+    struct Changes;
     #[doc = include_str!("../docs/rig.md")]
     struct Rig;
     #[doc = include_str!("../docs/layers.md")]

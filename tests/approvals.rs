@@ -264,6 +264,7 @@ fn every_allowed_and_every_refused_move() {
         (S::OutcomeUnknown, A::Close, S::Closed),
         (S::Closed, A::Reopen, S::Pending),
         (S::Pending, A::Endorse, S::Pending),
+        (S::Pending, A::Supersede, S::Superseded),
     ];
     let mut refused = 0;
     for state in S::ALL {
@@ -279,7 +280,7 @@ fn every_allowed_and_every_refused_move() {
             }
         }
     }
-    assert_eq!(refused, 13 * 16 - allowed.len());
+    assert_eq!(refused, 14 * 17 - allowed.len());
     for state in S::ALL {
         let has_exit = A::ALL.iter().any(|a| state.apply(*a).is_ok());
         assert_eq!(state.is_terminal(), !has_exit, "{state}");

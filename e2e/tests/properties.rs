@@ -294,13 +294,15 @@ proptest! {
 
     /// Approval lanes follow an independently written model for any action sequence.
     #[test]
-    fn lane_moves_agree_with_a_reference_table(actions in prop::collection::vec(0usize..8, 0..20)) {
+    fn lane_moves_agree_with_a_reference_table(actions in prop::collection::vec(0usize..9, 0..20)) {
         let mut state = LaneState::Pending;
         let mut model = "pending";
         for index in actions {
             let action = LaneAction::ALL[index];
             let expected = match (model, action.as_str()) {
                 ("pending", "approve") => Some("approved"),
+                // One approval of several: still pending.
+                ("pending", "endorse") => Some("pending"),
                 ("pending", "reject") => Some("rejected"),
                 ("pending", "defer") => Some("deferred"),
                 ("pending" | "approved", "expire") => Some("expired"),

@@ -976,23 +976,22 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// is no change: nothing changed either. Otherwise as [`Governor::approve`].
     ///
     /// ```
-    /// # use cairnloop::{Actor, Governor, Outcome, PolicyDenial, Registry, RiskTier, ToolCall, ToolEntry};
-    /// # use cairnloop::declare::{RunFuture, ToolSpecOf};
-    /// # use cairnloop::declared::{DeclaredTool, Forward};
+    /// # use cairnloop::{Actor, Governor, InputErrors, Invocation, Outcome, PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec};
     /// # use cairnloop::gate::LaneState;
-    /// # struct Echo;
-    /// # impl Forward<()> for Echo {
-    /// #     fn forward<'a>(&'a self, arguments: &'a serde_json::Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
-    /// #         let sent = arguments.clone();
-    /// #         Box::pin(async move { Ok(sent) })
-    /// #     }
+    /// # #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+    /// # #[serde(deny_unknown_fields)]
+    /// # struct Email { to: String }
+    /// # struct SendEmail;
+    /// # impl Tool for SendEmail {
+    /// #     const SPEC: ToolSpec = ToolSpec::new("send_email", "Send email", "Sends an email.", RiskTier::LowWrite);
+    /// #     const SCOPES: &'static [Scope] = &[];
+    /// #     type Input = Email; type Output = String; type Error = String; type Context = ();
+    /// #     fn validate(_: &Email) -> Result<(), InputErrors> { Ok(()) }
+    /// #     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+    /// #     async fn run(call: Invocation<'_, Self>) -> Result<String, String> { Ok(call.input().to.clone()) }
     /// # }
-    /// # fn anyone(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
-    /// # let spec = ToolSpecOf::try_new("send_email", "Send email", "Sends an email.", RiskTier::LowWrite)?;
-    /// # let schema = serde_json::json!({"type": "object", "properties": {"to": {"type": "string"}}, "additionalProperties": false});
-    /// # let tool: &'static DeclaredTool<()> = Box::leak(Box::new(DeclaredTool::new(&spec, &[], schema, Echo)?));
-    /// # let entries: &'static [ToolEntry<()>] = Box::leak(Box::new([ToolEntry::declared(tool, anyone)?]));
-    /// # let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries)?));
+    /// # static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<SendEmail>()]);
+    /// # let registry = &TOOLS;
     /// let governor = Governor::new(registry);
     /// let agent = Actor::new("agent", &[]);
     /// let typo = ToolCall::new("send_email", r#"{"to": "bob@exmaple.com"}"#);
@@ -1005,7 +1004,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     ///
     /// // The agent asks again with its own arguments: what ran instead.
     /// let Outcome::Superseded { edited, .. } = pollster::block_on(governor.call(&typo, &agent, &()))? else { panic!() };
-    /// assert!(matches!(*edited, Outcome::Executed(sent) if sent["to"] == "bob@example.com"));
+    /// assert_eq!(*edited, Outcome::Executed(serde_json::json!("bob@example.com")));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn approve_with_changes(

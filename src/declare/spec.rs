@@ -71,6 +71,13 @@ pub struct ToolSpecOf<'a> {
 }
 
 /// The most approvers a quorum may ask for ([`ToolSpec::with_quorum`]).
+///
+/// ```
+/// use cairnloop::{RiskTier, SpecError, ToolSpec, declare::MAX_QUORUM};
+/// let deploy = ToolSpec::try_new("deploy", "Deploy", "Deploys.", RiskTier::HighWrite)?;
+/// assert_eq!(deploy.try_with_quorum(MAX_QUORUM + 1), Err(SpecError::QuorumOutOfRange));
+/// # Ok::<(), SpecError>(())
+/// ```
 pub const MAX_QUORUM: u8 = 5;
 
 /// How a quorum is quoted in a compile error.

@@ -22,12 +22,27 @@ use toml::de::DeValue;
 use super::read::{Reader, Value};
 
 /// The longest `when` expression, in bytes.
+///
+/// ```
+/// # use cairnloop_gateway::config::{Config, MAX_WHEN_BYTES};
+/// let long = format!("args.a == '{}'", "x".repeat(MAX_WHEN_BYTES));
+/// let file = format!("[upstreams.u]\ncommand = \"x\"\n[tools.u.t]\ntier = \"low_write\"\nraise = [{{ when = \"{long}\", tier = \"high_write\", reason = \"r\" }}]\n");
+/// assert!(Config::parse(&file).is_err());
+/// ```
 pub const MAX_WHEN_BYTES: usize = 512;
 
 /// The most `raise` rules of one tool.
+///
+/// ```
+/// assert_eq!(cairnloop_gateway::config::MAX_RAISES, 16);
+/// ```
 pub const MAX_RAISES: usize = 16;
 
-/// The functions and operators a `when` expression may call.
+/// The functions a `when` expression may call, besides the operators.
+///
+/// ```
+/// assert!(cairnloop_gateway::config::FUNCTIONS.contains(&"startsWith"));
+/// ```
 pub const FUNCTIONS: &[&str] = &[
     "size",
     "contains",
