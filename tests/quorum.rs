@@ -124,8 +124,10 @@ fn a_quorum_of_two_stays_pending_until_two_different_people_approve() {
     let key = propose(&governor, "deploy", arguments);
     let approve = |by: &str| pollster::block_on(governor.approve(&key, by));
 
-    // The proposer gives no approval.
+    // The proposer gives no approval, under their id or another the identity rule calls
+    // theirs.
     assert_eq!(approve("release-bot"), Err(ApprovalError::SelfApproval));
+    assert_eq!(approve("RELEASE-BOT"), Err(ApprovalError::SelfApproval));
 
     clock.set(Timestamp::from_unix_millis(T0 + 1_000));
     let first = approve("ops-lead").unwrap();

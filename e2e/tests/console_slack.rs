@@ -33,7 +33,13 @@ plain_tool!(Post(Note) -> Result<(), String>, (),
     |call| { Ok(()) }
 );
 
-static TOOLS: Registry<()> = Registry::new(&[ToolEntry::mcp::<Post>()]);
+plain_tool!(Deploy(Note) -> Result<(), String>, (),
+    ToolSpec::new("deploy", "Deploy", "Deploys.", RiskTier::HighWrite).with_quorum(2),
+    ["notes:write"],
+    |call| { Ok(()) }
+);
+
+static TOOLS: Registry<()> = Registry::new(&[ToolEntry::mcp::<Post>(), ToolEntry::mcp::<Deploy>()]);
 
 const SECRET: &[u8] = b"8f742231b10e8888abcd99yyyzzz85a5";
 
@@ -306,4 +312,79 @@ proptest::proptest! {
             Ok(())
         })?;
     }
+}
+
+/// A quorum of two through Slack: each mapped operator's click counts once; the first
+/// leaves the call pending with its approval, the same operator again is refused, a
+/// second operator approves it; the proposer's click never counts.
+#[tokio::test]
+async fn slack_clicks_count_once_each_toward_a_quorum() {
+    let mut app = app();
+    let lead_two = Operator::new("sre-on-call", Credential::token("d"), Accounts::All);
+    let config = ConsoleConfig::new()
+        .with_operator(Operator::new(
+            "ops-lead",
+            Credential::token("a"),
+            Accounts::All,
+        ))
+        .with_operator(Operator::new(
+            "agent-7",
+            Credential::token("b"),
+            Accounts::All,
+        ))
+        .with_operator(lead_two);
+    let slack = SlackDecisions::new(SECRET.to_vec())
+        .with_user("ULEAD", "ops-lead")
+        .with_user("UAGENT", "agent-7")
+        .with_user("USRE", "sre-on-call");
+    app.router = Console::new(Arc::clone(&app.governor), config)
+        .with_slack(slack)
+        .router();
+    let actor = Actor::new("agent-7", &["notes:write"]);
+    let call = ToolCall::new("deploy", r#"{"text":"v2"}"#);
+    let key = match app.governor.call(&call, &actor, &()).await.expect("a call") {
+        Outcome::AwaitingApproval(lane) => lane.key(),
+        other => panic!("a deploy waits: {other:?}"),
+    };
+    let click = |user: &str, n: u64| {
+        let body = payload("cairnloop_approve", &key.to_string(), user, None);
+        let timestamp = (now() - n).to_string();
+        let signature = slack_signature(SECRET, &timestamp, body.as_bytes());
+        (body, timestamp, signature)
+    };
+    let send = async |user: &str, n: u64| {
+        let (body, timestamp, signature) = click(user, n);
+        post(&app, body.as_bytes(), &timestamp, Some(&signature)).await
+    };
+    assert_eq!(send("UAGENT", 1).await, StatusCode::FORBIDDEN);
+    assert_eq!(send("ULEAD", 2).await, StatusCode::OK);
+    let lane = app.governor.lane(&key).await.unwrap();
+    assert_eq!(lane.state(), LaneState::Pending);
+    assert_eq!(
+        lane.quorum_progress().as_deref(),
+        Some("1 of 2 approvals (ops-lead)")
+    );
+    // The same operator, a fresh click: counted already.
+    assert_eq!(send("ULEAD", 3).await, StatusCode::CONFLICT);
+    assert_eq!(app.governor.lane(&key).await.unwrap().approvals().len(), 1);
+    assert_eq!(send("USRE", 4).await, StatusCode::OK);
+    let lane = app.governor.lane(&key).await.unwrap();
+    assert_eq!(lane.state(), LaneState::Approved);
+    assert_eq!(
+        lane.quorum_progress().as_deref(),
+        Some("2 of 2 approvals (ops-lead, sre-on-call)")
+    );
+    // Each refusal is on the record, by reason.
+    let reasons: Vec<String> = app
+        .governor
+        .events()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|record| match record {
+            AuditRecord::Refusal(refusal) => Some(refusal.reason.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, ["proposer", "approved_already"]);
 }

@@ -50,11 +50,14 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 ///   the call's tier (`under_tier`) or see its account (`unknown_lane`);
 /// - the governor refuses the decision: the operator proposed the call (`proposer`), it
 ///   is already decided (`decided`) or expired (`expired`), a rejection has no reason
-///   (`reason_required`).
+///   (`reason_required`), the operator already gave one of a quorum's approvals
+///   (`approved_already`).
 ///
 /// A decision taken replaces the Slack message with what was decided and by whom (through
-/// the click's `response_url`); a refusal after the signature verified is told to the
-/// person who clicked, and to nobody else.
+/// the click's `response_url`); an approval that leaves the call waiting for more (a
+/// quorum) is posted in the channel, "1 of 2 approvals (ops-lead)", and the buttons stay
+/// for the next approver. A refusal after the signature verified is told to the person
+/// who clicked, and to nobody else.
 ///
 /// ```
 /// use cairnloop::console::SlackDecisions;
