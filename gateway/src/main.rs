@@ -200,9 +200,17 @@ fn check(parser: lexopt::Parser) -> Result<ExitCode, Failure> {
                 };
                 println!("upstream {} ({hidden})", upstream.id);
             }
+            for (tier, n) in &config.gateway.quorum {
+                println!("every waiting {} call: {n} approvers", tier.as_str());
+            }
             for tool in &config.tools {
+                let quorum = if tool.quorum > 1 {
+                    format!(", {} approvers", tool.quorum)
+                } else {
+                    String::new()
+                };
                 println!(
-                    "  {} <- {}/{}: {}, {}",
+                    "  {} <- {}/{}: {}, {}{quorum}",
                     tool.listed,
                     tool.upstream,
                     tool.tool,

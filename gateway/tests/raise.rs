@@ -203,14 +203,14 @@ fn a_rule_is_bounded_and_complete_and_raises_above_the_tool() {
 }
 
 #[test]
-fn check_prints_each_rule_under_its_tool() {
+fn check_prints_each_rule_under_its_tool_and_the_quorums() {
     let dir = std::env::temp_dir().join(format!("cairnloop-raise-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("gateway.toml");
     std::fs::write(
         &path,
         format!(
-            "{HEAD}raise = [{{ when = \"!args.path.startsWith('/scratch/')\", tier = \"high_write\", reason = \"outside scratch\" }}]\n"
+            "[gateway]\nquorum = {{ high_write = 2 }}\n{HEAD}quorum = 3\nraise = [{{ when = \"!args.path.startsWith('/scratch/')\", tier = \"high_write\", reason = \"outside scratch\" }}]\n"
         ),
     )
     .unwrap();
@@ -223,7 +223,7 @@ fn check_prints_each_rule_under_its_tool() {
     assert!(output.status.success(), "{stdout}");
     assert!(
         stdout.contains(
-            "  fs_write_file <- fs/write_file: low_write, requires_approval\n    raised to high_write when !args.path.startsWith('/scratch/') (outside scratch)\n"
+            "upstream fs (tools not named: hidden and blocked)\nevery waiting high_write call: 2 approvers\n  fs_write_file <- fs/write_file: low_write, requires_approval, 3 approvers\n    raised to high_write when !args.path.startsWith('/scratch/') (outside scratch)\n"
         ),
         "{stdout}"
     );
