@@ -423,11 +423,13 @@ impl<S: ApprovalStore> Approvals<S> {
         let kept = self.kept(&event);
         // The same changed call proposed already (by its caller, or an earlier change):
         // that lane is the one approved.
-        let (changed, inserted) = self.store.insert(opened, event).await?;
+        let (_, inserted) = self.store.insert(opened, event).await?;
         if inserted && let Some(event) = kept {
             self.notify(event);
         }
-        self.approve_lane(changed, approver, now).await
+        // As any approval: one that loses to another approver is counted again, so a lost
+        // race here never reaches back to the original, superseded already.
+        alloc::boxed::Box::pin(self.approve(&edited_key, approver, now)).await
     }
 
     /// Rejects (or defers) a pending lane, with a reason.
