@@ -11,9 +11,10 @@ use crate::gate::{Blocked, LaneState};
 
 /// The answer a model gets for one call: the JSON `body` (its `status` is `executed`,
 /// `failed`, `awaiting_approval`, `blocked` (also when the decision could not be
-/// recorded: code `not_recorded`), or the state of a lane that
-/// will not run: `rejected`, `expired`, …), a `text` to act on, and whether the call is an
-/// error for the model. Nothing in it was computed by the model: the proposal id, preview,
+/// recorded: code `not_recorded`), `superseded` (a person approved it with changed
+/// arguments: `edited_status` says what became of the changed call), or the state of a
+/// lane that will not run: `rejected`, `expired`, …), a `text` to act on, and whether the
+/// call is an error for the model. Nothing in it was computed by the model: the proposal id, preview,
 /// field errors and missing scopes come from the governor.
 ///
 /// ```

@@ -98,8 +98,14 @@ pub(crate) fn status_message(lane: &ApprovalLane, decided_where: Option<&str>) -
                 || "in the approval console or with `operator approve`".to_string(),
                 |place| format!("at {place}"),
             );
+            let people = lane
+                .quorum_progress()
+                .map(|progress| {
+                    format!(" It needs {} different people: {progress}.", lane.quorum())
+                })
+                .unwrap_or_default();
             format!(
-                "Waits for a person with the right to approve {} calls, other than {}, to decide {place}, until {}.",
+                "Waits for a person with the right to approve {} calls, other than {}, to decide {place}, until {}.{people}",
                 proposal.risk_tier(),
                 proposal.actor_id(),
                 lane.expires_at().utc()
