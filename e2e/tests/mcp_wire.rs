@@ -452,3 +452,42 @@ async fn a_stateless_peer_gets_the_prompt_in_the_result_and_retries_with_the_ans
     assert_eq!(again["result"]["structuredContent"]["status"], "executed");
     assert_eq!(governor.lane(&key).await.unwrap().attempts(), 1);
 }
+
+/// With a quorum of two, the prompt says so; the person's approval counts once and the
+/// call waits for the second, given elsewhere.
+#[tokio::test]
+async fn with_a_quorum_the_prompt_says_how_many_and_the_persons_approval_counts_once() {
+    use cairnloop::{Governance, ModePolicy};
+    let policy = ModePolicy::new().with_quorum(RiskTier::LowWrite, 2);
+    let governor: Shared =
+        Arc::new(Governor::new(&DESK).with_governance(Governance::new().with_mode_policy(policy)));
+    let mut wire = prompting_client(trusting(&governor, Duration::from_secs(5))).await;
+    wire.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"internal_note","arguments":{NOTE}}}}}"#
+    ))
+    .await;
+    let prompt = wire.next().await;
+    let message = prompt["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Approvals: 0 of 2 approvals; yours counts once"),
+        "{message}"
+    );
+    let answer = json!({"action": "accept", "content": {"decision": "approve"}});
+    wire.send_json(json!({"jsonrpc": "2.0", "id": prompt["id"], "result": answer}))
+        .await;
+    let answer = wire.next().await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"], "awaiting_approval",
+        "{answer}"
+    );
+    let pending = governor.lanes(LaneState::Pending, None, 10).await.unwrap();
+    assert_eq!(
+        pending[0].quorum_progress().as_deref(),
+        Some("1 of 2 approvals (user:alice)")
+    );
+    let approved = governor
+        .approve(&pending[0].key(), "ops-lead")
+        .await
+        .unwrap();
+    assert_eq!(approved.state(), LaneState::Approved);
+}
