@@ -131,8 +131,21 @@ fn a_calls_input_raises_its_tier_and_the_whole_pipeline_sees_it() {
 
     // Huge: destructive, blocked.
     match call(&governor, "refund", 500_000_000) {
-        Ok(Outcome::Blocked(Blocked::AlwaysBlocked { decided_by })) => {
+        Ok(Outcome::Blocked(blocked @ Blocked::AlwaysBlocked { decided_by })) => {
             assert_eq!(decided_by, ModeSource::CallTier);
+            // The model is told it is this call, not the tool, that never runs.
+            let reply = Outcome::Blocked(blocked).into_reply();
+            assert!(
+                reply
+                    .text()
+                    .starts_with("Nothing ran: this call's arguments make it destructive"),
+                "{}",
+                reply.text()
+            );
+            assert_eq!(
+                reply.body()["reason"],
+                "this call is destructive by its input, and never runs"
+            );
         }
         other => panic!("a huge refund is blocked: {other:?}"),
     }

@@ -55,6 +55,8 @@ pub use outbox::{DueNotice, NoticeClaim, NoticeOutcome, OutboxPass, OutboxPolicy
 pub(crate) use query::newest_first;
 pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;
+#[cfg(feature = "rmcp")]
+pub(crate) use reply::superseded_note;
 pub(crate) use service::Approvals;
 pub use store::{ApprovalStore, MemoryStore};
 pub use task::{TASK_ID_LEN, TaskId, TaskRecord};

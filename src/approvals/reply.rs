@@ -7,7 +7,7 @@ use alloc::string::{String, ToString};
 use serde_json::{Value, json};
 
 use crate::approvals::{ApprovalError, ApprovalLane, Outcome};
-use crate::gate::{Blocked, LaneState};
+use crate::gate::{Blocked, LaneState, ModeSource};
 
 /// The answer a model gets for one call: the JSON `body` (its `status` is `executed`,
 /// `failed`, `awaiting_approval`, `blocked` (also when the decision could not be
@@ -183,19 +183,30 @@ fn superseded_reply(
     if let Some(reason) = original.reason() {
         body.insert("reason".into(), json!(reason));
     }
-    let by = original.decided_by().unwrap_or("a person");
     let text = format!(
-        "{by} approved this call with changed arguments (proposal {key} became {edited}); \
-         your arguments did not run. What became of the changed call: {inner}",
-        key = original.key(),
-        edited = edited_key.map_or_else(|| "another".to_string(), |key| key.to_string()),
-        inner = inner.text,
+        "{} What became of the changed call: {}",
+        superseded_note(original),
+        inner.text
     );
     ModelReply {
         body: Value::Object(body),
         text,
         error: inner.error,
     }
+}
+
+/// What a caller whose call was approved with changed arguments is told first: who
+/// changed it, and that its own arguments did not run.
+pub(crate) fn superseded_note(original: &ApprovalLane) -> String {
+    format!(
+        "{by} approved this call with changed arguments (proposal {key} became {edited}); \
+         your arguments did not run.",
+        by = original.decided_by().unwrap_or("a person"),
+        key = original.key(),
+        edited = original
+            .replaced_by()
+            .map_or_else(|| "another".to_string(), |key| key.to_string()),
+    )
 }
 
 fn blocked_reply(blocked: &Blocked) -> ModelReply {
@@ -237,6 +248,12 @@ fn blocked_reply(blocked: &Blocked) -> ModelReply {
                 "Nothing ran: the tool's policy refused this call ({reason}). Do not retry it as it is."
             )
         }
+        // The tool's rule made this call destructive: another call of it may run.
+        Blocked::AlwaysBlocked {
+            decided_by: ModeSource::CallTier,
+        } => "Nothing ran: this call's arguments make it destructive, and a destructive call \
+              never runs. Do not retry it as it is; ask the user."
+            .to_string(),
         Blocked::AlwaysBlocked { .. } => {
             "Nothing ran: this tool is blocked and never runs. Do not retry.".to_string()
         }

@@ -51,7 +51,19 @@ pub enum Blocked {
         reason: PolicyDenial,
     },
     /// Gate 4: the approval mode in force is `AlwaysBlock`.
-    #[error("this tool is blocked and never runs")]
+    ///
+    /// ```
+    /// use cairnloop::{Blocked, gate::ModeSource};
+    /// let tool = Blocked::AlwaysBlocked { decided_by: ModeSource::Spec };
+    /// assert_eq!(tool.to_string(), "this tool is blocked and never runs");
+    /// let call = Blocked::AlwaysBlocked { decided_by: ModeSource::CallTier };
+    /// assert_eq!(call.to_string(), "this call is destructive by its input, and never runs");
+    /// ```
+    #[error("{}", if matches!(decided_by, ModeSource::CallTier) {
+        "this call is destructive by its input, and never runs"
+    } else {
+        "this tool is blocked and never runs"
+    })]
     AlwaysBlocked {
         /// Which source set `AlwaysBlock`.
         decided_by: ModeSource,

@@ -7,6 +7,7 @@ use alloc::vec;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
+use crate::approvals::superseded_note;
 use crate::approvals::{ApprovalError, ModelReply, Outcome};
 
 /// The result of an outcome other than an unknown tool (a protocol error, decided by the
@@ -32,6 +33,38 @@ pub(crate) fn handed_on(output: Value) -> CallToolResult {
             result
         }
         _ => outcome_result(Outcome::Executed(output), None),
+    }
+}
+
+/// A call approved with changed arguments whose changed call ran on an MCP server: the
+/// note that the arguments were changed, then the server's content blocks as it sent
+/// them; the structured content of any `superseded` answer. Otherwise as any outcome.
+pub(crate) fn superseded_handed_on(outcome: Outcome) -> CallToolResult {
+    let handed = match &outcome {
+        Outcome::Superseded {
+            original, edited, ..
+        } => match edited.as_ref() {
+            Outcome::Executed(output) => serde_json::from_value::<CallToolResult>(output.clone())
+                .ok()
+                .filter(|upstream| upstream.is_error != Some(true) && !upstream.content.is_empty())
+                .map(|upstream| (superseded_note(original), upstream.content)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let reply = outcome.into_reply();
+    match handed {
+        Some((note, blocks)) => {
+            let (body, _) = reply.into_parts();
+            let mut content = vec![ContentBlock::text(alloc::format!(
+                "{note} The changed call ran; the server's answer follows."
+            ))];
+            content.extend(blocks);
+            let mut result = CallToolResult::success(content);
+            result.structured_content = Some(body);
+            result
+        }
+        None => call_result(reply),
     }
 }
 

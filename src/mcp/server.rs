@@ -23,7 +23,7 @@ use super::approver::{
 };
 use super::frame::RawArguments;
 use super::projection::META_APPROVAL_MODE;
-use super::result::{handed_on, not_recorded, outcome_result};
+use super::result::{handed_on, not_recorded, outcome_result, superseded_handed_on};
 use super::tasks;
 use crate::approvals::{
     ApprovalError, ApprovalLane, ApprovalStore, Caller, Governor, MemoryStore, Outcome, TaskId,
@@ -406,6 +406,15 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
                     .is_some_and(ToolEntry::output_is_call_result) =>
             {
                 Ok(handed_on(output))
+            }
+            Ok(outcome @ Outcome::Superseded { .. })
+                if self
+                    .governor
+                    .registry()
+                    .get(name)
+                    .is_some_and(ToolEntry::output_is_call_result) =>
+            {
+                Ok(superseded_handed_on(outcome))
             }
             Ok(outcome) => Ok(outcome_result(outcome, note)),
             Err(error) => Ok(not_recorded(&error)),

@@ -505,7 +505,10 @@ def test_an_operator_approves_a_held_call_with_changes_and_it_writes_the_changed
     assert held["status"] == "superseded", held
     assert held["edited_status"] == "executed", held
     assert held["edited_arguments"]["content"] == "hello world", held
-    assert "approved this call with changed arguments" in answer["result"]["content"][0]["text"]
+    # The note first, then the filesystem server's own answer, as it sent it.
+    content = answer["result"]["content"]
+    assert "approved this call with changed arguments" in content[0]["text"], content
+    assert content[1]["text"].startswith("Successfully wrote"), content
     assert target.read_text() == "hello world"
 
     # The original re-issued: superseded, here is what ran; nothing runs again.
