@@ -36,7 +36,15 @@ job_tool!(Count, "count", |_| {
     Ok(())
 });
 
-static TOOLS: Registry<()> = Registry::new(&[ToolEntry::json::<Count>()]);
+static DEPLOYS: AtomicU64 = AtomicU64::new(0);
+
+job_tool!(Deploy, "deploy", |_| {
+    DEPLOYS.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+});
+
+static TOOLS: Registry<()> =
+    Registry::new(&[ToolEntry::json::<Count>(), ToolEntry::json::<Deploy>()]);
 
 #[test]
 fn sixteen_connections_racing_for_one_approval_run_it_once() {
@@ -77,6 +85,74 @@ fn sixteen_connections_racing_for_one_approval_run_it_once() {
     assert_eq!(RUNS.load(Ordering::SeqCst), 1);
     let lane = pollster::block_on(first.lane(&key)).unwrap();
     assert_eq!((lane.state(), lane.attempts()), (LaneState::Executed, 1));
+}
+
+/// A quorum of two on PostgreSQL: three approvers on connections of their own, released
+/// at once, give two approvals by different people (the third finds it decided), and two
+/// executors released at once run it once.
+#[test]
+fn three_approvers_of_a_quorum_of_two_and_two_executors_run_it_once() {
+    use cairnloop::{Governance, ModePolicy};
+    let Some(server) = server() else { return };
+    let database = fresh_database(&server);
+    let governor = |database: &str| {
+        let policy = ModePolicy::new().with_quorum(RiskTier::HighWrite, 2);
+        Governor::new(&TOOLS)
+            .with_store(PostgresStore::connect(database).unwrap())
+            .with_governance(Governance::new().with_mode_policy(policy))
+    };
+    let first = governor(&database);
+    let agent = Actor::new("agent-7", &[]);
+    let call = ToolCall::new("deploy", r#"{"id": 9}"#);
+    let Ok(Outcome::AwaitingApproval(lane)) = pollster::block_on(first.call(&call, &agent, &()))
+    else {
+        panic!("a proposal")
+    };
+    assert_eq!(lane.quorum(), 2);
+    let key = lane.key();
+    let start = Arc::new(Barrier::new(3));
+    let approvers: Vec<_> = ["ops-lead", "sre-on-call", "cto"]
+        .into_iter()
+        .map(|by| {
+            let (database, start) = (database.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let governor = governor(&database);
+                start.wait();
+                pollster::block_on(governor.approve(&key, by)).map(|lane| lane.state())
+            })
+        })
+        .collect();
+    let approved: Vec<_> = approvers.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(
+        approved.iter().filter(|r| r.is_ok()).count(),
+        2,
+        "{approved:?}"
+    );
+    let lane = pollster::block_on(first.lane(&key)).unwrap();
+    assert_eq!(lane.state(), LaneState::Approved);
+    let by: Vec<&str> = lane.approvals().iter().map(|a| a.by()).collect();
+    assert_eq!(by.len(), 2);
+    assert_ne!(by[0], by[1]);
+
+    let start = Arc::new(Barrier::new(2));
+    let executors: Vec<_> = (0..2)
+        .map(|n| {
+            let (database, start) = (database.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let governor = governor(&database).with_holder(format!("worker-{n}"));
+                let agent = Actor::new("agent-7", &[]);
+                start.wait();
+                pollster::block_on(governor.execute(&key, &agent, &())).is_ok()
+            })
+        })
+        .collect();
+    let wins = executors
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .filter(|won| *won)
+        .count();
+    assert_eq!(wins, 1);
+    assert_eq!(DEPLOYS.load(Ordering::SeqCst), 1);
 }
 
 #[test]

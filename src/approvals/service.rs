@@ -308,10 +308,13 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let (lane, kept) = self.lane_to_move(key).await?;
-        let first = self.approve_lane(lane, approver, now).await;
+        // Read after another approver of a quorum wrote, whose clock may be a little ahead.
+        let at = raced(now, &lane);
+        let first = self.approve_lane(lane, approver, at).await;
         let mut outcome = self
             .again_if_stale(key, kept, first, |lane| {
-                self.approve_lane(lane, approver, now)
+                let at = raced(now, &lane);
+                self.approve_lane(lane, approver, at)
             })
             .await;
         // Approvers of a quorum race one another: each lost compare-and-set means another
@@ -321,9 +324,9 @@ impl<S: ApprovalStore> Approvals<S> {
             if !matches!(outcome, Err(ApprovalError::Store(StoreError::Conflict))) {
                 break;
             }
-            outcome = self
-                .approve_lane(self.lane(key).await?, approver, now)
-                .await;
+            let lane = self.lane(key).await?;
+            let at = raced(now, &lane);
+            outcome = self.approve_lane(lane, approver, at).await;
         }
         outcome
     }
@@ -890,6 +893,27 @@ fn refused_as_decided(lane: &ApprovalLane, action: LaneAction) -> Result<(), App
         .map(drop)
         .map_err(ApprovalError::from)
 }
+
+/// The time an approval of a quorum is made at when another approval of it was recorded a
+/// little later than this approver's clock says now (approvers racing: threads that read
+/// the clock in another order, processes whose readings of one database's clock differ
+/// by a few milliseconds): that approval's time, so this approver is counted instead of
+/// refused as a clock that went backwards. Anything else keeps `now`, and a lane moved
+/// later than that is refused as ever.
+fn raced(now: Timestamp, lane: &ApprovalLane) -> Timestamp {
+    let ahead = lane
+        .updated_at()
+        .unix_millis()
+        .saturating_sub(now.unix_millis());
+    if !lane.approvals().is_empty() && ahead > 0 && ahead <= RACE_SKEW_MS {
+        lane.updated_at()
+    } else {
+        now
+    }
+}
+
+/// How far an earlier approval of a quorum may be ahead of this approver's clock.
+const RACE_SKEW_MS: u64 = 250;
 
 /// What the audit trail says of a claim whose holder never recorded an outcome.
 const LEASE_LAPSED: &str = "the claim's lease ran out with no outcome recorded";
