@@ -109,6 +109,15 @@ fn app() -> App {
         .with_user("ULEAD", "ops-lead")
         .with_user("UAGENT", "agent-7")
         .with_user("UJUNIOR", "junior");
+    serving(governor, config, slack)
+}
+
+/// The console over `governor` with `config`'s operators, taking `slack`'s clicks.
+fn serving(
+    governor: Arc<Governor<(), MemoryStore>>,
+    config: ConsoleConfig,
+    slack: SlackDecisions,
+) -> App {
     let router = Console::new(Arc::clone(&governor), config)
         .with_slack(slack)
         .router();
@@ -319,8 +328,6 @@ proptest::proptest! {
 /// second operator approves it; the proposer's click never counts.
 #[tokio::test]
 async fn slack_clicks_count_once_each_toward_a_quorum() {
-    let mut app = app();
-    let lead_two = Operator::new("sre-on-call", Credential::token("d"), Accounts::All);
     let config = ConsoleConfig::new()
         .with_operator(Operator::new(
             "ops-lead",
@@ -332,14 +339,16 @@ async fn slack_clicks_count_once_each_toward_a_quorum() {
             Credential::token("b"),
             Accounts::All,
         ))
-        .with_operator(lead_two);
+        .with_operator(Operator::new(
+            "sre-on-call",
+            Credential::token("d"),
+            Accounts::All,
+        ));
     let slack = SlackDecisions::new(SECRET.to_vec())
         .with_user("ULEAD", "ops-lead")
         .with_user("UAGENT", "agent-7")
         .with_user("USRE", "sre-on-call");
-    app.router = Console::new(Arc::clone(&app.governor), config)
-        .with_slack(slack)
-        .router();
+    let app = serving(Arc::new(Governor::new(&TOOLS)), config, slack);
     let actor = Actor::new("agent-7", &["notes:write"]);
     let call = ToolCall::new("deploy", r#"{"text":"v2"}"#);
     let key = match app.governor.call(&call, &actor, &()).await.expect("a call") {

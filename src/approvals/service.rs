@@ -331,13 +331,16 @@ impl<S: ApprovalStore> Approvals<S> {
         outcome
     }
 
-    async fn approve_lane(
+    /// `lane`, live, if `approver` may make `action` on it: pending, not expired, and four
+    /// eyes (neither id broken, the approver not the proposer).
+    async fn approvable(
         &self,
         lane: ApprovalLane,
+        action: LaneAction,
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        refused_as_decided(&lane, LaneAction::Approve)?;
+        refused_as_decided(&lane, action)?;
         let lane = self.live(lane, now).await?;
         check_decider(approver)?;
         let proposer = lane.proposal().actor_id();
@@ -348,6 +351,18 @@ impl<S: ApprovalStore> Approvals<S> {
             .rules()
             .four_eyes(proposer, approver, same_person)
             .map_err(ApprovalError::from_rule)?;
+        Ok(lane)
+    }
+
+    async fn approve_lane(
+        &self,
+        lane: ApprovalLane,
+        approver: &str,
+        now: Timestamp,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let lane = self
+            .approvable(lane, LaneAction::Approve, approver, now)
+            .await?;
         // A quorum counts people: an approver the identity rule finds among those who
         // approved already gives no second approval.
         let quorum = lane.quorum();
@@ -395,17 +410,9 @@ impl<S: ApprovalStore> Approvals<S> {
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        refused_as_decided(&lane, LaneAction::Supersede)?;
-        let lane = self.live(lane, now).await?;
-        check_decider(approver)?;
-        let proposer = lane.proposal().actor_id();
-        if check_id(proposer).is_err() {
-            return Err(ApprovalError::InvalidProposer);
-        }
-        self.config
-            .rules()
-            .four_eyes(proposer, approver, same_person)
-            .map_err(ApprovalError::from_rule)?;
+        let lane = self
+            .approvable(lane, LaneAction::Supersede, approver, now)
+            .await?;
         let edited_key = edited.idempotency_key();
         if edited_key == lane.key() {
             return Err(ApprovalError::EditUnchanged);

@@ -314,25 +314,24 @@ def test_a_task_opened_on_one_replica_is_approved_in_the_other_replicas_console_
     assert target.read_text() == "sentinel", "the approved call ran once"
 
 
-@pytest.fixture(scope="module")
-def raised():
-    """A gateway whose `write_file` is low_write inside a scratch folder and raised to
-    high_write by a CEL rule anywhere else, where two people must approve it; its console
-    has a lead who decides every tier and a junior who decides low_write calls only."""
+def scratch_gateway(prefix, gateway):
+    """A gateway in front of the filesystem server whose `write_file` is low_write inside
+    a scratch folder and raised to high_write by a CEL rule anywhere else, `gateway` added
+    to its [gateway] table; its console has a lead who decides every tier and a junior who
+    decides low_write calls only. The gateway, the console's address, the share, the
+    scratch folder and the store."""
     if not Path(FILESYSTEM).is_file():
         pytest.fail(f"no filesystem server at {FILESYSTEM}: run `npm ci` in tests/mcp-ts")
-    work, share = shared_folder("cairnloop-gateway-raised-")
+    work, share = shared_folder(prefix)
     scratch = share / "scratch"
     scratch.mkdir()
     port = free_port()
     config = work / "gateway.toml"
     when = f"!args.path.startsWith('{scratch}/')"
     config.write_text(
-        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:write"]\nhold_secs = 0\n'
-        'quorum = { high_write = 2 }\n\n'
+        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:write"]\n' + gateway + '\n'
         f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
-        '[tools.fs.write_file]\ntier = "low_write"\n'
-        'scopes = ["fs:write"]\npreview = "Write {path}"\n'
+        '[tools.fs.write_file]\ntier = "low_write"\nscopes = ["fs:write"]\npreview = "Write {path}"\n'
         f'raise = [{{ when = {json.dumps(when)}, tier = "high_write", reason = "outside the scratch folder" }}]\n\n'
         f'[console]\naddress = "127.0.0.1:{port}"\n\n'
         '[console.operators.ops-lead]\ntoken_env = "CONSOLE_LEAD_TOKEN"\n\n'
@@ -340,10 +339,17 @@ def raised():
     )
     env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789",
                CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
-    gateway, base = start_with_console(config, str(work / "lanes.db"), port, env)
-    yield {"gateway": gateway, "base": base, "share": share, "scratch": scratch,
-           "store": str(work / "lanes.db")}
-    gateway.close()
+    store = str(work / "lanes.db")
+    gateway, base = start_with_console(config, store, port, env)
+    return {"gateway": gateway, "base": base, "share": share, "scratch": scratch, "store": store}
+
+
+@pytest.fixture(scope="module")
+def raised():
+    """Two people must approve a high_write call; a waiting call is not held."""
+    served = scratch_gateway("cairnloop-gateway-raised-", 'hold_secs = 0\nquorum = { high_write = 2 }\n')
+    yield served
+    served["gateway"].close()
 
 
 def operator(store, *words):
@@ -421,31 +427,10 @@ def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_tw
 
 @pytest.fixture(scope="module")
 def edited():
-    """A gateway in front of the filesystem server that holds a waiting call open for
-    30 seconds, with a console whose lead may decide every tier and whose junior may
-    decide low_write calls only; writes outside the scratch folder are high_write."""
-    if not Path(FILESYSTEM).is_file():
-        pytest.fail(f"no filesystem server at {FILESYSTEM}: run `npm ci` in tests/mcp-ts")
-    work, share = shared_folder("cairnloop-gateway-edited-")
-    scratch = share / "scratch"
-    scratch.mkdir()
-    port = free_port()
-    config = work / "gateway.toml"
-    when = f"!args.path.startsWith('{scratch}/')"
-    config.write_text(
-        '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:write"]\nhold_secs = 30\n\n'
-        f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
-        '[tools.fs.write_file]\ntier = "low_write"\nscopes = ["fs:write"]\npreview = "Write {path}"\n'
-        f'raise = [{{ when = {json.dumps(when)}, tier = "high_write", reason = "outside the scratch folder" }}]\n\n'
-        f'[console]\naddress = "127.0.0.1:{port}"\n\n'
-        '[console.operators.ops-lead]\ntoken_env = "CONSOLE_LEAD_TOKEN"\n\n'
-        '[console.operators.junior]\ntoken_env = "CONSOLE_JUNIOR_TOKEN"\ntiers = ["low_write"]\n'
-    )
-    env = dict(os.environ, CONSOLE_LEAD_TOKEN="lead-token-0123456789",
-               CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
-    gateway, base = start_with_console(config, str(work / "lanes.db"), port, env)
-    yield {"gateway": gateway, "base": base, "scratch": scratch, "share": share}
-    gateway.close()
+    """A waiting call is held open for 30 seconds."""
+    served = scratch_gateway("cairnloop-gateway-edited-", "hold_secs = 30\n")
+    yield served
+    served["gateway"].close()
 
 
 def edit_and_approve(page, base, proposal, arguments):
