@@ -317,7 +317,7 @@ mod approvals {
     fn expired_and_backward_clocks() {
         let (governor, clock, key) = proposed();
         // A clock behind the pending lane's last move decides nothing.
-        clock.set(Timestamp::from_unix_millis(T0.unix_millis() - 1));
+        clock.set(Timestamp::from_unix_millis(T0.unix_millis() - 1_000));
         assert_eq!(
             pollster::block_on(governor.approve(&key, "lead")),
             Err(ApprovalError::ClockWentBackwards)

@@ -286,6 +286,7 @@ impl<S: ApprovalStore> Approvals<S> {
             return Ok(existing);
         }
         // A person closed this call's last run without an outcome: propose it afresh.
+        let now = settled(now, &existing);
         self.due(&existing, now)?; // a closed lane never expires: only the clock is checked
         let reopened = existing
             .moved(LaneAction::Reopen, now, None, None)?
@@ -308,13 +309,10 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let (lane, kept) = self.lane_to_move(key).await?;
-        // Read after another approver of a quorum wrote, whose clock may be a little ahead.
-        let at = raced(now, &lane);
-        let first = self.approve_lane(lane, approver, at).await;
+        let first = self.approve_lane(lane, approver, now).await;
         let mut outcome = self
             .again_if_stale(key, kept, first, |lane| {
-                let at = raced(now, &lane);
-                self.approve_lane(lane, approver, at)
+                self.approve_lane(lane, approver, now)
             })
             .await;
         // Approvers of a quorum race one another: each lost compare-and-set means another
@@ -325,8 +323,7 @@ impl<S: ApprovalStore> Approvals<S> {
                 break;
             }
             let lane = self.lane(key).await?;
-            let at = raced(now, &lane);
-            outcome = self.approve_lane(lane, approver, at).await;
+            outcome = self.approve_lane(lane, approver, now).await;
         }
         outcome
     }
@@ -360,6 +357,7 @@ impl<S: ApprovalStore> Approvals<S> {
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
+        let now = settled(now, &lane);
         let lane = self
             .approvable(lane, LaneAction::Approve, approver, now)
             .await?;
@@ -410,6 +408,7 @@ impl<S: ApprovalStore> Approvals<S> {
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
+        let now = settled(now, &lane);
         let lane = self
             .approvable(lane, LaneAction::Supersede, approver, now)
             .await?;
@@ -468,6 +467,7 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         refused_as_decided(&lane, action)?;
+        let now = settled(now, &lane);
         let lane = self.live(lane, now).await?;
         check_decider(by)?;
         if text::is_blank(reason) || text::has_control(reason, false) {
@@ -484,6 +484,7 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key).await?;
+        let now = settled(now, &lane);
         let (action, reason) = if self.due(&lane, now)? {
             (LaneAction::Expire, None)
         } else if lease_lapsed(&lane, now) {
@@ -644,6 +645,8 @@ impl<S: ApprovalStore> Approvals<S> {
             })
             .await?;
         let proposal = claimed.proposal();
+        // The claim's time, if it was settled later than this clock read.
+        let now = now.max(claimed.updated_at());
         // From here the tool may run: if this future is dropped before the outcome is
         // recorded, the guard records the lane as interrupted, synchronously.
         let mut guard = RunGuard {
@@ -760,6 +763,7 @@ impl<S: ApprovalStore> Approvals<S> {
         if let Some(refusal) = not_to_run(&lane) {
             return Err(refusal);
         }
+        let now = settled(now, &lane);
         let lane = self.live(lane, now).await?;
         if lane.state() != LaneState::Approved {
             return Err(lane
@@ -869,6 +873,7 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key).await?;
+        let now = settled(now, &lane);
         self.due(&lane, now)?; // an interrupted or unknown lane never expires: the clock only
         check_decider(by)?;
         if text::is_blank(note) || text::has_control(note, false) {
@@ -901,26 +906,27 @@ fn refused_as_decided(lane: &ApprovalLane, action: LaneAction) -> Result<(), App
         .map_err(ApprovalError::from)
 }
 
-/// The time an approval of a quorum is made at when another approval of it was recorded a
-/// little later than this approver's clock says now (approvers racing: threads that read
-/// the clock in another order, processes whose readings of one database's clock differ
-/// by a few milliseconds): that approval's time, so this approver is counted instead of
-/// refused as a clock that went backwards. Anything else keeps `now`, and a lane moved
-/// later than that is refused as ever.
-fn raced(now: Timestamp, lane: &ApprovalLane) -> Timestamp {
+/// The time a move on `lane` is made at, for a clock reading `now`: `now`, unless the
+/// lane was moved a little later than that (up to [`CLOCK_SKEW_MS`]) by another process
+/// or thread: then the lane's last move's time. Processes that share a store count its
+/// clock each from its own reading, a few milliseconds apart, and a process may read its
+/// clock just before another moves the lane; either is counted at the lane's time, not
+/// refused as a clock that went backwards. A clock further behind is still refused. Never
+/// earlier than `now`: an expiry is decided no later than the clock says.
+fn settled(now: Timestamp, lane: &ApprovalLane) -> Timestamp {
     let ahead = lane
         .updated_at()
         .unix_millis()
         .saturating_sub(now.unix_millis());
-    if !lane.approvals().is_empty() && ahead > 0 && ahead <= RACE_SKEW_MS {
+    if ahead > 0 && ahead <= CLOCK_SKEW_MS {
         lane.updated_at()
     } else {
         now
     }
 }
 
-/// How far an earlier approval of a quorum may be ahead of this approver's clock.
-const RACE_SKEW_MS: u64 = 250;
+/// How far behind a lane's last move a clock may read and still move it.
+const CLOCK_SKEW_MS: u64 = 250;
 
 /// What the audit trail says of a claim whose holder never recorded an outcome.
 const LEASE_LAPSED: &str = "the claim's lease ran out with no outcome recorded";
