@@ -170,3 +170,43 @@ async fn a_client_that_cancels_a_held_call_leaves_it_pending_and_unrun() {
     let listed = wire.next().await;
     assert_eq!(listed["id"], 2, "{listed}");
 }
+
+/// With a quorum of two, a held call's client is told of each approval as it is given,
+/// not only when the call is decided, and the call runs once, after the second.
+#[tokio::test]
+async fn with_a_quorum_each_approval_is_told_at_once_and_the_second_runs_the_call() {
+    use cairnloop::{Governance, ModePolicy, RiskTier};
+    let policy = ModePolicy::new().with_quorum(RiskTier::LowWrite, 2);
+    let governor: Shared =
+        Arc::new(Governor::new(&DESK).with_governance(Governance::new().with_mode_policy(policy)));
+    let desk = Desk::default();
+    let mut wire = started(&governor, &desk, Duration::from_secs(60)).await;
+    wire.send_json(note(1, 42, Some("p-1"))).await;
+    let first = wire.next().await;
+    let message = first["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("It needs 2 different people: 0 of 2 approvals."),
+        "{message}"
+    );
+
+    let key = pending(&governor).await;
+    governor.approve(&key, "ops-lead").await.unwrap();
+    // Told well before the next "still waiting" (15 s), and by name.
+    let told = tokio::time::timeout(Duration::from_secs(5), wire.next())
+        .await
+        .expect("the approval is told at once");
+    assert_eq!(told["method"], "notifications/progress", "{told}");
+    assert_eq!(told["params"]["progress"], 2.0, "{told}");
+    let message = told["params"]["message"].as_str().unwrap();
+    assert!(message.contains("1 of 2 approvals (ops-lead)"), "{message}");
+    assert!(desk.ran().is_empty());
+
+    governor.approve(&key, "ops-second").await.unwrap();
+    let answer = wire.next().await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"], "executed",
+        "{answer}"
+    );
+    assert_eq!(desk.ran(), ["internal_note(42)"]);
+}

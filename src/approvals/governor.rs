@@ -1380,6 +1380,18 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         key: &IdempotencyKey,
         timeout: std::time::Duration,
     ) -> Result<ApprovalLane, ApprovalError> {
+        self.await_move(key, timeout, None).await
+    }
+
+    /// As [`Governor::await_decision`], and with `past` (a version of the lane) it ends
+    /// too when the lane moves on from that version while it stays pending: an approval
+    /// of a quorum that still needs more, which a held call's client is told of.
+    pub(crate) async fn await_move(
+        &self,
+        key: &IdempotencyKey,
+        timeout: std::time::Duration,
+        past: Option<u64>,
+    ) -> Result<ApprovalLane, ApprovalError> {
         use std::time::{Duration, Instant};
         /// How often a store that cannot be watched is read.
         const POLL: Duration = Duration::from_millis(50);
@@ -1401,7 +1413,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let mut leading = None;
         let mut failing = false;
         loop {
-            if lane.state() != LaneState::Pending {
+            if lane.state() != LaneState::Pending || past.is_some_and(|v| v != lane.version()) {
                 return Ok(lane);
             }
             if leading.is_none() {

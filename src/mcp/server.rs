@@ -195,8 +195,8 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     /// same request; rejected or expired, the request gets that; still waiting when the
     /// hold ends, the request gets the awaiting answer, and the call can be made again or
     /// decided out of band as before. A client that sent a `progressToken` is told who
-    /// must decide at once and every 15 seconds after, which keeps a client that resets its
-    /// timeout on progress waiting. A client that cancels or goes away leaves the call
+    /// must decide at once, of each approval of a quorum as it is given, and every 15
+    /// seconds after, which keeps a client that resets its timeout on progress waiting. A client that cancels or goes away leaves the call
     /// pending: never run, never lost. Off (zero) by default: a client's own request
     /// timeout (60 seconds in the TypeScript SDK) ends a longer hold with an error.
     ///
@@ -736,10 +736,11 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             return self.respond(name, Ok(Outcome::AwaitingApproval(lane)), None);
         }
         let token = context.meta.get_progress_token();
-        let message = tasks::status_message(&lane, self.decided_where.as_deref());
+        let mut message = tasks::status_message(&lane, self.decided_where.as_deref());
+        let mut version = lane.version();
         let key = lane.key();
         let _counted = super::waiting::Counted::held();
-        let mut decided = Box::pin(self.governor.await_decision(&key, hold));
+        let until = std::time::Instant::now() + hold;
         // A client that cancels ends the hold; the call stays pending, unrun.
         let mut cancelled = Box::pin(context.ct.clone().cancelled_owned());
         let mut told = 0u32;
@@ -752,16 +753,32 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
                 // A client that no longer listens still gets its answer, or none.
                 let _ = context.peer.notify_progress(progress).await;
             }
+            // Until a person decides, or one approval of a quorum that needs more is given
+            // (the client is told at once), or it is time to say it still waits.
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            let mut moved = Box::pin(self.governor.await_move(
+                &key,
+                left.min(PROGRESS_EVERY),
+                Some(version),
+            ));
             let step = core::future::poll_fn(|cx| {
                 if cancelled.as_mut().poll(cx).is_ready() {
                     return core::task::Poll::Ready(None);
                 }
-                decided.as_mut().poll(cx).map(Some)
+                moved.as_mut().poll(cx).map(Some)
             });
-            match tokio::time::timeout(PROGRESS_EVERY, step).await {
-                Ok(Some(decided)) => break decided,
-                Ok(None) => return self.respond(name, Ok(Outcome::AwaitingApproval(lane)), None),
-                Err(_) => continue,
+            match step.await {
+                None => return self.respond(name, Ok(Outcome::AwaitingApproval(lane)), None),
+                Some(Ok(now)) if now.state() == LaneState::Pending => {
+                    if now.version() != version {
+                        message = tasks::status_message(&now, self.decided_where.as_deref());
+                        version = now.version();
+                    } else if left <= PROGRESS_EVERY {
+                        // The hold is over: the call waits on, answered as waiting.
+                        break Ok(now);
+                    }
+                }
+                Some(decided) => break decided,
             }
         };
         match decided {
