@@ -3,7 +3,8 @@
 // `onprogress` and `resetTimeoutOnProgress`; the gateway holds the request open, tells the
 // client who must decide, and once the operator approves from another process answers the
 // same request with the upstream's result. A hold that ends gives the awaiting answer, and
-// the call made again then runs once.
+// the call made again then runs once. With a quorum of two, the client is told of the first
+// approval as it is given, and the second runs the call.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -21,10 +22,10 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "../..");
 const GATEWAY = process.env.CAIRNLOOP_GATEWAY ?? join(ROOT, "target/debug/cairnloop-gateway");
 
-async function gateway(hold) {
+async function gateway(hold, extra = "") {
   const { dir, share } = shareWithHello("cairnloop-gateway-held-");
   const config = join(dir, "gateway.toml");
-  writeFileSync(config, localGatewayConfig(share, { hold }));
+  writeFileSync(config, localGatewayConfig(share, { hold, extra }));
   const store = join(dir, "lanes.db");
   const client = new Client({ name: "cairnloop-held-e2e", version: "1.0.0" });
   await client.connect(new StdioClientTransport({
@@ -88,6 +89,43 @@ test("a hold that ends gives the awaiting answer; made again after the approval,
     assert.equal(third.structuredContent.status, "executed");
     assert.equal(readFileSync(target, "utf8"), "later");
     assert.equal(JSON.parse(operator(store, "show", id)).attempts, 1, "ran once");
+  } finally {
+    await client.close();
+  }
+});
+
+test("with a quorum of two, the held client is told of the first approval, and the second runs the write once", async () => {
+  const { client, share, store } = await gateway(60, "quorum = { low_write = 2 }");
+  try {
+    const target = join(share, "quorum.txt");
+    const told = [];
+    let toldOfOne;
+    const first = new Promise((done) => { toldOfOne = done; });
+    const answer = client.callTool(
+      { name: "fs_write_file", arguments: { path: target, content: "two yeses" } },
+      undefined,
+      {
+        onprogress: (progress) => {
+          told.push(progress);
+          if (/1 of 2 approvals \(ops-lead\)/.test(progress.message)) toldOfOne();
+        },
+        resetTimeoutOnProgress: true,
+        timeout: 20_000,
+      },
+    );
+    const id = await waiting(store);
+    operator(store, "approve", id, "--as", "ops-lead");
+    await first;
+    assert.equal(existsSync(target), false, "nothing written after one approval of two");
+    assert.match(told[0].message, /0 of 2 approvals/);
+    operator(store, "approve", id, "--as", "ops-second");
+    const result = await answer;
+    assert.equal(result.isError, false);
+    assert.equal(result.structuredContent.status, "executed");
+    assert.equal(readFileSync(target, "utf8"), "two yeses");
+    const shown = JSON.parse(operator(store, "show", id));
+    assert.equal(shown.attempts, 1);
+    assert.deepEqual(shown.approvals.map((given) => given.by), ["ops-lead", "ops-second"]);
   } finally {
     await client.close();
   }
