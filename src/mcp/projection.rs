@@ -152,7 +152,7 @@ fn result_schema(mut output: Value) -> Value {
             "status": {
                 "type": "string",
                 "enum": result_statuses(),
-                "description": "executed: `output` holds the tool's output. awaiting_approval: nothing ran; a person decides the proposal, then the same call runs it. failed: the tool ran and failed. blocked: nothing ran (`code` says why, `errors` lists every field error). Any other: the state of the call's proposal, which will not run now.",
+                "description": "executed: `output` holds the tool's output. awaiting_approval: nothing ran; a person decides the proposal, then the same call runs it. failed: the tool ran and failed. blocked: nothing ran (`code` says why, `errors` lists every field error). superseded: a person approved the call with changed arguments (`edited_arguments`), and these did not run; `edited_status` says what became of the changed call. Any other: the state of the call's proposal, which will not run now.",
             },
             "output": output,
             "proposal_id": text,
@@ -174,6 +174,9 @@ fn result_schema(mut output: Value) -> Value {
                 },
             },
             "missing_scopes": { "type": "array", "items": text },
+            "edited_status": { "type": "string", "enum": result_statuses() },
+            "edited_proposal_id": text,
+            "edited_arguments": { "type": "object" },
         },
         "required": ["status"],
     });

@@ -12,6 +12,8 @@ binary), $CAIRNLOOP_FILESYSTEM_SERVER (the server `npm ci` put in tests/mcp-ts) 
 $CAIRNLOOP_CHROMIUM.
 """
 
+import asyncio
+import concurrent.futures
 import json
 import os
 import re
@@ -21,6 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from playwright.sync_api import expect
 from serving import free_port, wait_for_console
 
@@ -328,11 +332,16 @@ def scratch_gateway(prefix, gateway):
     port = free_port()
     config = work / "gateway.toml"
     when = f"!args.path.startsWith('{scratch}/')"
-    config.write_text(
+    served = (
         '[gateway]\nlocal_actor = "alice"\nlocal_scopes = ["fs:write"]\n' + gateway + '\n'
         f'[upstreams.fs]\ncommand = "node"\nargs = [{json.dumps(FILESYSTEM)}, {json.dumps(str(share))}]\n\n'
         '[tools.fs.write_file]\ntier = "low_write"\nscopes = ["fs:write"]\npreview = "Write {path}"\n'
         f'raise = [{{ when = {json.dumps(when)}, tier = "high_write", reason = "outside the scratch folder" }}]\n\n'
+    )
+    # The same gateway for another client of the store, without a console of its own.
+    (work / "agent.toml").write_text(served)
+    config.write_text(
+        served +
         f'[console]\naddress = "127.0.0.1:{port}"\n\n'
         '[console.operators.ops-lead]\ntoken_env = "CONSOLE_LEAD_TOKEN"\n\n'
         '[console.operators.junior]\ntoken_env = "CONSOLE_JUNIOR_TOKEN"\ntiers = ["low_write"]\n'
@@ -341,7 +350,27 @@ def scratch_gateway(prefix, gateway):
                CONSOLE_JUNIOR_TOKEN="junior-token-0123456789")
     store = str(work / "lanes.db")
     gateway, base = start_with_console(config, store, port, env)
-    return {"gateway": gateway, "base": base, "share": share, "scratch": scratch, "store": store}
+    return {"gateway": gateway, "base": base, "share": share, "scratch": scratch, "store": store,
+            "agent": work / "agent.toml"}
+
+
+def sdk_call(config, store, name, arguments):
+    """`name` called with `arguments` by the official Python SDK, through a gateway of its
+    own serving `config` on `store`: the SDK checks the result's structured content
+    against the tool's listed output schema, and raises if it does not conform."""
+
+    async def run():
+        params = StdioServerParameters(command=GATEWAY, args=["serve", str(config), "--store", store])
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+                assert listed[name].output_schema is not None, "nothing to check the result against"
+                return await client.call_tool(name, arguments)
+
+    # Playwright's synchronous API runs an event loop on this thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run()).result()
 
 
 @pytest.fixture(scope="module")
@@ -496,9 +525,13 @@ def test_an_operator_approves_a_held_call_with_changes_and_it_writes_the_changed
     assert content[1]["text"].startswith("Successfully wrote"), content
     assert target.read_text() == "hello world"
 
-    # The original re-issued: superseded, here is what ran; nothing runs again.
+    # The original re-issued, by another client of the store (the official Python SDK,
+    # which checks the answer against the listed output schema): superseded, here is what
+    # ran; nothing runs again.
     target.write_text("sentinel")
-    again = gateway.call("fs_write_file", typo)
+    reissued = sdk_call(edited["agent"], edited["store"], "fs_write_file", typo)
+    assert not reissued.is_error, reissued
+    again = reissued.structured_content
     assert again["status"] == "superseded" and again["edited_status"] == "executed", again
     assert again["proposal_id"] == original and again["edited_proposal_id"] == changed, again
     assert target.read_text() == "sentinel", "the changed call ran once"
