@@ -556,3 +556,91 @@ fn a_tier_rule_raises_a_declared_call_from_its_arguments_and_its_caller() {
         .collect();
     assert_eq!(forwarded, ["/scratch/a", "/lower"]);
 }
+
+/// A rule that says why it raised a call: the reason is kept with the proposal, in the
+/// decision's audit record and in what the model is told, and only for a call it raised.
+#[test]
+fn a_rules_reason_travels_with_the_call_it_raised_and_only_with_it() {
+    use cairnloop::approvals::AuditRecord;
+    static OWN: Mutex<Vec<(String, Value)>> = Mutex::new(Vec::new());
+    let spec = ToolSpecOf::try_new("put", "Put", "Writes a file.", RiskTier::LowWrite).unwrap();
+    let tool = DeclaredTool::new(
+        &spec,
+        &[],
+        file_schema(),
+        Upstream {
+            calls: &OWN,
+            tool: "put",
+        },
+    )
+    .unwrap()
+    .with_explained_tier_rule(|arguments, _| match arguments["path"].as_str() {
+        Some("/etc/passwd") => Some((RiskTier::HighWrite, "outside the scratch folder".into())),
+        // Asks for the tool's own tier, and for less: nothing raised, nothing to say.
+        Some("/same") => Some((RiskTier::LowWrite, "the same tier".into())),
+        Some("/lower") => Some((RiskTier::ReadOnly, "a lower tier".into())),
+        _ => None,
+    });
+    let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool));
+    let entries: &'static [ToolEntry<()>] =
+        Box::leak(Box::new([ToolEntry::declared(tool, anyone).unwrap()]));
+    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    let governor = Governor::new(registry);
+    let agent = Actor::new("agent-7", &[]);
+    let waiting = |path: &str| {
+        let arguments = json!({"path": path, "content": "x"}).to_string();
+        let call = ToolCall::new("put", &arguments);
+        match pollster::block_on(governor.call(&call, &agent, &())).unwrap() {
+            Outcome::AwaitingApproval(lane) => lane,
+            other => panic!("{path} should wait for a person: {other:?}"),
+        }
+    };
+
+    let raised = waiting("/etc/passwd");
+    assert_eq!(raised.proposal().risk_tier(), RiskTier::HighWrite);
+    assert_eq!(
+        raised.proposal().raised_because(),
+        Some("outside the scratch folder")
+    );
+    let reply = Outcome::AwaitingApproval(raised.clone()).into_reply();
+    assert_eq!(reply.body()["raised_because"], "outside the scratch folder");
+    assert!(
+        reply
+            .text()
+            .contains("Its arguments made it high_write: outside the scratch folder."),
+        "{}",
+        reply.text()
+    );
+    // Read back from the store, it still says why.
+    let stored = pollster::block_on(governor.lane(&raised.key())).unwrap();
+    assert_eq!(
+        stored.proposal().raised_because(),
+        Some("outside the scratch folder")
+    );
+
+    for path in ["/same", "/lower", "/scratch/a"] {
+        let lane = waiting(path);
+        assert_eq!(lane.proposal().risk_tier(), RiskTier::LowWrite, "{path}");
+        assert_eq!(lane.proposal().raised_because(), None, "{path}");
+        let reply = Outcome::AwaitingApproval(lane).into_reply();
+        assert!(reply.body().get("raised_because").is_none(), "{path}");
+    }
+
+    let reasons: Vec<Option<String>> = pollster::block_on(governor.events())
+        .unwrap()
+        .into_iter()
+        .filter_map(|record| match record {
+            AuditRecord::Decision(event) => Some(event.raised_because),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            Some("outside the scratch folder".to_owned()),
+            None,
+            None,
+            None
+        ]
+    );
+}

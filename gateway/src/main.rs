@@ -784,6 +784,8 @@ async fn operate<S: ApprovalStore + Send + Sync + 'static>(
                 "tool": lane.proposal().tool(),
                 "actor": lane.proposal().actor_id(),
                 "preview": lane.proposal().preview().text(),
+                "risk_tier": lane.proposal().risk_tier().as_str(),
+                "raised_because": lane.proposal().raised_because(),
                 "state": lane.state().as_str(),
                 "attempts": lane.attempts(),
                 "decided_by": lane.decided_by(),

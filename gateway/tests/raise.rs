@@ -41,17 +41,38 @@ fn a_rule_raises_the_calls_it_holds_for_and_the_highest_rule_wins() {
     );
     let agent = Actor::new("agent-7", &[]);
     let ops = Actor::new("agent-7", &[]).with_account("ops");
-    let tier = |arguments: serde_json::Value, actor: &Actor<'_>| raise.tier_for(&arguments, actor);
+    // The tier, and the reason of the rule that gave it (said to whoever decides).
+    let tier = |arguments: serde_json::Value, actor: &Actor<'_>| {
+        let raised = raise.raised_for(&arguments, actor);
+        assert_eq!(
+            raised.as_ref().map(|(tier, _)| *tier),
+            raise.tier_for(&arguments, actor)
+        );
+        raised
+    };
+    let said = |tier, reason: &str| Some((tier, reason.to_owned()));
 
     let scratch = json!({"path": "/scratch/a.txt", "lines": ["hello"]});
     assert_eq!(tier(scratch, &agent), None);
     let etc = json!({"path": "/etc/hosts", "lines": []});
-    assert_eq!(tier(etc, &agent), Some(RiskTier::HighWrite));
+    assert_eq!(
+        tier(etc, &agent),
+        said(RiskTier::HighWrite, "outside the scratch folder")
+    );
     let script = json!({"path": "/scratch/run.sh", "lines": []});
-    assert_eq!(tier(script.clone(), &agent), Some(RiskTier::Destructive));
+    assert_eq!(
+        tier(script.clone(), &agent),
+        said(RiskTier::Destructive, "a script, outside ops")
+    );
     assert_eq!(tier(script, &ops), None);
     let sudo = json!({"path": "/scratch/a", "lines": ["ok", "sudo rm"]});
-    assert_eq!(tier(sudo, &ops), Some(RiskTier::HighWrite));
+    assert_eq!(tier(sudo, &ops), said(RiskTier::HighWrite, "sudo"));
+    // Two rules at one tier: the first that holds says why.
+    let both = json!({"path": "/etc/x", "lines": ["sudo"]});
+    assert_eq!(
+        tier(both, &ops),
+        said(RiskTier::HighWrite, "outside the scratch folder")
+    );
 }
 
 #[test]
@@ -67,6 +88,14 @@ fn a_rule_that_fails_at_run_time_raises_to_its_tier() {
     assert_eq!(
         raise.tier_for(&json!({}), &agent),
         Some(RiskTier::HighWrite)
+    );
+    // And says so to whoever decides.
+    assert_eq!(
+        raise.raised_for(&json!({}), &agent),
+        Some((
+            RiskTier::HighWrite,
+            "large (the rule could not be evaluated for this call)".to_owned()
+        ))
     );
     assert_eq!(
         raise.tier_for(&json!({"cents": "a lot"}), &agent),

@@ -145,6 +145,7 @@ fn lane(n: u64) -> ApprovalLane {
         fallback: None,
         mode,
         host_floor: ApprovalMode::Auto,
+        raised_because: None,
     });
     ApprovalLane::open(proposal, T0, Timestamp::from_unix_millis(u64::MAX))
 }
@@ -441,6 +442,7 @@ fn varied(
         fallback: None,
         mode,
         host_floor: ApprovalMode::Auto,
+        raised_because: None,
     });
     let at = Timestamp::from_unix_millis(T0.unix_millis() + (n / 4) * 10);
     let lane = ApprovalLane::open(proposal, at, Timestamp::from_unix_millis(u64::MAX));

@@ -629,6 +629,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let (entry, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
         let mut record = self.audits().then(|| {
             AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
+                .with_raise_reason(&verdict)
         });
         match verdict {
             Verdict::Blocked(blocked) => {
@@ -661,6 +662,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         entry,
                         codec,
                         input,
+                        raised_because,
                     },
                 mode,
             } => {
@@ -718,6 +720,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     keyed,
                     mode,
                     self.governance.mode_policy(),
+                    raised_because,
                 );
                 self.record(&mut record).await?;
                 let lane = match self.approvals.propose(proposal, now).await {
@@ -768,6 +771,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     entry,
                     codec,
                     input,
+                    ..
                 },
             ..
         } = verdict
@@ -925,6 +929,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         .governance
                         .mode_policy()
                         .tier_floor(pending.mode().tier()),
+                    raised_because: None,
                 });
                 if let Some(record) = &mut record {
                     record.idempotency_key = Some(proposal.idempotency_key());
@@ -1034,12 +1039,14 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         let (entry, verdict) = gate_call(self.registry, &call, &actor, context, &self.governance);
         let mut record = self.audits().then(|| {
             AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), &actor, &verdict)
+                .with_raise_reason(&verdict)
         });
         let (
             Admitted {
                 entry,
                 codec,
                 input,
+                raised_because,
             },
             mode,
         ) = match verdict {
@@ -1079,6 +1086,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             keyed,
             mode,
             self.governance.mode_policy(),
+            raised_because,
         );
         self.record(&mut record).await?;
         self.approvals

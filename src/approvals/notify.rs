@@ -61,8 +61,10 @@ pub struct Notice {
     pub tool: String,
     /// The tool's title.
     pub title: String,
-    /// The tool's risk tier.
+    /// The call's risk tier: the tool's, or higher where the call's input raised it.
     pub tier: RiskTier,
+    /// Why the call was raised above the tool's tier, when its rule said.
+    pub raised_because: Option<String>,
     /// Who proposed the call.
     pub proposer: String,
     /// The account the call acts in.
@@ -83,6 +85,7 @@ impl Notice {
             tool: proposal.tool().to_string(),
             title: proposal.title().to_string(),
             tier: proposal.risk_tier(),
+            raised_because: proposal.raised_because().map(ToString::to_string),
             proposer: proposal.actor_id().to_string(),
             account_id: proposal.account_id().map(ToString::to_string),
             preview: proposal.preview().text().to_string(),

@@ -285,12 +285,19 @@ fn lane_reply(lane: &ApprovalLane, note: Option<&str>) -> ModelReply {
     if body["reason"].is_null() {
         body.as_object_mut().map(|object| object.remove("reason"));
     }
+    if let Some(why) = proposal.raised_because() {
+        body["raised_because"] = json!(why);
+    }
     let note = note.map(|note| format!(" ({note})")).unwrap_or_default();
     if waiting {
+        let raised = proposal
+            .raised_because()
+            .map(|why| format!(" Its arguments made it {}: {why}.", proposal.risk_tier()))
+            .unwrap_or_default();
         let text = format!(
             "Nothing has run yet: this call awaits a person's approval{note}. Proposal {key}, \
-             open until {expires}. Tell the user; once it is approved, make exactly the same \
-             call again and it runs once.\n\n{preview}",
+             open until {expires}.{raised} Tell the user; once it is approved, make exactly the \
+             same call again and it runs once.\n\n{preview}",
             key = lane.key(),
             expires = lane.expires_at().utc(),
             preview = proposal.preview().text(),

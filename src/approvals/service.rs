@@ -1035,6 +1035,7 @@ fn revalidate<C: ?Sized + 'static>(
         tier: |input: &ErasedInput| match codec {
             Some(codec) => codec
                 .tier(input, actor)
+                .map(|asked| asked.map(|(tier, _)| tier))
                 .map_err(|()| Blocked::TierRuleFailed),
             None => Ok(None),
         },

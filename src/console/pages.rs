@@ -493,7 +493,12 @@ pub(crate) fn proposal(view: &ProposalView<'_>) -> Response {
                 dt { "Tool" } dd { code { (Text(proposal.tool())) } }
                 dt { "Required scopes" } dd { (scopes(proposal.required_scopes())) }
                 dt { "Granted to the proposer" } dd { (scopes(proposal.granted_scopes())) }
-                dt { "Risk tier" } dd { (proposal.risk_tier().as_str()) }
+                dt { "Risk tier" } dd {
+                    (proposal.risk_tier().as_str())
+                    @if let Some(why) = proposal.raised_because() {
+                        span.raised { ", raised by the call's arguments: " (Text(why)) }
+                    }
+                }
                 dt { "Approval" } dd { (approval_words(policy.resolved)) " (" (why_approval) ")" }
                 dt { "Proposal id" } dd { code { (key) } }
             }

@@ -22,6 +22,9 @@ pub(crate) type ErasedInput = Box<dyn Any + Send>;
 /// The future of a call run by name: the tool's output as JSON, or why it failed.
 pub type RunFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, RunError>> + Send + 'a>>;
 
+/// The tier one call asks for, and why when its rule says (shown to whoever approves it).
+pub(crate) type AskedTier = (RiskTier, Option<String>);
+
 /// The run key a call by name is given: the approval lane's key, or one computed only
 /// if the tool asks for it.
 #[derive(Clone, Copy, Debug)]
@@ -45,9 +48,9 @@ pub(crate) trait Codec<C: ?Sized>: Sync {
     fn check(&self, arguments: &str, limits: &InputLimits) -> Result<(), InputErrors>;
     /// The tool's own preview of an input.
     fn preview(&self, input: &ErasedInput, out: &mut dyn fmt::Write) -> Option<fmt::Result>;
-    /// The tier the call asks for, from its decoded input and who makes it (`Ok(None)`: no
-    /// rule); `Err` when the rule failed.
-    fn tier(&self, input: &ErasedInput, actor: &Actor<'_>) -> Result<Option<RiskTier>, ()> {
+    /// The tier the call asks for, from its decoded input and who makes it, and why, when
+    /// the rule says (`Ok(None)`: no rule); `Err` when the rule failed.
+    fn tier(&self, input: &ErasedInput, actor: &Actor<'_>) -> Result<Option<AskedTier>, ()> {
         let _ = (input, actor);
         Ok(None)
     }

@@ -45,7 +45,7 @@ mod tool;
 pub use actor::Actor;
 pub use approval_mode::{ApprovalMode, derive_approval_mode};
 #[cfg(feature = "serde")]
-pub(crate) use codec::{Codec, ErasedInput, RunKey};
+pub(crate) use codec::{AskedTier, Codec, ErasedInput, RunKey};
 #[cfg(feature = "serde")]
 pub use codec::{RunError, RunFuture};
 pub use entry::ToolEntry;

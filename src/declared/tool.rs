@@ -12,9 +12,9 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use serde_json::Value;
 
 use crate::declare::{
-    Actor, ApprovalMode, Codec, ErasedInput, FieldError, InputErrors, InputLimits, PolicyDenial,
-    RiskTier, RunError, RunFuture, RunKey, Scope, ScopeOf, SpecError, ToolEntry, ToolSpec,
-    ToolSpecOf, note_offers_changed,
+    Actor, ApprovalMode, AskedTier, Codec, ErasedInput, FieldError, InputErrors, InputLimits,
+    PolicyDenial, RiskTier, RunError, RunFuture, RunKey, Scope, ScopeOf, SpecError, ToolEntry,
+    ToolSpec, ToolSpecOf, note_offers_changed,
 };
 use crate::declared::Template;
 use crate::json::canonical_json;
@@ -193,9 +193,9 @@ pub struct DeclaredTool<C: ?Sized + 'static> {
 }
 
 /// A declared tool's rule for one call's tier: from the call's checked arguments and who
-/// makes it, a tier for this call (`None`: the tool's own). The gate takes the higher of
-/// it and the tool's tier.
-type TierRule = dyn Fn(&Value, &Actor<'_>) -> Option<RiskTier> + Send + Sync;
+/// makes it, a tier for this call (`None`: the tool's own) and why, if it says. The gate
+/// takes the higher of it and the tool's tier.
+type TierRule = dyn Fn(&Value, &Actor<'_>) -> Option<(RiskTier, Option<String>)> + Send + Sync;
 
 /// A declared tool's input schema, and its compiled validator.
 struct Offer {
@@ -318,7 +318,43 @@ impl<C: ?Sized + 'static> DeclaredTool<C> {
         mut self,
         rule: impl Fn(&Value, &Actor<'_>) -> Option<RiskTier> + Send + Sync + 'static,
     ) -> Self {
-        self.tier_rule = Some(Box::new(rule));
+        self.tier_rule = Some(Box::new(move |arguments, actor| {
+            rule(arguments, actor).map(|tier| (tier, None))
+        }));
+        self
+    }
+
+    /// As [`with_tier_rule`](Self::with_tier_rule), and the rule says why it raised a
+    /// call: the reason is kept with the proposal (a person deciding it reads it beside the
+    /// tier) and in the decision's audit record.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, RiskTier, declare::{RunFuture, ToolSpecOf}};
+    /// # use cairnloop::declared::{DeclaredTool, Forward};
+    /// # struct Nothing;
+    /// # impl Forward<()> for Nothing {
+    /// #     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a cairnloop::Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    /// #         Box::pin(async { Ok(serde_json::Value::Null) })
+    /// #     }
+    /// # }
+    /// let spec = ToolSpecOf::try_new("write_file", "Write a file", "Writes a file.", RiskTier::LowWrite)?;
+    /// let tool = DeclaredTool::<()>::new(&spec, &[], serde_json::json!({"type": "object"}), Nothing)?
+    ///     .with_explained_tier_rule(|arguments, _: &Actor<'_>| {
+    ///         let path = arguments["path"].as_str().unwrap_or("/");
+    ///         (!path.starts_with("/scratch/"))
+    ///             .then(|| (RiskTier::HighWrite, "outside the scratch folder".to_owned()))
+    ///     });
+    /// assert!(tool.has_tier_rule());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_explained_tier_rule(
+        mut self,
+        rule: impl Fn(&Value, &Actor<'_>) -> Option<(RiskTier, String)> + Send + Sync + 'static,
+    ) -> Self {
+        self.tier_rule = Some(Box::new(move |arguments, actor| {
+            rule(arguments, actor).map(|(tier, reason)| (tier, Some(reason)))
+        }));
         self
     }
 
@@ -720,7 +756,7 @@ impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
         Some(out.write_str(&template.render(input)))
     }
 
-    fn tier(&self, input: &ErasedInput, actor: &Actor<'_>) -> Result<Option<RiskTier>, ()> {
+    fn tier(&self, input: &ErasedInput, actor: &Actor<'_>) -> Result<Option<AskedTier>, ()> {
         let Some(rule) = &self.tier_rule else {
             return Ok(None);
         };

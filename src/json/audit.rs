@@ -3,6 +3,7 @@ use alloc::string::{String, ToString};
 
 use crate::declare::{Actor, ApprovalMode, IdempotencyKey, RiskTier, ToolSpec};
 use crate::gate::{Blocked, Verdict};
+use crate::json::call::Admitted;
 
 /// The longest tool name an audit record copies from a model; the rest is cut.
 const MAX_RECORDED_NAME_CHARS: usize = 128;
@@ -45,9 +46,21 @@ pub struct AuditEvent {
     /// A tier below the tool's that the call's input asked for: ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignored_tier: Option<RiskTier>,
+    /// Why the tool's rule raised the call to `risk_tier`, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raised_because: Option<String>,
 }
 
 impl AuditEvent {
+    /// The record, with why the tool's rule raised the call by name it records.
+    #[must_use]
+    pub(crate) fn with_raise_reason<C: ?Sized>(mut self, verdict: &Verdict<Admitted<C>>) -> Self {
+        if let Verdict::Execute { input, .. } | Verdict::AwaitApproval { input, .. } = verdict {
+            self.raised_because.clone_from(&input.raised_because);
+        }
+        self
+    }
+
     /// The record of the gates' verdict on a call of `requested` (the name as asked) by
     /// `actor`; `spec` is the resolved tool's, `None` for an unknown name.
     pub(crate) fn of_verdict<I>(
@@ -98,6 +111,7 @@ impl AuditEvent {
             loosened_because: None,
             risk_tier: None,
             ignored_tier: None,
+            raised_because: None,
         }
     }
 

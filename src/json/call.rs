@@ -193,6 +193,9 @@ pub(crate) struct Admitted<C: ?Sized + 'static> {
     pub(crate) entry: &'static ToolEntry<C>,
     pub(crate) codec: &'static dyn Codec<C>,
     pub(crate) input: ErasedInput,
+    /// Why the tool's rule raised this call above the tool's tier, when it raised it and
+    /// said why.
+    pub(crate) raised_because: Option<String>,
 }
 
 /// The gates' verdict on a call by name, with the tool it resolved to (`None` for an
@@ -248,10 +251,16 @@ impl<C: ?Sized + 'static> InputGate for ByName<'_, C> {
         let asked = codec
             .tier(&input, self.actor)
             .map_err(|()| Blocked::TierRuleFailed)?;
+        let declared = entry.spec().risk_tier();
+        let (asked, raised_because) = match asked {
+            Some((tier, because)) => (Some(tier), because.filter(|_| tier > declared)),
+            None => (None, None),
+        };
         let admitted = Admitted {
             entry,
             codec,
             input,
+            raised_because,
         };
         Ok((admitted, asked))
     }
@@ -278,6 +287,10 @@ pub(crate) fn run_ready<'a, C: ?Sized + 'static>(
 
 /// The proposal for a call by name that awaits approval: the only place (with the typed
 /// twin in the governor) where a call's canonical form and idempotency key are computed.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each argument has its own type, so none can be swapped unnoticed"
+)]
 pub(crate) fn propose_call<C: ?Sized + 'static>(
     entry: &ToolEntry<C>,
     codec: &dyn Codec<C>,
@@ -286,6 +299,7 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
     keyed: Keyed<'_>,
     mode: crate::gate::ModeResolution,
     policy: &ModePolicy<C>,
+    raised_because: Option<String>,
 ) -> Proposal {
     let spec = entry.spec();
     let mut own = String::new();
@@ -305,6 +319,7 @@ pub(crate) fn propose_call<C: ?Sized + 'static>(
         fallback: keyed.fallback,
         host_floor: policy.tier_floor(mode.tier()),
         mode,
+        raised_because,
     })
 }
 

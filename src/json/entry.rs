@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::declare::{
-    Actor, Codec, ErasedInput, IdempotencyKey, InputErrors, InputLimits, Invocation, RiskTier,
+    Actor, AskedTier, Codec, ErasedInput, IdempotencyKey, InputErrors, InputLimits, Invocation,
     RunError, RunFuture, RunKey, Tool, ToolEntry,
 };
 use crate::gate::execute;
@@ -246,7 +246,7 @@ where
         }
     }
 
-    fn tier(&self, input: &ErasedInput, _: &Actor<'_>) -> Result<Option<RiskTier>, ()> {
+    fn tier(&self, input: &ErasedInput, _: &Actor<'_>) -> Result<Option<AskedTier>, ()> {
         let Some(Some(input)) = input.downcast_ref::<Option<T::Input>>() else {
             return Err(());
         };
@@ -255,12 +255,12 @@ where
         #[cfg(feature = "std")]
         {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| T::risk_tier_for(input)))
-                .map(Some)
+                .map(|tier| Some((tier, None)))
                 .map_err(drop)
         }
         #[cfg(not(feature = "std"))]
         {
-            Ok(Some(T::risk_tier_for(input)))
+            Ok(Some((T::risk_tier_for(input), None)))
         }
     }
 

@@ -99,6 +99,8 @@ struct Fields {
     required_scopes: ScopeNames,
     granted_scopes: ScopeNames,
     policy: PolicySnapshot,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    raised_because: Option<String>,
 }
 
 /// The parts of a [`Proposal`], gathered by the pipeline.
@@ -119,6 +121,8 @@ pub(crate) struct Draft<'a> {
     pub(crate) fallback: Option<String>,
     pub(crate) mode: ModeResolution,
     pub(crate) host_floor: ApprovalMode,
+    /// Why the tool's rule raised the call above the tool's tier, if it said.
+    pub(crate) raised_because: Option<String>,
 }
 
 impl Proposal {
@@ -136,6 +140,7 @@ impl Proposal {
             fallback,
             mode,
             host_floor,
+            raised_because,
         } = draft;
         // Written once: the snapshot of the input, the text its key was hashed from, and
         // the source of the fallback preview.
@@ -160,6 +165,7 @@ impl Proposal {
                 required_scopes: ScopeNames::declared(scopes),
                 granted_scopes: ScopeNames::copied(actor.scopes()),
                 policy: PolicySnapshot::new(&mode, host_floor),
+                raised_because,
             }),
         }
     }
@@ -204,6 +210,22 @@ impl Proposal {
     #[must_use]
     pub fn risk_tier(&self) -> RiskTier {
         self.fields.risk_tier
+    }
+
+    /// Why the tool's rule raised this call above the tool's tier, when it said: what a
+    /// person deciding the call reads beside its tier (a gateway's `raise` rule's
+    /// `reason`, say). `None` for a call at the tool's own tier.
+    ///
+    /// ```
+    /// # fn f(p: &cairnloop::json::Proposal) {
+    /// if let Some(reason) = p.raised_because() {
+    ///     println!("{} because {reason}", p.risk_tier());
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn raised_because(&self) -> Option<&str> {
+        self.fields.raised_because.as_deref()
     }
 
     /// Who proposed the call.

@@ -152,8 +152,12 @@ pub(crate) fn approval_prompt(lane: &ApprovalLane) -> ElicitRequest {
         .quorum_progress()
         .map(|progress| format!("\nApprovals: {progress}; yours counts once"))
         .unwrap_or_default();
+    let raised = proposal
+        .raised_because()
+        .map(|why| format!(" (raised: {why})"))
+        .unwrap_or_default();
     let message = format!(
-        "An agent ({agent}) asks to run {title} ({tool}).\n\n{preview}\n\nRisk tier: {tier}\n\
+        "An agent ({agent}) asks to run {title} ({tool}).\n\n{preview}\n\nRisk tier: {tier}{raised}\n\
          Scopes: {scopes}\nApproval open until: {expires}{quorum}\nProposal: {key}",
         agent = proposal.actor_id(),
         title = proposal.title(),

@@ -159,6 +159,7 @@ fn result_schema(mut output: Value) -> Value {
             "state": { "type": "string", "enum": LaneState::ALL.map(LaneState::as_str) },
             "tool": text,
             "risk_tier": text,
+            "raised_because": text,
             "preview": text,
             "required_scopes": { "type": "array", "items": text },
             "expires_at": text,

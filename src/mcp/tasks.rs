@@ -104,8 +104,12 @@ pub(crate) fn status_message(lane: &ApprovalLane, decided_where: Option<&str>) -
                     format!(" It needs {} different people: {progress}.", lane.quorum())
                 })
                 .unwrap_or_default();
+            let raised = proposal
+                .raised_because()
+                .map(|why| format!(" (this one raised: {why})"))
+                .unwrap_or_default();
             format!(
-                "Waits for a person with the right to approve {} calls, other than {}, to decide {place}, until {}.{people}",
+                "Waits for a person with the right to approve {} calls{raised}, other than {}, to decide {place}, until {}.{people}",
                 proposal.risk_tier(),
                 proposal.actor_id(),
                 lane.expires_at().utc()

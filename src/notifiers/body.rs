@@ -87,6 +87,7 @@ fn generic(notice: &Notice, link: Option<&str>) -> Value {
         "tool": notice.tool,
         "title": notice.title,
         "tier": notice.tier.as_str(),
+        "raised_because": notice.raised_because,
         "proposer": notice.proposer,
         "account": notice.account_id,
         "preview": notice.preview,
@@ -103,8 +104,13 @@ fn headline(notice: &Notice, escape: fn(&str) -> String) -> String {
         .as_deref()
         .map(|account| std::format!(" in {}", escape(account)))
         .unwrap_or_default();
+    let raised = notice
+        .raised_because
+        .as_deref()
+        .map(|why| std::format!(": {}", escape(&bounded(why, 300))))
+        .unwrap_or_default();
     std::format!(
-        "{} ({}) proposed by {}{account} waits for a decision",
+        "{} ({}{raised}) proposed by {}{account} waits for a decision",
         escape(&notice.title),
         notice.tier.as_str(),
         escape(&notice.proposer),
@@ -202,4 +208,54 @@ fn bounded(text: &str, most: usize) -> String {
         end -= 1;
     }
     std::format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RiskTier;
+    use crate::declare::IdempotencyKey;
+    use crate::gate::Timestamp;
+
+    fn notice(raised_because: Option<&str>) -> Notice {
+        Notice {
+            key: IdempotencyKey::for_canonical_call("put", "{}", Some("agent-7"), None, None),
+            tool: "put".into(),
+            title: "Put".into(),
+            tier: RiskTier::HighWrite,
+            raised_because: raised_because.map(Into::into),
+            proposer: "agent-7".into(),
+            account_id: None,
+            preview: "Write /etc/hosts".into(),
+            proposed_at: Timestamp::from_unix_millis(0),
+            expires_at: Timestamp::from_unix_millis(1),
+        }
+    }
+
+    #[test]
+    fn a_raised_call_says_why_in_every_format_and_escaped_for_each() {
+        let raised = notice(Some("outside <scratch> & [here](x)"));
+        let json = WebhookFormat::Json.body(&raised, None, false);
+        assert_eq!(json["raised_because"], "outside <scratch> & [here](x)");
+        let slack = WebhookFormat::Slack.body(&raised, None, false);
+        assert_eq!(
+            slack["text"],
+            "Put (high_write: outside &lt;scratch&gt; &amp; [here](x)) proposed by agent-7 waits for a decision"
+        );
+        let teams = WebhookFormat::Teams.body(&raised, None, false);
+        let headline = teams["attachments"][0]["content"]["body"][0]["text"]
+            .as_str()
+            .unwrap();
+        assert!(
+            headline.contains(r"high_write: outside \<scratch\> & \[here\]\(x\)"),
+            "{headline}"
+        );
+
+        let plain = notice(None);
+        assert!(WebhookFormat::Json.body(&plain, None, false)["raised_because"].is_null());
+        assert_eq!(
+            WebhookFormat::Slack.body(&plain, None, false)["text"],
+            "Put (high_write) proposed by agent-7 waits for a decision"
+        );
+    }
 }

@@ -399,6 +399,7 @@ def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_tw
     context, page = signed_in(browser, base, "junior", "junior-token-0123456789")
     page.goto(f"{base}/proposals/{waiting['proposal_id']}")
     expect(page.locator("main span.tier")).to_have_text("low write")
+    assert page.locator("span.raised").count() == 0, "not raised, nothing to say why"
     page.click("button.approve")
     expect(page.locator("p.state")).to_have_text("approved")
     context.close()
@@ -412,11 +413,16 @@ def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_tw
     assert waiting["status"] == "awaiting_approval", waiting
     proposal = waiting["proposal_id"]
     assert not target.exists()
+    # The agent is told why its call waits for more than the tool's tier.
+    assert waiting["risk_tier"] == "high_write", waiting
+    assert waiting["raised_because"] == "outside the scratch folder", waiting
 
     # The junior may decide low_write calls: this one is high_write, shown and not offered.
     context, page = signed_in(browser, base, "junior", "junior-token-0123456789")
     page.goto(f"{base}/proposals/{proposal}")
     expect(page.locator("main span.tier")).to_have_text("high write")
+    # Why, in the rule's own words.
+    expect(page.locator("span.raised")).to_have_text(", raised by the call's arguments: outside the scratch folder")
     expect(page.locator("p.why-not")).to_contain_text("high_write")
     assert page.locator("button.approve").count() == 0
     context.close()
@@ -445,6 +451,7 @@ def test_a_write_outside_the_scratch_folder_is_raised_to_high_write_and_needs_tw
     shown = json.loads(operator(raised["store"], "show", proposal))
     assert [a["by"] for a in shown["approvals"]] == ["ops-lead", "sre-on-call"], shown
     assert shown["quorum"] == 2
+    assert (shown["risk_tier"], shown["raised_because"]) == ("high_write", "outside the scratch folder"), shown
 
     ran = gateway.call(*write)
     assert ran["status"] == "executed", ran

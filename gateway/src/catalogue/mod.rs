@@ -202,7 +202,9 @@ impl Offered {
             tool
         } else {
             let raise = self.raise.clone();
-            tool.with_tier_rule(move |arguments, actor| raise.tier_for(arguments, actor))
+            tool.with_explained_tier_rule(move |arguments, actor| {
+                raise.raised_for(arguments, actor)
+            })
         };
         Ok(match &self.preview {
             Some(template) => tool.with_preview(template.clone()),

@@ -184,12 +184,41 @@ impl Raises {
     /// assert_eq!(Raises::default().tier_for(&serde_json::json!({}), &Actor::new("a", &[])), None);
     /// ```
     pub fn tier_for(&self, arguments: &serde_json::Value, actor: &Actor<'_>) -> Option<RiskTier> {
+        self.raised_for(arguments, actor).map(|(tier, _)| tier)
+    }
+
+    /// [`Raises::tier_for`], and why: the `reason` of the first rule at that tier that
+    /// holds, or of one that failed, said so.
+    ///
+    /// ```
+    /// # use cairnloop::{Actor, RiskTier};
+    /// # use cairnloop_gateway::config::Config;
+    /// let config = Config::parse(r#"
+    /// [upstreams.pay]
+    /// command = "server"
+    /// [tools.pay.refund]
+    /// tier = "low_write"
+    /// raise = [{ when = "args.cents > 100000", tier = "high_write", reason = "over a thousand dollars" }]
+    /// "#)?;
+    /// let raise = &config.tools[0].raise;
+    /// let agent = Actor::new("agent", &[]);
+    /// let (tier, reason) = raise.raised_for(&serde_json::json!({"cents": 500_000}), &agent).unwrap();
+    /// assert_eq!((tier, reason.as_str()), (RiskTier::HighWrite, "over a thousand dollars"));
+    /// let (_, reason) = raise.raised_for(&serde_json::json!({}), &agent).unwrap();
+    /// assert_eq!(reason, "over a thousand dollars (the rule could not be evaluated for this call)");
+    /// # Ok::<(), cairnloop_gateway::config::Problems>(())
+    /// ```
+    pub fn raised_for(
+        &self,
+        arguments: &serde_json::Value,
+        actor: &Actor<'_>,
+    ) -> Option<(RiskTier, String)> {
         if self.rules.is_empty() {
             return None;
         }
-        let strictest = self.rules.iter().map(|rule| rule.tier).max();
         let Ok(args) = cel::to_value(arguments) else {
-            return strictest;
+            let strictest = self.rules.iter().max_by_key(|rule| rule.tier)?;
+            return Some((strictest.tier, failed(strictest)));
         };
         let mut context = Context::with_env(Arc::clone(environment()));
         context.add_variable_from_value("args", args);
@@ -198,18 +227,28 @@ impl Raises {
             "account",
             actor.account().map_or(cel::Value::Null, cel::Value::from),
         );
-        let mut tier = None;
+        let mut raised: Option<(RiskTier, String)> = None;
         for rule in self.rules.iter() {
-            if tier >= Some(rule.tier) {
+            if raised.as_ref().is_some_and(|(tier, _)| *tier >= rule.tier) {
                 continue;
             }
             // Only a plain `false` leaves the call's tier alone.
-            if !matches!(rule.program.execute(&context), Ok(cel::Value::Bool(false))) {
-                tier = Some(rule.tier);
+            match rule.program.execute(&context) {
+                Ok(cel::Value::Bool(false)) => {}
+                Ok(cel::Value::Bool(true)) => raised = Some((rule.tier, rule.reason.clone())),
+                _ => raised = Some((rule.tier, failed(rule))),
             }
         }
-        tier
+        raised
     }
+}
+
+/// A rule's reason, for a call it could not be evaluated for (and so raised).
+fn failed(rule: &Raise) -> String {
+    format!(
+        "{} (the rule could not be evaluated for this call)",
+        rule.reason
+    )
 }
 
 /// The standard environment, built once.
