@@ -213,8 +213,7 @@ fn bounded(text: &str, most: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RiskTier;
-    use crate::declare::IdempotencyKey;
+    use crate::declare::{IdempotencyKey, RiskTier};
     use crate::gate::Timestamp;
 
     fn notice(raised_because: Option<&str>) -> Notice {
