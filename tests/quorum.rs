@@ -18,6 +18,9 @@ use cairnloop::{
     PolicyDenial, Registry, RiskTier, Scope, Tool, ToolCall, ToolEntry, ToolSpec,
 };
 
+#[macro_use]
+#[path = "fixtures/plain_tool.rs"]
+mod plain_tool;
 #[path = "fixtures/scratch.rs"]
 mod scratch;
 
@@ -40,32 +43,18 @@ struct Deploy {
     cents: u64,
 }
 
-/// A production deploy: high_write, two approvers.
-struct DeployService;
-impl Tool for DeployService {
-    const SPEC: ToolSpec = ToolSpec::new(
-        "deploy",
-        "Deploy",
-        "Deploys a service to production.",
-        RiskTier::HighWrite,
-    )
-    .with_quorum(2);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Deploy;
-    type Output = String;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Deploy) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<String, String> {
+plain_tool!(
+    /// A production deploy: high_write, two approvers.
+    DeployService(Deploy) -> Result<String, String>,
+    (),
+    ToolSpec::new("deploy", "Deploy", "Deploys a service to production.", RiskTier::HighWrite)
+        .with_quorum(2),
+    [],
+    |call| {
         DEPLOYED.lock().unwrap().push(call.input().service.clone());
         Ok(format!("deployed {}", call.input().service))
     }
-}
+);
 
 /// A payment: low_write, one approver, raised to high_write above $1,000.
 struct Pay;
