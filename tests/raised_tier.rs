@@ -75,8 +75,46 @@ money_tool!(
     ToolSpec::new("transfer", "Transfer", "Moves money.", RiskTier::LowWrite)
 );
 
-static TOOLS: Registry<()> =
-    Registry::new(&[ToolEntry::json::<Refund>(), ToolEntry::json::<Transfer>()]);
+/// A payout that says why it raised a call: above ten dollars, `high_write`.
+struct Payout;
+impl Tool for Payout {
+    const SPEC: ToolSpec = ToolSpec::new("payout", "Payout", "Pays out.", RiskTier::LowWrite);
+    const SCOPES: &'static [Scope] = &[];
+    type Input = Money;
+    type Output = u64;
+    type Error = String;
+    type Context = ();
+    fn validate(_: &Money) -> Result<(), InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
+        Ok(())
+    }
+    fn risk_tier_for(input: &Money) -> RiskTier {
+        if input.cents > 1_000 {
+            RiskTier::HighWrite
+        } else {
+            RiskTier::LowWrite
+        }
+    }
+    fn risk_reason_for(input: &Money) -> Option<&'static str> {
+        // A reason for every call: only a raised one keeps it.
+        Some(if input.cents > 1_000 {
+            "over ten dollars"
+        } else {
+            "small"
+        })
+    }
+    async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
+        Ok(call.input().cents)
+    }
+}
+
+static TOOLS: Registry<()> = Registry::new(&[
+    ToolEntry::json::<Refund>(),
+    ToolEntry::json::<Transfer>(),
+    ToolEntry::json::<Payout>(),
+]);
 
 fn call(governor: &Governor<()>, tool: &str, cents: u64) -> Result<Outcome, ApprovalError> {
     let arguments = format!(r#"{{"cents": {cents}}}"#);
@@ -199,4 +237,45 @@ fn a_calls_input_raises_its_tier_and_the_whole_pipeline_sees_it() {
     }
     assert_eq!(RUNS.load(Ordering::SeqCst), runs, "it did not run");
     LARGE_ABOVE.store(100_000, Ordering::SeqCst);
+}
+
+/// A typed tool's reason, by name and typed: kept with the proposal and in the decision's
+/// record of a call its rule raised, and with no other.
+#[test]
+fn a_tools_reason_is_kept_for_the_calls_it_raised_only() {
+    let governor = Governor::new(&TOOLS);
+    let Ok(Outcome::AwaitingApproval(large)) = call(&governor, "payout", 5_000) else {
+        panic!("a large payout waits");
+    };
+    assert_eq!(large.proposal().risk_tier(), RiskTier::HighWrite);
+    assert_eq!(large.proposal().raised_because(), Some("over ten dollars"));
+    assert_eq!(
+        last_decision(&governor).raised_because.as_deref(),
+        Some("over ten dollars")
+    );
+    let Ok(Outcome::AwaitingApproval(small)) = call(&governor, "payout", 500) else {
+        panic!("a payout waits");
+    };
+    assert_eq!(small.proposal().raised_because(), None);
+    assert_eq!(last_decision(&governor).raised_because, None);
+
+    let agent = Actor::new("agent-7", &[]);
+    let typed = |cents| match pollster::block_on(governor.call_typed::<Payout>(
+        Money { cents },
+        &agent,
+        &(),
+    )) {
+        Ok(cairnloop::approvals::TypedOutcome::AwaitingApproval(lane)) => lane,
+        _ => panic!("a payout waits"),
+    };
+    assert_eq!(
+        typed(7_000).proposal().raised_because(),
+        Some("over ten dollars")
+    );
+    assert_eq!(
+        last_decision(&governor).raised_because.as_deref(),
+        Some("over ten dollars")
+    );
+    assert_eq!(typed(700).proposal().raised_because(), None);
+    assert_eq!(last_decision(&governor).raised_because, None);
 }

@@ -857,6 +857,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         T::Input: Serialize,
     {
         check_actor(actor)?;
+        let reason = T::risk_reason_for(&input);
         let decision = decide::<T>(input, actor, context, self.governance.mode_policy());
         let spec = &T::SPEC;
         let verdict: Verdict<()> = match &decision {
@@ -870,9 +871,18 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             },
             Decision::Blocked(blocked) => Verdict::Blocked(blocked.clone()),
         };
-        let mut record = self
-            .audits()
-            .then(|| AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict));
+        // Said only for a call the rule raised.
+        let raised_because = match &verdict {
+            Verdict::Execute { mode, .. } | Verdict::AwaitApproval { mode, .. } => reason
+                .filter(|_| mode.tier() > mode.declared_tier())
+                .map(String::from),
+            Verdict::Blocked(_) => None,
+        };
+        let mut record = self.audits().then(|| {
+            let mut event = AuditEvent::of_verdict(spec.name(), Some(spec), actor, &verdict);
+            event.raised_because.clone_from(&raised_because);
+            event
+        });
         match decision {
             Decision::Blocked(blocked) => {
                 self.record(&mut record).await?;
@@ -929,7 +939,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                         .governance
                         .mode_policy()
                         .tier_floor(pending.mode().tier()),
-                    raised_because: None,
+                    raised_because,
                 });
                 if let Some(record) = &mut record {
                     record.idempotency_key = Some(proposal.idempotency_key());

@@ -126,6 +126,39 @@ pub trait Tool {
         Self::SPEC.risk_tier()
     }
 
+    /// Why [`risk_tier_for`](Tool::risk_tier_for) raised a call with `input` above the
+    /// tool's tier, in words the person deciding it reads beside the tier (the amount or
+    /// the path is in the preview already). Kept with the proposal
+    /// ([`Proposal::raised_because`](crate::json::Proposal::raised_because)) and the
+    /// decision's audit record, shown by the console, notices and the MCP prompt, and
+    /// told to the agent; only for a call the rule raised. `None` (the default): no reason.
+    ///
+    /// ```
+    /// use cairnloop::{Actor, InputErrors, Invocation, PolicyDenial, RiskTier, Scope, Tool, ToolSpec};
+    ///
+    /// struct Refund;
+    /// impl Tool for Refund {
+    ///     const SPEC: ToolSpec = ToolSpec::new("refund", "Refund", "Refunds.", RiskTier::LowWrite);
+    ///     const SCOPES: &'static [Scope] = &[];
+    ///     type Input = u64; // cents
+    ///     type Output = (); type Error = (); type Context = ();
+    ///     fn validate(_: &u64) -> Result<(), InputErrors> { Ok(()) }
+    ///     fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> { Ok(()) }
+    ///     fn risk_tier_for(cents: &u64) -> RiskTier {
+    ///         if *cents > 100_000 { RiskTier::HighWrite } else { RiskTier::LowWrite }
+    ///     }
+    ///     fn risk_reason_for(cents: &u64) -> Option<&'static str> {
+    ///         (*cents > 100_000).then_some("over a thousand dollars")
+    ///     }
+    ///     async fn run(_: Invocation<'_, Self>) -> Result<(), ()> { Ok(()) }
+    /// }
+    /// assert_eq!(Refund::risk_reason_for(&500), None);
+    /// ```
+    fn risk_reason_for(input: &Self::Input) -> Option<&'static str> {
+        let _ = input;
+        None
+    }
+
     /// The name of a host UI component that shows this tool's calls, if it has one.
     fn custom_ui() -> Option<&'static str> {
         None

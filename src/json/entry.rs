@@ -254,13 +254,16 @@ where
         // process keeps serving.
         #[cfg(feature = "std")]
         {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| T::risk_tier_for(input)))
-                .map(|tier| Some((tier, None)))
-                .map_err(drop)
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let reason = T::risk_reason_for(input).map(String::from);
+                Some((T::risk_tier_for(input), reason))
+            }))
+            .map_err(drop)
         }
         #[cfg(not(feature = "std"))]
         {
-            Ok(Some((T::risk_tier_for(input), None)))
+            let reason = T::risk_reason_for(input).map(String::from);
+            Ok(Some((T::risk_tier_for(input), reason)))
         }
     }
 
