@@ -491,3 +491,70 @@ async fn with_a_quorum_the_prompt_says_how_many_and_the_persons_approval_counts_
         .unwrap();
     assert_eq!(approved.state(), LaneState::Approved);
 }
+
+/// A payout whose input raises it above ten dollars, and says why.
+struct Payout;
+
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Cents {
+    cents: u64,
+}
+
+impl cairnloop::Tool for Payout {
+    const SPEC: cairnloop::ToolSpec =
+        cairnloop::ToolSpec::new("payout", "Payout", "Pays out.", RiskTier::LowWrite);
+    const SCOPES: &'static [cairnloop::Scope] = &[];
+    type Input = Cents;
+    type Output = u64;
+    type Error = String;
+    type Context = Desk;
+    fn validate(_: &Cents) -> Result<(), cairnloop::InputErrors> {
+        Ok(())
+    }
+    fn authorize(_: &cairnloop::Actor<'_>, _: &Desk) -> Result<(), cairnloop::PolicyDenial> {
+        Ok(())
+    }
+    fn risk_tier_for(input: &Cents) -> RiskTier {
+        if input.cents > 1_000 {
+            RiskTier::HighWrite
+        } else {
+            RiskTier::LowWrite
+        }
+    }
+    fn risk_reason_for(input: &Cents) -> Option<&'static str> {
+        (input.cents > 1_000).then_some("over ten dollars")
+    }
+    async fn run(call: cairnloop::Invocation<'_, Self>) -> Result<u64, String> {
+        Ok(call.input().cents)
+    }
+}
+
+static PAYOUTS: cairnloop::Registry<Desk> =
+    cairnloop::Registry::new(&[cairnloop::ToolEntry::json::<Payout>()]);
+
+/// The person asked at the client reads why a call was raised beside its tier.
+#[tokio::test]
+async fn the_prompt_says_why_a_call_was_raised() {
+    let governor: Shared = Arc::new(Governor::new(&PAYOUTS));
+    let server = agent(&governor).with_client_approver(
+        ClientApprover::new("user:alice")
+            .may_approve(RiskTier::HighWrite)
+            .with_timeout(Duration::from_secs(5)),
+    );
+    let mut wire = prompting_client(server).await;
+    let prompt = wire.call(1, "payout", r#"{"cents": 5000}"#).await;
+    assert_eq!(prompt["method"], "elicitation/create", "{prompt}");
+    let message = prompt["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Risk tier: high_write (raised: over ten dollars)"),
+        "{message}"
+    );
+    wire.send_json(json!({"jsonrpc": "2.0", "id": prompt["id"], "result": {"action": "decline"}}))
+        .await;
+    let answer = wire.next().await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"], "rejected",
+        "{answer}"
+    );
+}
