@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use cairnloop::approvals::{
-    ApprovalConfig, ApprovalStore, AuditRecord, BoundField, Invalidation, ManualClock, MemoryStore,
-    StoreError, TransitionEvent, TypedOutcome,
+    ApprovalConfig, ApprovalStore, AuditRecord, BoundField, ChainBreak, Invalidation, ManualClock,
+    MemoryStore, StoreError, TransitionEvent, TypedOutcome,
 };
 use cairnloop::gate::{LaneAction, LaneState, Timestamp, Ttl};
 use cairnloop::json::Proposal;
@@ -1210,6 +1210,40 @@ fn a_full_memory_store_refuses_new_proposals_and_evicts_nothing_until_compacted(
     assert!(pollster::block_on(bench.governor.lane(&first)).is_err());
     assert_eq!(bench.state(&second), LaneState::Pending);
     assert!(pollster::block_on(bench.at(at(2)).call(&call, &agent(), &bench.lab)).is_ok());
+}
+
+/// A chained memory store that is compacted: the chain keeps the events that stay, and
+/// its check names the first gap the compaction left.
+#[test]
+fn a_compacted_chain_names_the_first_gap() {
+    let store = Arc::new(MemoryStore::new().with_audit_chain());
+    let bench = Bench::over(
+        Arc::clone(&store),
+        &LAB,
+        Governance::new(),
+        ApprovalConfig::new(),
+    );
+    let first = bench.propose(r#"{"to": "A", "cents": 1}"#, T0);
+    let second = bench.propose(r#"{"to": "B", "cents": 1}"#, T0);
+    pollster::block_on(bench.at(at(1)).reject(&first, "supervisor", "no")).unwrap();
+    let whole = store.verify_audit().unwrap().unwrap().unwrap();
+    let before = store.chained_since(0, 100).unwrap().unwrap();
+    assert_eq!(whole.records, u64::try_from(before.len()).unwrap());
+    assert_eq!(store.compact(), Ok(1));
+    let after = store.chained_since(0, 100).unwrap().unwrap();
+    // What stays is the second call's: its decision and its opening, unchanged.
+    let events = pollster::block_on(store.events_since(0, 100)).unwrap();
+    assert_eq!(after.len(), events.len());
+    assert!(after.iter().all(|kept| before.contains(kept)));
+    // The first call's decision and opening came first: a gap before the second's.
+    assert_eq!(
+        store.verify_audit().unwrap().unwrap(),
+        Err(ChainBreak::Removed {
+            after: None,
+            before: after[0].seq
+        })
+    );
+    assert_eq!(bench.state(&second), LaneState::Pending);
 }
 
 #[test]

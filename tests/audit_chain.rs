@@ -145,3 +145,63 @@ proptest! {
         prop_assert_eq!(verifier.finish().watched_found, Some(false));
     }
 }
+
+/// A memory store that keeps a chain links each event as it is recorded, across the ring
+/// as it drops its oldest: what it keeps verifies from the dropped one's link, each link
+/// is the one computed here from its definition, and a compaction shows as a gap.
+#[cfg(feature = "std")]
+#[test]
+fn a_memory_ring_with_a_chain_links_across_what_it_dropped() {
+    use cairnloop::approvals::{ApprovalStore, AuditRecord, MemoryStore, RefusalEvent};
+    use cairnloop::gate::Timestamp;
+
+    let store = MemoryStore::new().with_event_capacity(3).with_audit_chain();
+    let records: Vec<AuditRecord> = (0..5)
+        .map(|n| {
+            AuditRecord::Refusal(RefusalEvent::new(
+                "slack",
+                "stale",
+                Timestamp::from_unix_millis(n),
+            ))
+        })
+        .collect();
+    for record in &records {
+        pollster::block_on(store.append(record.clone())).unwrap();
+    }
+    let mut prev = CHAIN_GENESIS;
+    let mut expected = Vec::new();
+    for (seq, record) in (1..).zip(&records) {
+        let text = serde_json::to_string(record).unwrap();
+        let hash = link(&prev, &text);
+        expected.push(ChainedRecord::new(seq, prev, hash, text));
+        prev = hash;
+    }
+    assert_eq!(store.chained_since(0, 10).unwrap().unwrap(), expected[2..]);
+    assert_eq!(store.chained_since(3, 1).unwrap().unwrap(), expected[3..4]);
+    assert_eq!(store.evicted_events(), Ok(2));
+    let report = store.verify_audit().unwrap().unwrap().unwrap();
+    assert_eq!(
+        (report.records, report.anchor, report.head),
+        (3, expected[1].hash, prev)
+    );
+    assert_eq!(report.watched_found, Some(true), "the store's own head is kept");
+
+    // A store without a chain says so; one turned on late links from then on.
+    let plain = MemoryStore::new();
+    assert_eq!(plain.chained_since(0, 10), Ok(None));
+    assert_eq!(plain.verify_audit(), Ok(None));
+    pollster::block_on(plain.append(records[0].clone())).unwrap();
+    let late = plain.with_audit_chain();
+    pollster::block_on(late.append(records[1].clone())).unwrap();
+    let linked = late.chained_since(0, 10).unwrap().unwrap();
+    let text = serde_json::to_string(&records[1]).unwrap();
+    assert_eq!(
+        linked,
+        [ChainedRecord::new(
+            2,
+            CHAIN_GENESIS,
+            link(&CHAIN_GENESIS, &text),
+            text
+        )]
+    );
+}

@@ -4,8 +4,9 @@ use alloc::vec::Vec;
 use core::future::{Future, ready};
 
 use crate::approvals::{
-    ApprovalLane, AuditRecord, DueNotice, LaneMark, LaneQuery, NoticeClaim, NoticeOutcome,
-    StoreError, StoreWatch, TaskId, TaskRecord, TransitionEvent, newest_first,
+    ApprovalLane, AuditRecord, CHAIN_GENESIS, ChainBreak, ChainHash, ChainReport, ChainVerifier,
+    ChainedRecord, DueNotice, LaneMark, LaneQuery, NoticeClaim, NoticeOutcome, StoreError,
+    StoreWatch, TaskId, TaskRecord, TransitionEvent, chain_link, newest_first,
 };
 use crate::declare::IdempotencyKey;
 use crate::gate::{LaneState, Timestamp};
@@ -719,6 +720,38 @@ struct Memory {
     notices: std::collections::BTreeMap<(IdempotencyKey, String, u64), NoticeState>,
     /// The tokens taken once, each until it is forgotten.
     accepted: std::collections::BTreeMap<String, Timestamp>,
+    /// The audit chain across the kept events, when the store keeps one
+    /// ([`MemoryStore::with_audit_chain`]).
+    chain: Option<MemoryChain>,
+}
+
+/// A memory store's audit chain: each kept event's text and links, oldest first (the
+/// events' order); the link of the last event the ring dropped, which the oldest kept
+/// follows; and the last link written, which the next event follows.
+#[cfg(feature = "std")]
+#[derive(Debug)]
+struct MemoryChain {
+    anchor: ChainHash,
+    head: ChainHash,
+    kept: std::collections::VecDeque<ChainedRecord>,
+}
+
+#[cfg(feature = "std")]
+impl MemoryChain {
+    /// Links `record`, numbered `seq`, after the last; keeps at most `capacity` links.
+    fn link(&mut self, seq: u64, record: &AuditRecord, capacity: usize) {
+        // A record is plain data with string keys: it always serializes.
+        let text = serde_json::to_string(record).unwrap_or_default();
+        let hash = chain_link(&self.head, &text);
+        self.kept
+            .push_back(ChainedRecord::new(seq, self.head, hash, text));
+        self.head = hash;
+        while self.kept.len() > capacity {
+            if let Some(dropped) = self.kept.pop_front() {
+                self.anchor = dropped.hash;
+            }
+        }
+    }
 }
 
 /// Where one notice stands in the outbox, with the attempts made so far.
@@ -753,6 +786,9 @@ impl NoticeState {
 impl Memory {
     /// Appends `record` under the next sequence number, making room in a full ring.
     fn push(&mut self, record: AuditRecord, event_capacity: usize) {
+        if let Some(chain) = &mut self.chain {
+            chain.link(self.next_seq, &record, event_capacity);
+        }
         if event_capacity == 0 {
             self.next_seq += 1;
             self.evicted += 1;
@@ -818,6 +854,7 @@ impl MemoryStore {
                 task_of: std::collections::BTreeMap::new(),
                 notices: std::collections::BTreeMap::new(),
                 accepted: std::collections::BTreeMap::new(),
+                chain: None,
             }),
             capacity,
             event_capacity: Self::DEFAULT_EVENT_CAPACITY,
@@ -838,6 +875,113 @@ impl MemoryStore {
             event_capacity,
             ..self
         }
+    }
+
+    /// The same store, linking each event it records into an audit chain, as SQLite and
+    /// PostgreSQL do: each kept event carries the SHA-256 link of the one before it
+    /// ([`chain_link`](crate::approvals::chain_link)), across the ring as it drops its
+    /// oldest. Off by default: a link costs a serialization and a hash per event, on every
+    /// call that runs at once, which the default governor's budget does not have room
+    /// for. Events recorded before this call are not linked.
+    ///
+    /// ```
+    /// use cairnloop::approvals::MemoryStore;
+    /// let store = MemoryStore::new().with_audit_chain();
+    /// assert!(store.keeps_audit_chain());
+    /// assert!(!MemoryStore::new().keeps_audit_chain());
+    /// ```
+    #[must_use]
+    pub fn with_audit_chain(self) -> Self {
+        if let Ok(mut memory) = self.inner.lock() {
+            memory.chain.get_or_insert_with(|| MemoryChain {
+                anchor: CHAIN_GENESIS,
+                head: CHAIN_GENESIS,
+                kept: std::collections::VecDeque::new(),
+            });
+        }
+        self
+    }
+
+    /// Whether the store links its events into an audit chain
+    /// ([`MemoryStore::with_audit_chain`]).
+    ///
+    /// ```
+    /// assert!(!cairnloop::approvals::MemoryStore::new().keeps_audit_chain());
+    /// ```
+    #[must_use]
+    pub fn keeps_audit_chain(&self) -> bool {
+        self.inner.lock().is_ok_and(|memory| memory.chain.is_some())
+    }
+
+    /// Up to `limit` kept events after `after` (0: from the oldest kept) with their links,
+    /// oldest first: for [`ChainVerifier`](crate::approvals::ChainVerifier) and an export.
+    /// `None` when the store keeps no chain.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] when a thread panicked while holding the store.
+    ///
+    /// ```
+    /// use cairnloop::approvals::MemoryStore;
+    /// assert_eq!(MemoryStore::new().chained_since(0, 10), Ok(None));
+    /// assert_eq!(MemoryStore::new().with_audit_chain().chained_since(0, 10), Ok(Some(vec![])));
+    /// ```
+    pub fn chained_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Option<Vec<ChainedRecord>>, StoreError> {
+        let memory = self.lock()?;
+        Ok(memory.chain.as_ref().map(|chain| {
+            chain
+                .kept
+                .iter()
+                .filter(|record| record.seq > after)
+                .take(limit)
+                .cloned()
+                .collect()
+        }))
+    }
+
+    /// Checks the kept part of the audit chain: every kept event's link, from the oldest
+    /// kept to the newest. The oldest kept follows the last event the ring dropped
+    /// ([`MemoryStore::evicted_events`] counts them), or the chain's start; the report's
+    /// anchor is that link, for a head kept from before. The inner error names the first
+    /// event out of place: events a [`compact`](MemoryStore::compact)ion removed show as a
+    /// gap before the next kept one. The newest events removed leave no gap; the
+    /// report's `watched_found` is then `Some(false)` (the chain's last link is no longer
+    /// among the kept). `None` when the store keeps no chain.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] when a thread panicked while holding the store.
+    ///
+    /// ```
+    /// use cairnloop::approvals::MemoryStore;
+    /// let report = MemoryStore::new().with_audit_chain().verify_audit()?.unwrap().unwrap();
+    /// assert_eq!(report.records, 0);
+    /// # Ok::<(), cairnloop::approvals::StoreError>(())
+    /// ```
+    pub fn verify_audit(&self) -> Result<Option<Result<ChainReport, ChainBreak>>, StoreError> {
+        let memory = self.lock()?;
+        let Some(chain) = &memory.chain else {
+            return Ok(None);
+        };
+        if let Some(first) = chain.kept.front()
+            && first.prev != chain.anchor
+        {
+            return Ok(Some(Err(ChainBreak::Removed {
+                after: None,
+                before: first.seq,
+            })));
+        }
+        let mut verifier = ChainVerifier::anchored_at_first().watching(chain.head);
+        for record in &chain.kept {
+            if let Err(broken) = verifier.check(record) {
+                return Ok(Some(Err(broken)));
+            }
+        }
+        Ok(Some(Ok(verifier.finish())))
     }
 
     /// How many events the store keeps at most.
@@ -890,7 +1034,12 @@ impl MemoryStore {
         let mut memory = self.lock()?;
         let before = memory.lanes.len();
         memory.lanes.retain(|_, lane| !lane.state().is_terminal());
-        let Memory { lanes, events, .. } = &mut *memory;
+        let Memory {
+            lanes,
+            events,
+            chain,
+            ..
+        } = &mut *memory;
         events.retain(|(_, record)| match record {
             AuditRecord::Transition(event) => lanes.contains_key(&event.key),
             AuditRecord::Decision(event) => event
@@ -899,6 +1048,14 @@ impl MemoryStore {
             AuditRecord::Notice(event) => lanes.contains_key(&event.key),
             AuditRecord::Refusal(event) => event.key.is_none_or(|key| lanes.contains_key(&key)),
         });
+        // The chain keeps the events that stay, and so shows where the others were.
+        if let Some(chain) = chain {
+            let mut staying = events.iter().map(|(seq, _)| *seq).peekable();
+            chain.kept.retain(|record| {
+                while staying.next_if(|seq| *seq < record.seq).is_some() {}
+                staying.next_if_eq(&record.seq).is_some()
+            });
+        }
         Ok(before - memory.lanes.len())
     }
 
