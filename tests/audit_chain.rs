@@ -184,7 +184,11 @@ fn a_memory_ring_with_a_chain_links_across_what_it_dropped() {
         (report.records, report.anchor, report.head),
         (3, expected[1].hash, prev)
     );
-    assert_eq!(report.watched_found, Some(true), "the store's own head is kept");
+    assert_eq!(
+        report.watched_found,
+        Some(true),
+        "the store's own head is kept"
+    );
 
     // A store without a chain says so; one turned on late links from then on.
     let plain = MemoryStore::new();

@@ -27,6 +27,20 @@ impl Forward<()> for Upstream {
     }
 }
 
+/// A registry of `tool` alone, callable by anyone, for the rest of the run.
+fn alone(tool: DeclaredTool<()>) -> &'static Registry<()> {
+    let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool));
+    let entries: &'static [ToolEntry<()>] =
+        Box::leak(Box::new([ToolEntry::declared(tool, anyone).unwrap()]));
+    Box::leak(Box::new(Registry::try_new(entries).unwrap()))
+}
+
+/// `put`, a file write of `tier`, forwarded to an upstream that records it in `calls`.
+fn put(tier: RiskTier, calls: &'static Mutex<Vec<(String, Value)>>) -> DeclaredTool<()> {
+    let spec = ToolSpecOf::try_new("put", "Put", "Writes a file.", tier).unwrap();
+    DeclaredTool::new(&spec, &[], file_schema(), Upstream { calls, tool: "put" }).unwrap()
+}
+
 fn anyone(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
     Ok(())
 }
@@ -457,10 +471,7 @@ fn an_account_rule_is_part_of_the_policy() {
     )
     .unwrap()
     .with_accounts(["acme"]);
-    let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool));
-    let entries: &'static [ToolEntry<()>] =
-        Box::leak(Box::new([ToolEntry::declared(tool, anyone).unwrap()]));
-    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    let registry = alone(tool);
     let governor = Governor::new(registry);
 
     let acme = Actor::new("agent-7", &[]).with_account("acme");
@@ -495,20 +506,9 @@ fn an_account_rule_is_part_of_the_policy() {
 #[test]
 fn a_tier_rule_raises_a_declared_call_from_its_arguments_and_its_caller() {
     static OWN: Mutex<Vec<(String, Value)>> = Mutex::new(Vec::new());
-    let spec = ToolSpecOf::try_new("put", "Put", "Writes a file.", RiskTier::ReadOnly).unwrap();
     // Outside /scratch a write waits; anywhere for the `intern` account it is destructive;
     // a path of "/boom" is a bug in the rule; "/lower" asks for less than the tool.
-    let tool = DeclaredTool::new(
-        &spec,
-        &[],
-        file_schema(),
-        Upstream {
-            calls: &OWN,
-            tool: "put",
-        },
-    )
-    .unwrap()
-    .with_tier_rule(|arguments, actor| {
+    let tool = put(RiskTier::ReadOnly, &OWN).with_tier_rule(|arguments, actor| {
         let path = arguments["path"].as_str().unwrap_or_default();
         assert_ne!(path, "/boom", "a bug in the rule");
         if actor.account() == Some("intern") {
@@ -519,10 +519,7 @@ fn a_tier_rule_raises_a_declared_call_from_its_arguments_and_its_caller() {
             (!path.starts_with("/scratch/")).then_some(RiskTier::HighWrite)
         }
     });
-    let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool));
-    let entries: &'static [ToolEntry<()>] =
-        Box::leak(Box::new([ToolEntry::declared(tool, anyone).unwrap()]));
-    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    let registry = alone(tool);
     let governor = Governor::new(registry);
     let staff = Actor::new("agent-7", &[]).with_account("staff");
     let intern = Actor::new("agent-7", &[]).with_account("intern");
@@ -563,28 +560,16 @@ fn a_tier_rule_raises_a_declared_call_from_its_arguments_and_its_caller() {
 fn a_rules_reason_travels_with_the_call_it_raised_and_only_with_it() {
     use cairnloop::approvals::AuditRecord;
     static OWN: Mutex<Vec<(String, Value)>> = Mutex::new(Vec::new());
-    let spec = ToolSpecOf::try_new("put", "Put", "Writes a file.", RiskTier::LowWrite).unwrap();
-    let tool = DeclaredTool::new(
-        &spec,
-        &[],
-        file_schema(),
-        Upstream {
-            calls: &OWN,
-            tool: "put",
-        },
-    )
-    .unwrap()
-    .with_explained_tier_rule(|arguments, _| match arguments["path"].as_str() {
-        Some("/etc/passwd") => Some((RiskTier::HighWrite, "outside the scratch folder".into())),
-        // Asks for the tool's own tier, and for less: nothing raised, nothing to say.
-        Some("/same") => Some((RiskTier::LowWrite, "the same tier".into())),
-        Some("/lower") => Some((RiskTier::ReadOnly, "a lower tier".into())),
-        _ => None,
+    let tool = put(RiskTier::LowWrite, &OWN).with_explained_tier_rule(|arguments, _| {
+        match arguments["path"].as_str() {
+            Some("/etc/passwd") => Some((RiskTier::HighWrite, "outside the scratch folder".into())),
+            // Asks for the tool's own tier, and for less: nothing raised, nothing to say.
+            Some("/same") => Some((RiskTier::LowWrite, "the same tier".into())),
+            Some("/lower") => Some((RiskTier::ReadOnly, "a lower tier".into())),
+            _ => None,
+        }
     });
-    let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool));
-    let entries: &'static [ToolEntry<()>] =
-        Box::leak(Box::new([ToolEntry::declared(tool, anyone).unwrap()]));
-    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+    let registry = alone(tool);
     let governor = Governor::new(registry);
     let agent = Actor::new("agent-7", &[]);
     let waiting = |path: &str| {

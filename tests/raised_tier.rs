@@ -34,9 +34,13 @@ fn tier_of(cents: u64) -> RiskTier {
     }
 }
 
-/// A tool that moves `Money`, its tier raised by `tier_of`, counting its runs.
+/// A tool that moves `Money`, its tier raised by `tier_of` (or the rule given, with its
+/// reason), counting its runs.
 macro_rules! money_tool {
     ($(#[$doc:meta])* $tool:ident, $spec:expr) => {
+        money_tool!($(#[$doc])* $tool, $spec, tier_of, |_| None);
+    };
+    ($(#[$doc:meta])* $tool:ident, $spec:expr, $tier:expr, $reason:expr) => {
         $(#[$doc])*
         struct $tool;
         impl Tool for $tool {
@@ -53,7 +57,10 @@ macro_rules! money_tool {
                 Ok(())
             }
             fn risk_tier_for(input: &Money) -> RiskTier {
-                tier_of(input.cents)
+                $tier(input.cents)
+            }
+            fn risk_reason_for(input: &Money) -> Option<&'static str> {
+                $reason(input.cents)
             }
             async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
                 RUNS.fetch_add(1, Ordering::SeqCst);
@@ -75,40 +82,15 @@ money_tool!(
     ToolSpec::new("transfer", "Transfer", "Moves money.", RiskTier::LowWrite)
 );
 
-/// A payout that says why it raised a call: above ten dollars, `high_write`.
-struct Payout;
-impl Tool for Payout {
-    const SPEC: ToolSpec = ToolSpec::new("payout", "Payout", "Pays out.", RiskTier::LowWrite);
-    const SCOPES: &'static [Scope] = &[];
-    type Input = Money;
-    type Output = u64;
-    type Error = String;
-    type Context = ();
-    fn validate(_: &Money) -> Result<(), InputErrors> {
-        Ok(())
-    }
-    fn authorize(_: &Actor<'_>, _: &()) -> Result<(), PolicyDenial> {
-        Ok(())
-    }
-    fn risk_tier_for(input: &Money) -> RiskTier {
-        if input.cents > 1_000 {
-            RiskTier::HighWrite
-        } else {
-            RiskTier::LowWrite
-        }
-    }
-    fn risk_reason_for(input: &Money) -> Option<&'static str> {
-        // A reason for every call: only a raised one keeps it.
-        Some(if input.cents > 1_000 {
-            "over ten dollars"
-        } else {
-            "small"
-        })
-    }
-    async fn run(call: Invocation<'_, Self>) -> Result<u64, String> {
-        Ok(call.input().cents)
-    }
-}
+money_tool!(
+    /// A payout that says why it raised a call: above ten dollars, `high_write` (never
+    /// run here: the run count stays the other test's).
+    Payout,
+    ToolSpec::new("payout", "Payout", "Pays out.", RiskTier::LowWrite),
+    |cents| if cents > 1_000 { RiskTier::HighWrite } else { RiskTier::LowWrite },
+    // A reason for every call: only a raised one keeps it.
+    |cents| Some(if cents > 1_000 { "over ten dollars" } else { "small" })
+);
 
 static TOOLS: Registry<()> = Registry::new(&[
     ToolEntry::json::<Refund>(),

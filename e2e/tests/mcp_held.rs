@@ -73,6 +73,17 @@ async fn holding() -> (Shared, Desk, Wire, cairnloop::IdempotencyKey) {
     (governor, desk, wire, key)
 }
 
+/// The held request's answer: the call ran, once.
+async fn answered_once(wire: &mut Wire, desk: &Desk) {
+    let answer = wire.next().await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["status"], "executed",
+        "{answer}"
+    );
+    assert_eq!(desk.ran(), ["internal_note(42)"]);
+}
+
 #[tokio::test]
 async fn an_approval_during_the_hold_runs_the_call_once_and_answers_the_same_request() {
     let governor: Shared = Arc::new(Governor::new(&DESK));
@@ -92,13 +103,7 @@ async fn an_approval_during_the_hold_runs_the_call_once_and_answers_the_same_req
 
     let key = pending(&governor).await;
     governor.approve(&key, "ops-lead").await.unwrap();
-    let answer = wire.next().await;
-    assert_eq!(answer["id"], 1, "{answer}");
-    assert_eq!(
-        answer["result"]["structuredContent"]["status"], "executed",
-        "{answer}"
-    );
-    assert_eq!(desk.ran(), ["internal_note(42)"]);
+    answered_once(&mut wire, &desk).await;
     assert_eq!(
         governor.lane(&key).await.unwrap().state(),
         LaneState::Executed
@@ -202,11 +207,5 @@ async fn with_a_quorum_each_approval_is_told_at_once_and_the_second_runs_the_cal
     assert!(desk.ran().is_empty());
 
     governor.approve(&key, "ops-second").await.unwrap();
-    let answer = wire.next().await;
-    assert_eq!(answer["id"], 1, "{answer}");
-    assert_eq!(
-        answer["result"]["structuredContent"]["status"], "executed",
-        "{answer}"
-    );
-    assert_eq!(desk.ran(), ["internal_note(42)"]);
+    answered_once(&mut wire, &desk).await;
 }
