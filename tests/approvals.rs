@@ -1213,7 +1213,7 @@ fn a_full_memory_store_refuses_new_proposals_and_evicts_nothing_until_compacted(
 }
 
 /// A chained memory store that is compacted: the chain keeps the events that stay, and
-/// its check names the first gap the compaction left.
+/// its check names the first gap the compaction left, or says the newest are gone.
 #[test]
 fn a_compacted_chain_names_the_first_gap() {
     let store = Arc::new(MemoryStore::new().with_audit_chain());
@@ -1244,6 +1244,24 @@ fn a_compacted_chain_names_the_first_gap() {
         })
     );
     assert_eq!(bench.state(&second), LaneState::Pending);
+
+    // The newest events compacted away leave no gap: the store's own head is no longer
+    // among the kept links, and the report says so.
+    let store = Arc::new(MemoryStore::new().with_audit_chain());
+    let bench = Bench::over(
+        Arc::clone(&store),
+        &LAB,
+        Governance::new(),
+        ApprovalConfig::new(),
+    );
+    bench.propose(r#"{"to": "B", "cents": 1}"#, T0);
+    let newest = bench.propose(r#"{"to": "A", "cents": 1}"#, T0);
+    pollster::block_on(bench.at(at(1)).reject(&newest, "supervisor", "no")).unwrap();
+    let whole = store.verify_audit().unwrap().unwrap().unwrap();
+    assert_eq!(whole.watched_found, Some(true));
+    assert_eq!(store.compact(), Ok(1));
+    let cut = store.verify_audit().unwrap().unwrap().unwrap();
+    assert_eq!((cut.records, cut.watched_found), (2, Some(false)));
 }
 
 #[test]
