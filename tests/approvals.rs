@@ -162,6 +162,16 @@ impl Bench {
         Self::over(Arc::new(MemoryStore::new()), registry, governance, config)
     }
 
+    /// The lab with defaults, over `store`, which the test keeps to look into.
+    fn on(store: &Arc<MemoryStore>) -> Self {
+        Self::over(
+            Arc::clone(store),
+            &LAB,
+            Governance::new(),
+            ApprovalConfig::new(),
+        )
+    }
+
     /// A governor over `store`, which another bench may share (a later deploy, say).
     fn over(
         store: Arc<MemoryStore>,
@@ -1188,12 +1198,7 @@ fn a_claim_whose_lease_ran_out_is_an_unknown_outcome_never_rerun_until_a_person_
 #[test]
 fn a_full_memory_store_refuses_new_proposals_and_evicts_nothing_until_compacted() {
     let store = Arc::new(MemoryStore::with_capacity(2));
-    let bench = Bench::over(
-        Arc::clone(&store),
-        &LAB,
-        Governance::new(),
-        ApprovalConfig::new(),
-    );
+    let bench = Bench::on(&store);
     let first = bench.propose(r#"{"to": "A", "cents": 1}"#, T0);
     let second = bench.propose(r#"{"to": "B", "cents": 1}"#, T0);
     let call = ToolCall::new("send_money", r#"{"to": "C", "cents": 1}"#);
@@ -1217,12 +1222,7 @@ fn a_full_memory_store_refuses_new_proposals_and_evicts_nothing_until_compacted(
 #[test]
 fn a_compacted_chain_names_the_first_gap() {
     let store = Arc::new(MemoryStore::new().with_audit_chain());
-    let bench = Bench::over(
-        Arc::clone(&store),
-        &LAB,
-        Governance::new(),
-        ApprovalConfig::new(),
-    );
+    let bench = Bench::on(&store);
     let first = bench.propose(r#"{"to": "A", "cents": 1}"#, T0);
     let second = bench.propose(r#"{"to": "B", "cents": 1}"#, T0);
     pollster::block_on(bench.at(at(1)).reject(&first, "supervisor", "no")).unwrap();
@@ -1248,12 +1248,7 @@ fn a_compacted_chain_names_the_first_gap() {
     // The newest events compacted away leave no gap: the store's own head is no longer
     // among the kept links, and the report says so.
     let store = Arc::new(MemoryStore::new().with_audit_chain());
-    let bench = Bench::over(
-        Arc::clone(&store),
-        &LAB,
-        Governance::new(),
-        ApprovalConfig::new(),
-    );
+    let bench = Bench::on(&store);
     bench.propose(r#"{"to": "B", "cents": 1}"#, T0);
     let newest = bench.propose(r#"{"to": "A", "cents": 1}"#, T0);
     pollster::block_on(bench.at(at(1)).reject(&newest, "supervisor", "no")).unwrap();

@@ -286,8 +286,7 @@ impl<S: ApprovalStore> Approvals<S> {
             return Ok(existing);
         }
         // A person closed this call's last run without an outcome: propose it afresh.
-        let now = settled(now, &existing);
-        self.due(&existing, now)?; // a closed lane never expires: only the clock is checked
+        let (_, now) = self.due(&existing, now)?; // a closed lane never expires: only the clock is checked
         let reopened = existing
             .moved(LaneAction::Reopen, now, None, None)?
             .reopened(proposal, now, expires_at);
@@ -329,16 +328,16 @@ impl<S: ApprovalStore> Approvals<S> {
     }
 
     /// `lane`, live, if `approver` may make `action` on it: pending, not expired, and four
-    /// eyes (neither id broken, the approver not the proposer).
+    /// eyes (neither id broken, the approver not the proposer); and the time to move it at.
     async fn approvable(
         &self,
         lane: ApprovalLane,
         action: LaneAction,
         approver: &str,
         now: Timestamp,
-    ) -> Result<ApprovalLane, ApprovalError> {
+    ) -> Result<(ApprovalLane, Timestamp), ApprovalError> {
         refused_as_decided(&lane, action)?;
-        let lane = self.live(lane, now).await?;
+        let (lane, now) = self.live(lane, now).await?;
         check_decider(approver)?;
         let proposer = lane.proposal().actor_id();
         if check_id(proposer).is_err() {
@@ -348,7 +347,7 @@ impl<S: ApprovalStore> Approvals<S> {
             .rules()
             .four_eyes(proposer, approver, same_person)
             .map_err(ApprovalError::from_rule)?;
-        Ok(lane)
+        Ok((lane, now))
     }
 
     async fn approve_lane(
@@ -357,8 +356,7 @@ impl<S: ApprovalStore> Approvals<S> {
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let now = settled(now, &lane);
-        let lane = self
+        let (lane, now) = self
             .approvable(lane, LaneAction::Approve, approver, now)
             .await?;
         // A quorum counts people: an approver the identity rule finds among those who
@@ -408,8 +406,7 @@ impl<S: ApprovalStore> Approvals<S> {
         approver: &str,
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
-        let now = settled(now, &lane);
-        let lane = self
+        let (lane, now) = self
             .approvable(lane, LaneAction::Supersede, approver, now)
             .await?;
         let edited_key = edited.idempotency_key();
@@ -467,8 +464,7 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         refused_as_decided(&lane, action)?;
-        let now = settled(now, &lane);
-        let lane = self.live(lane, now).await?;
+        let (lane, now) = self.live(lane, now).await?;
         check_decider(by)?;
         if text::is_blank(reason) || text::has_control(reason, false) {
             return Err(ApprovalError::ReasonRequired(action));
@@ -484,8 +480,8 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key).await?;
-        let now = settled(now, &lane);
-        let (action, reason) = if self.due(&lane, now)? {
+        let (due, now) = self.due(&lane, now)?;
+        let (action, reason) = if due {
             (LaneAction::Expire, None)
         } else if lease_lapsed(&lane, now) {
             (LaneAction::LoseLease, Some(LEASE_LAPSED))
@@ -535,26 +531,31 @@ impl<S: ApprovalStore> Approvals<S> {
         }
     }
 
-    /// `lane`, checked against the clock and expired (with an error) when its time is up.
+    /// `lane`, checked against the clock and expired (with an error) when its time is up;
+    /// and the time to move it at ([`settled`]).
     async fn live(
         &self,
         lane: ApprovalLane,
         now: Timestamp,
-    ) -> Result<ApprovalLane, ApprovalError> {
-        if self.due(&lane, now)? {
+    ) -> Result<(ApprovalLane, Timestamp), ApprovalError> {
+        let (due, now) = self.due(&lane, now)?;
+        if due {
             self.apply(&lane, LaneAction::Expire, now, None, None)
                 .await?;
             return Err(ApprovalError::Expired);
         }
-        Ok(lane)
+        Ok((lane, now))
     }
 
-    /// Whether `lane` is due to expire at `now`, by the rules every lane store shares (a
-    /// clock that went back past the lane's last move is refused).
-    fn due(&self, lane: &ApprovalLane, now: Timestamp) -> Result<bool, ApprovalError> {
+    /// Whether `lane` is due to expire, by the rules every lane store shares, at the time
+    /// a move on it is made for a clock reading `now` ([`settled`]), and that time. A clock
+    /// further back than the lane's last move is refused.
+    fn due(&self, lane: &ApprovalLane, now: Timestamp) -> Result<(bool, Timestamp), ApprovalError> {
+        let now = settled(now, lane);
         self.config
             .rules()
             .liveness(lane.state(), lane.updated_at(), lane.expires_at(), now)
+            .map(|due| (due, now))
             .map_err(ApprovalError::from_rule)
     }
 
@@ -763,8 +764,7 @@ impl<S: ApprovalStore> Approvals<S> {
         if let Some(refusal) = not_to_run(&lane) {
             return Err(refusal);
         }
-        let now = settled(now, &lane);
-        let lane = self.live(lane, now).await?;
+        let (lane, now) = self.live(lane, now).await?;
         if lane.state() != LaneState::Approved {
             return Err(lane
                 .state()
@@ -873,8 +873,7 @@ impl<S: ApprovalStore> Approvals<S> {
         now: Timestamp,
     ) -> Result<ApprovalLane, ApprovalError> {
         let lane = self.lane(key).await?;
-        let now = settled(now, &lane);
-        self.due(&lane, now)?; // an interrupted or unknown lane never expires: the clock only
+        let (_, now) = self.due(&lane, now)?; // an interrupted or unknown lane never expires: the clock only
         check_decider(by)?;
         if text::is_blank(note) || text::has_control(note, false) {
             return Err(ApprovalError::ReasonRequired(action));
