@@ -398,23 +398,18 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
                 format!("Unknown tool: {}", name.escape_debug()),
                 None,
             )),
-            Ok(Outcome::Executed(output))
+            // A tool that answers with another server's result: its content handed on.
+            Ok(outcome @ (Outcome::Executed(_) | Outcome::Superseded { .. }))
                 if self
                     .governor
                     .registry()
                     .get(name)
                     .is_some_and(ToolEntry::output_is_call_result) =>
             {
-                Ok(handed_on(output))
-            }
-            Ok(outcome @ Outcome::Superseded { .. })
-                if self
-                    .governor
-                    .registry()
-                    .get(name)
-                    .is_some_and(ToolEntry::output_is_call_result) =>
-            {
-                Ok(superseded_handed_on(outcome))
+                Ok(match outcome {
+                    Outcome::Executed(output) => handed_on(output),
+                    superseded => superseded_handed_on(superseded),
+                })
             }
             Ok(outcome) => Ok(outcome_result(outcome, note)),
             Err(error) => Ok(not_recorded(&error)),
