@@ -13,9 +13,11 @@ use process_wrap::tokio::ChildWrapper;
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use rmcp::transport::async_rw::AsyncRwTransport;
-use tokio::io::{AsyncRead, ReadBuf};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader, ReadBuf};
+use tokio::process::ChildStdout;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::direct::{Direct, Outgoing};
 
 /// How long a closing upstream is given to end by itself, and again after `SIGTERM`,
 /// before it is killed.
@@ -79,12 +81,19 @@ impl<R: AsyncRead + Unpin> AsyncRead for FrameBound<R> {
 }
 
 /// A child process spoken to over its standard input and output, its output read through
-/// [`FrameBound`]. Closing it closes its input, waits for it to end, asks it to stop
-/// (`SIGTERM`), and kills it; one whose frame crossed the bound is killed at once (its
-/// stream cannot be followed again, and the calls waiting on it are answered only once
-/// it is closed); dropping it kills it.
+/// [`FrameBound`] one line (one frame) at a time: a line that answers a [`Direct`] call
+/// is handed to it whole, any other is decoded for rmcp. Closing it closes its input,
+/// waits for it to end, asks it to stop (`SIGTERM`), and kills it; one whose frame
+/// crossed the bound is killed at once (its stream cannot be followed again, and the
+/// calls waiting on it are answered only once it is closed); dropping it kills it.
 pub(crate) struct BoundedChild {
-    transport: AsyncRwTransport<RoleClient, FrameBound<ChildStdout>, ChildStdin>,
+    output: BufReader<FrameBound<ChildStdout>>,
+    /// The line being read: kept across a cancelled read, which resumes it.
+    line: Vec<u8>,
+    direct: Arc<Direct>,
+    /// The writer of the child's input, until it is closed.
+    input: Option<mpsc::UnboundedSender<Outgoing>>,
+    written: Option<tokio::task::JoinHandle<()>>,
     crossed: Arc<AtomicBool>,
     /// Killed as it is dropped (`KillOnDrop`), unless it ended first.
     child: Option<Box<dyn ChildWrapper>>,
@@ -92,14 +101,14 @@ pub(crate) struct BoundedChild {
 
 impl BoundedChild {
     /// Takes `child`'s input and output; its frames are cut at `bound` bytes, and a cut
-    /// sets `crossed`.
+    /// sets `crossed`. Also gives the way to call it beside rmcp.
     pub(crate) fn new(
         mut child: Box<dyn ChildWrapper>,
         bound: usize,
         crossed: Arc<AtomicBool>,
-    ) -> io::Result<Self> {
+    ) -> io::Result<(Self, Arc<Direct>)> {
         let taken = |what| io::Error::other(format!("the child's {what} was not piped"));
-        let stdin = child
+        let mut stdin = child
             .inner_mut()
             .stdin()
             .take()
@@ -109,17 +118,73 @@ impl BoundedChild {
             .stdout()
             .take()
             .ok_or_else(|| taken("output"))?;
+        let (input, mut lines) = mpsc::unbounded_channel::<Outgoing>();
+        // One writer, so that rmcp's frames and the direct calls' never interleave.
+        let written = tokio::spawn(async move {
+            while let Some(Outgoing { line, done }) = lines.recv().await {
+                let result = stdin.write_all(&line).await;
+                let failed = result.is_err();
+                if let Some(done) = done {
+                    let _ = done.send(result);
+                }
+                if failed {
+                    break;
+                }
+            }
+        });
+        let direct = Arc::new(Direct::new(input.clone()));
         let read = FrameBound::new(stdout, bound, Arc::clone(&crossed));
-        Ok(Self {
-            // rmcp's own bound on a line is larger: ours ends the connection first.
-            transport: AsyncRwTransport::new_client(read, stdin),
+        let transport = Self {
+            output: BufReader::with_capacity(64 * 1024, read),
+            line: Vec::new(),
+            direct: Arc::clone(&direct),
+            input: Some(input),
+            written: Some(written),
             crossed,
             child: Some(child),
-        })
+        };
+        Ok((transport, direct))
+    }
+
+    /// The next message for rmcp: lines that answer direct calls are handed to them on
+    /// the way. `None` when the output ends, fails, or crosses its bound.
+    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            // Cancel-safe: a partial line stays in `self.line` for the next call.
+            match self.output.read_until(b'\n', &mut self.line).await {
+                Ok(0) | Err(_) => {
+                    self.direct.close();
+                    return None;
+                }
+                Ok(_) => {}
+            }
+            if self.line.last() != Some(&b'\n') {
+                // The output ended inside a line: nothing whole is left to read.
+                self.direct.close();
+                return None;
+            }
+            let line = frame_text(&self.line);
+            let message = if line.is_empty() || self.direct.take(line) {
+                None
+            } else {
+                // As rmcp's own reader: a line that is no message it knows is passed over.
+                serde_json::from_slice(line).ok()
+            };
+            self.line.clear();
+            if message.is_some() {
+                return message;
+            }
+        }
     }
 
     async fn shut_down(&mut self) -> io::Result<()> {
-        self.transport.close().await?;
+        // Closing the channel ends the writer, which drops (closes) the child's input.
+        self.input = None;
+        self.direct.close();
+        if let Some(written) = self.written.take() {
+            written.abort();
+            let _ = written.await;
+        }
         let Some(child) = self.child.as_mut() else {
             return Ok(());
         };
@@ -140,6 +205,22 @@ impl BoundedChild {
     }
 }
 
+impl Drop for BoundedChild {
+    fn drop(&mut self) {
+        self.direct.close();
+        if let Some(written) = self.written.take() {
+            written.abort();
+        }
+    }
+}
+
+/// A line without its end (`\n` or `\r\n`) and without a leading byte order mark.
+fn frame_text(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+}
+
 impl Transport<RoleClient> for BoundedChild {
     type Error = io::Error;
 
@@ -147,11 +228,36 @@ impl Transport<RoleClient> for BoundedChild {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.transport.send(item)
+        let (done, written) = oneshot::channel();
+        let queued = serde_json::to_vec(&item)
+            .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))
+            .and_then(|mut line| {
+                line.push(b'\n');
+                let input = self.input.as_ref().ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")
+                })?;
+                input
+                    .send(Outgoing {
+                        line,
+                        done: Some(done),
+                    })
+                    .map_err(|_| {
+                        io::Error::new(io::ErrorKind::BrokenPipe, "the writer has stopped")
+                    })
+            });
+        async move {
+            queued?;
+            written.await.unwrap_or_else(|_| {
+                Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "the writer has stopped",
+                ))
+            })
+        }
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.transport.receive()
+        self.next_message()
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {

@@ -24,6 +24,7 @@ pub mod audit;
 pub mod catalogue;
 mod child;
 pub mod config;
+mod direct;
 pub mod metrics;
 pub mod serve;
 pub mod store;

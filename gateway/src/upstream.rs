@@ -10,6 +10,7 @@ use cairnloop::declare::{RunError, RunFuture};
 use cairnloop::declared::Forward;
 
 use crate::child::BoundedChild;
+use crate::direct::{Answer, Direct, read_answer};
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::ConfigureCommandExt;
@@ -137,9 +138,8 @@ enum Launch {
 
 /// The connection, and what restarting it has met.
 struct Connection {
-    /// The connection and its process, until it ends or [`Upstream::shutdown`]; and
-    /// whether it ended because a frame crossed its bound.
-    running: Option<(RunningService<RoleClient, Listener>, Arc<AtomicBool>)>,
+    /// The connection and its process, until it ends or [`Upstream::shutdown`].
+    running: Option<Running>,
     /// Whether it was ever started: a start after that is a restart.
     started: bool,
     /// Set by [`Upstream::shutdown`]: nothing is started again.
@@ -149,6 +149,31 @@ struct Connection {
     retry_at: Option<Instant>,
     /// Times the upstream was started again after it went away.
     restarts: u64,
+}
+
+/// A connection, whether it ended because a frame crossed its bound, and (to a process)
+/// the way to call it beside rmcp.
+struct Running {
+    service: RunningService<RoleClient, Listener>,
+    crossed: Arc<AtomicBool>,
+    direct: Option<Arc<Direct>>,
+}
+
+/// What a call or a listing is sent on.
+struct Link {
+    peer: Peer<RoleClient>,
+    crossed: Arc<AtomicBool>,
+    direct: Option<Arc<Direct>>,
+}
+
+impl Running {
+    fn link(&self) -> Link {
+        Link {
+            peer: self.service.peer().clone(),
+            crossed: Arc::clone(&self.crossed),
+            direct: self.direct.clone(),
+        }
+    }
 }
 
 /// A running upstream server, started by a command; started again, on the next call,
@@ -382,17 +407,23 @@ impl Upstream {
     }
 
     /// The connection to send on: the running one, or a new one when the old one has
-    /// gone away (nothing was sent on it, so nothing is lost by starting again); and
+    /// gone away (nothing was sent on it, so nothing is lost by starting again); with
     /// the flag that says whether that connection ended on a frame past its bound.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, Arc<AtomicBool>), UpstreamError> {
+    async fn link(&self) -> Result<Link, UpstreamError> {
         let mut connection = self.connection.lock().await;
         if connection.stopped {
             return Err(UpstreamError::Stopped);
         }
-        if let Some((running, crossed)) = &connection.running
-            && !running.is_transport_closed()
+        // A connection whose output ended is gone, whether or not rmcp's side of it has
+        // noticed yet.
+        if let Some(running) = &connection.running
+            && !running.service.is_transport_closed()
+            && !running
+                .direct
+                .as_ref()
+                .is_some_and(|direct| direct.is_closed())
         {
-            return Ok((running.peer().clone(), Arc::clone(crossed)));
+            return Ok(running.link());
         }
         let now = Instant::now();
         if let Some(at) = connection.retry_at
@@ -408,7 +439,7 @@ impl Upstream {
         connection.running = None;
         match self.launch.connect(self.listener.clone()).await {
             Ok(running) => {
-                let peer = (running.0.peer().clone(), Arc::clone(&running.1));
+                let link = running.link();
                 connection.running = Some(running);
                 connection.failures = 0;
                 connection.retry_at = None;
@@ -419,7 +450,7 @@ impl Upstream {
                 }
                 connection.started = true;
                 bump(&self.counts.starts);
-                Ok(peer)
+                Ok(link)
             }
             Err(error) => {
                 bump(&self.counts.start_failures);
@@ -451,7 +482,7 @@ impl Upstream {
     ///
     /// The upstream does not answer, or not in time.
     pub async fn listing(&self) -> Result<Value, UpstreamError> {
-        let (peer, crossed) = self.peer().await?;
+        let Link { peer, crossed, .. } = self.link().await?;
         let tools = tokio::time::timeout(START_TIMEOUT, every_page(&peer))
             .await
             .map_err(|_| UpstreamError::Timeout)?
@@ -478,11 +509,11 @@ impl Upstream {
     pub async fn shutdown(&self) {
         let mut connection = self.connection.lock().await;
         connection.stopped = true;
-        if let Some((mut running, _)) = connection.running.take() {
-            let _ = running.close_with_timeout(SHUTDOWN_TIMEOUT).await;
+        if let Some(Running { mut service, .. }) = connection.running.take() {
+            let _ = service.close_with_timeout(SHUTDOWN_TIMEOUT).await;
             // The transport kills a process still running from a task of its own, as
             // it is dropped: give that task its turn before the runtime may end.
-            drop(running);
+            drop(service);
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -508,48 +539,29 @@ impl Upstream {
     }
 
     async fn forward(&self, tool: &str, arguments: &Value) -> Result<Value, RunError> {
-        let arguments = arguments.as_object().cloned().unwrap_or_default();
-        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let unknown = |why: String| RunError::OutcomeUnknown(why);
-        let (peer, crossed) = self.peer().await.map_err(|error| {
+        let link = self.link().await.map_err(|error| {
             RunError::Failed(format!(
                 "not forwarded: the upstream is not running ({error})"
             ))
         })?;
         // A call given up on (its timeout, or the client cancelling its own request) is
-        // dropped, and rmcp's client then tells the upstream (`notifications/cancelled`).
-        // Whether the upstream stopped in time is not known.
+        // dropped, and the upstream is then told (`notifications/cancelled`). Whether it
+        // stopped in time is not known.
         let answered = tokio::select! {
-            answered = tokio::time::timeout(self.call_timeout, peer.call_tool(request)) => answered,
+            answered = tokio::time::timeout(self.call_timeout, call_on(&link, tool, arguments)) => answered,
             () = cairnloop::mcp::request_cancelled() => {
                 return Err(unknown(
                     "the client cancelled the call; the upstream was told to stop".into(),
                 ));
             }
         };
-        let result = answered
-            .map_err(|_| {
-                bump(&self.counts.timeouts);
-                unknown("the upstream did not answer in time".into())
-            })?
-            .map_err(|error| match error {
-                // An error answer: the upstream refused the call (an unknown tool, bad
-                // arguments), so it did not do the work.
-                rmcp::ServiceError::McpError(error) => {
-                    RunError::Failed(format!("the upstream refused the call: {}", error.message))
-                }
-                // The connection was ended under the call: by a frame past its
-                // bound (this call's answer, or another's on the same connection),
-                // or by the upstream itself.
-                _ if crossed.load(Ordering::SeqCst) => {
-                    unknown(format!("{}; the upstream is started again", oversize()))
-                }
-                other => unknown(format!("the upstream failed: {other}")),
-            })?;
-        if !fits(&result, MAX_RESULT_BYTES) {
+        let (result, length) = answered.map_err(|_| {
+            bump(&self.counts.timeouts);
+            unknown("the upstream did not answer in time".into())
+        })??;
+        if length > MAX_RESULT_BYTES {
             return Err(unknown(oversize()));
         }
-        let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return Err(RunError::Failed(error_text(&result)));
         }
@@ -557,18 +569,85 @@ impl Upstream {
     }
 }
 
+fn unknown(why: String) -> RunError {
+    RunError::OutcomeUnknown(why)
+}
+
+/// One call on `link`: the result as JSON, and the length of its text as the upstream
+/// wrote it on a process's pipe (0 over HTTP, where the result is bounded here).
+async fn call_on(link: &Link, tool: &str, arguments: &Value) -> Result<(Value, usize), RunError> {
+    let gone = |why: String| match link.crossed.load(Ordering::SeqCst) {
+        // The connection was ended under the call: by a frame past its bound (this
+        // call's answer, or another's on the same connection), or by the upstream itself.
+        true => unknown(format!("{}; the upstream is started again", oversize())),
+        false => unknown(format!("the upstream failed: {why}")),
+    };
+    let Some(direct) = &link.direct else {
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
+        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let result = link
+            .peer
+            .call_tool(request)
+            .await
+            .map_err(|error| match error {
+                // An error answer: the upstream refused the call (an unknown tool, bad
+                // arguments), so it did not do the work.
+                rmcp::ServiceError::McpError(error) => {
+                    RunError::Failed(format!("the upstream refused the call: {}", error.message))
+                }
+                other => gone(other.to_string()),
+            })?;
+        if !fits(&result, MAX_RESULT_BYTES) {
+            return Err(unknown(oversize()));
+        }
+        let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
+        return Ok((result, 0));
+    };
+    let line = direct
+        .call(tool, arguments)
+        .map_err(|_| gone("the connection closed before the call was sent".into()))?
+        .answer()
+        .await
+        .map_err(|_| gone("the connection closed before its answer".into()))?;
+    match read_answer(&line).map_err(|why| gone(format!("its answer does not read: {why}")))? {
+        Answer::Refused(message) => Err(RunError::Failed(format!(
+            "the upstream refused the call: {message}"
+        ))),
+        Answer::Result(result, length) if is_tool_result(&result) => Ok((result, length)),
+        Answer::Result(..) => Err(gone("its answer is not a tool's result".into())),
+    }
+}
+
+/// Whether `result` has the shape of a `CallToolResult`, read as leniently as rmcp reads
+/// one: an object, whose `content` (when present) is a list of objects that each name
+/// their `type`, and whose `isError` (when present) is a boolean.
+fn is_tool_result(result: &Value) -> bool {
+    let Some(result) = result.as_object() else {
+        return false;
+    };
+    let content_reads = result.get("content").is_none_or(|content| {
+        content.as_array().is_some_and(|blocks| {
+            blocks
+                .iter()
+                .all(|block| block.get("type").is_some_and(Value::is_string))
+        })
+    });
+    content_reads && result.get("isError").is_none_or(Value::is_boolean)
+}
+
 impl Launch {
     /// Starts the process or reaches the endpoint, and completes MCP's handshake.
-    async fn connect(
-        &self,
-        listener: Listener,
-    ) -> Result<(RunningService<RoleClient, Listener>, Arc<AtomicBool>), UpstreamError> {
+    async fn connect(&self, listener: Listener) -> Result<Running, UpstreamError> {
         let crossed = Arc::new(AtomicBool::new(false));
         let (command, args, env) = match self {
             Self::Command { command, args, env } => (command, args, env),
             Self::Http { url, token } => {
-                let running = connect_http(url, token.as_deref(), listener).await?;
-                return Ok((running, crossed));
+                let service = connect_http(url, token.as_deref(), listener).await?;
+                return Ok(Running {
+                    service,
+                    crossed,
+                    direct: None,
+                });
             }
         };
         let command = tokio::process::Command::new(command).configure(|command| {
@@ -592,16 +671,20 @@ impl Launch {
             .spawn()
             .map_err(|error| UpstreamError::Start(error.to_string()))?;
         let bound = MAX_RESULT_BYTES + FRAME_ENVELOPE_BYTES;
-        let transport = BoundedChild::new(child, bound, Arc::clone(&crossed))
+        let (transport, direct) = BoundedChild::new(child, bound, Arc::clone(&crossed))
             .map_err(|error| UpstreamError::Start(error.to_string()))?;
-        let running = tokio::time::timeout(START_TIMEOUT, listener.serve(transport))
+        let service = tokio::time::timeout(START_TIMEOUT, listener.serve(transport))
             .await
             .map_err(|_| UpstreamError::Timeout)?
             .map_err(|error| match crossed.load(Ordering::SeqCst) {
                 true => UpstreamError::Protocol(oversize()),
                 false => UpstreamError::Protocol(error.to_string()),
             })?;
-        Ok((running, crossed))
+        Ok(Running {
+            service,
+            crossed,
+            direct: Some(direct),
+        })
     }
 }
 

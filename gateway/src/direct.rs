@@ -1,0 +1,291 @@
+//! Calls sent to an upstream's process beside rmcp's client, on the same pipes: each
+//! under an id of the gateway's own, its answer's line handed back whole by the reader
+//! and decoded once, where rmcp would decode every message into its model and the result
+//! again into JSON. rmcp keeps the handshake, the listing and the notifications.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+
+/// What a direct call's id starts with: rmcp's own ids are numbers, so the two never meet.
+const ID_PREFIX: &str = "cairnloop-direct-";
+
+/// A line for the writer of the process's input, and who wants to know it was written.
+pub(crate) struct Outgoing {
+    pub(crate) line: Vec<u8>,
+    pub(crate) done: Option<oneshot::Sender<std::io::Result<()>>>,
+}
+
+/// The direct calls of one connection: the ones waiting for their answer, and the way
+/// to the process's input.
+pub(crate) struct Direct {
+    next: AtomicU64,
+    /// `None` once the connection has ended: no call waits on it any more.
+    waiting: Mutex<Option<HashMap<u64, oneshot::Sender<Vec<u8>>>>>,
+    input: mpsc::UnboundedSender<Outgoing>,
+}
+
+/// Why a direct call has no answer.
+#[derive(Debug)]
+pub(crate) enum Unanswered {
+    /// The connection ended before it was sent.
+    Closed,
+    /// The connection ended while it waited.
+    WentAway,
+}
+
+impl Direct {
+    pub(crate) fn new(input: mpsc::UnboundedSender<Outgoing>) -> Self {
+        Self {
+            next: AtomicU64::new(1),
+            waiting: Mutex::new(Some(HashMap::new())),
+            input,
+        }
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Option<HashMap<u64, oneshot::Sender<Vec<u8>>>>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sends a `tools/call` of `tool` with `arguments`; the returned call waits for its
+    /// answer's line, and tells the upstream to stop (`notifications/cancelled`) when it
+    /// is dropped unanswered.
+    pub(crate) fn call(&self, tool: &str, arguments: &Value) -> Result<DirectCall<'_>, Unanswered> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (answer, answered) = oneshot::channel();
+        self.waiting()
+            .as_mut()
+            .ok_or(Unanswered::Closed)?
+            .insert(id, answer);
+        let call = DirectCall {
+            direct: self,
+            id,
+            answered: Some(answered),
+        };
+        let mut line = serde_json::to_vec(&serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": format!("{ID_PREFIX}{id}"),
+            "method": "tools/call",
+            "params": { "name": tool, "arguments": arguments },
+        }))
+        .map_err(|_| Unanswered::Closed)?;
+        line.push(b'\n');
+        self.input
+            .send(Outgoing { line, done: None })
+            .map_err(|_| Unanswered::Closed)?;
+        Ok(call)
+    }
+
+    /// Hands `line` to the direct call it answers, and says whether it was one: the
+    /// answer of a call given up on is dropped here too.
+    pub(crate) fn take(&self, line: &[u8]) -> bool {
+        let Some(id) = answered_id(line) else {
+            return false;
+        };
+        let waiter = self
+            .waiting()
+            .as_mut()
+            .and_then(|waiting| waiting.remove(&id));
+        if let Some(waiter) = waiter {
+            let _ = waiter.send(line.to_vec());
+        }
+        true
+    }
+
+    /// Whether the connection has ended (its output did, or it was closed).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.waiting().is_none()
+    }
+
+    /// The connection has ended: every call still waiting is told.
+    pub(crate) fn close(&self) {
+        self.waiting().take();
+    }
+}
+
+/// The id of a direct call that `line` answers: a response (no `method`) whose `id` is
+/// one of ours. Read without copying anything.
+fn answered_id(line: &[u8]) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow)]
+        method: Option<&'a RawValue>,
+    }
+    let head: Head<'_> = serde_json::from_slice(line).ok()?;
+    if head.method.is_some() {
+        return None;
+    }
+    let id = head.id?.get();
+    let digits = id
+        .strip_prefix('"')?
+        .strip_suffix('"')?
+        .strip_prefix(ID_PREFIX)?;
+    digits.parse().ok()
+}
+
+/// One direct call waiting for its answer.
+pub(crate) struct DirectCall<'a> {
+    direct: &'a Direct,
+    id: u64,
+    answered: Option<oneshot::Receiver<Vec<u8>>>,
+}
+
+impl DirectCall<'_> {
+    /// The line that answers it.
+    pub(crate) async fn answer(mut self) -> Result<Vec<u8>, Unanswered> {
+        let answered = self.answered.as_mut().ok_or(Unanswered::WentAway)?;
+        let line = answered.await.map_err(|_| Unanswered::WentAway)?;
+        self.answered = None;
+        Ok(line)
+    }
+}
+
+impl Drop for DirectCall<'_> {
+    fn drop(&mut self) {
+        if self.answered.is_none() {
+            return;
+        }
+        // Given up on (its timeout, the client cancelling): forgotten here, and the
+        // upstream told to stop, as rmcp's client tells it.
+        let forgotten = self
+            .direct
+            .waiting()
+            .as_mut()
+            .and_then(|waiting| waiting.remove(&self.id));
+        if forgotten.is_none() {
+            return;
+        }
+        let mut line = serde_json::to_vec(&serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {
+                "requestId": format!("{ID_PREFIX}{}", self.id),
+                "reason": "the gateway gave up on the call",
+            },
+        }))
+        .unwrap_or_default();
+        line.push(b'\n');
+        let _ = self.direct.input.send(Outgoing { line, done: None });
+    }
+}
+
+/// What an answer's line says: the call's result, as the upstream wrote it, or its
+/// error's message.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Answer {
+    /// The result, and the length of its text.
+    Result(Value, usize),
+    /// An error answer: the upstream refused the call.
+    Refused(String),
+}
+
+/// Reads an answer's line: its `result` or its `error`.
+pub(crate) fn read_answer(line: &[u8]) -> Result<Answer, String> {
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow)]
+        result: Option<&'a RawValue>,
+        error: Option<ErrorBody>,
+    }
+    #[derive(Deserialize)]
+    struct ErrorBody {
+        message: String,
+    }
+    let read: Line<'_> = serde_json::from_slice(line).map_err(|error| error.to_string())?;
+    match (read.result, read.error) {
+        (Some(result), None) => {
+            let text = result.get();
+            let value: Value = serde_json::from_str(text).map_err(|error| error.to_string())?;
+            Ok(Answer::Result(value, text.len()))
+        }
+        (None, Some(error)) => Ok(Answer::Refused(error.message)),
+        _ => Err("the answer has neither one result nor one error".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_response_with_one_of_our_ids_is_taken() {
+        assert_eq!(
+            answered_id(br#"{"jsonrpc":"2.0","id":"cairnloop-direct-42","result":{}}"#),
+            Some(42)
+        );
+        // The id after the result, as a server may write it.
+        assert_eq!(
+            answered_id(br#"{"result":{"content":[]},"jsonrpc":"2.0","id":"cairnloop-direct-7"}"#),
+            Some(7)
+        );
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":42,"result":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":"cairnloop-direct-1","method":"ping"}"#,
+            br#"{"jsonrpc":"2.0","id":"cairnloop-direct-x","result":{}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            b"not json",
+        ] {
+            assert_eq!(
+                answered_id(other),
+                None,
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_is_its_result_or_its_error() {
+        let line = br#"{"jsonrpc":"2.0","id":"cairnloop-direct-1","result":{"content":[]}}"#;
+        assert_eq!(
+            read_answer(line),
+            Ok(Answer::Result(serde_json::json!({ "content": [] }), 14))
+        );
+        let line = br#"{"jsonrpc":"2.0","id":"cairnloop-direct-1","error":{"code":-32602,"message":"no such tool"}}"#;
+        assert_eq!(
+            read_answer(line),
+            Ok(Answer::Refused("no such tool".into()))
+        );
+        assert!(read_answer(br#"{"jsonrpc":"2.0","id":"cairnloop-direct-1"}"#).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_call_given_up_on_tells_the_upstream_and_its_late_answer_is_dropped() {
+        let (input, mut written) = mpsc::unbounded_channel();
+        let direct = Direct::new(input);
+        let call = direct
+            .call("read", &serde_json::json!({ "path": "a" }))
+            .unwrap();
+        let sent: Value = serde_json::from_slice(&written.recv().await.unwrap().line).unwrap();
+        assert_eq!(sent["id"], "cairnloop-direct-1");
+        assert_eq!(sent["params"]["name"], "read");
+        drop(call);
+        let told: Value = serde_json::from_slice(&written.recv().await.unwrap().line).unwrap();
+        assert_eq!(told["method"], "notifications/cancelled");
+        assert_eq!(told["params"]["requestId"], "cairnloop-direct-1");
+        // Its answer, arriving after, is still recognised (and dropped).
+        assert!(direct.take(br#"{"jsonrpc":"2.0","id":"cairnloop-direct-1","result":{}}"#));
+    }
+
+    #[tokio::test]
+    async fn calls_waiting_when_the_connection_ends_are_told_and_later_ones_refused() {
+        let (input, _written) = mpsc::unbounded_channel();
+        let direct = Direct::new(input);
+        let call = direct.call("read", &serde_json::json!({})).unwrap();
+        direct.close();
+        assert!(matches!(call.answer().await, Err(Unanswered::WentAway)));
+        assert!(matches!(
+            direct.call("read", &serde_json::json!({})),
+            Err(Unanswered::Closed)
+        ));
+    }
+}
