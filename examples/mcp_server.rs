@@ -325,7 +325,8 @@ async fn main() -> ExitCode {
     if let Some(approver) = options.approver {
         server = server.with_client_approver(approver);
     }
-    let running = match server.serve(LineTransport::stdio()).await {
+    let transport = LineTransport::stdio().with_fast_calls(&server);
+    let running = match server.serve(transport).await {
         Ok(running) => running,
         Err(error) => {
             eprintln!("mcp_server: could not start: {error}");

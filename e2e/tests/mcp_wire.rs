@@ -558,3 +558,108 @@ async fn the_prompt_says_why_a_call_was_raised() {
         "{answer}"
     );
 }
+
+/// The same call as `Wire::call` sends it, with an empty `_meta`: a request the transport
+/// leaves to rmcp's handler.
+fn call_with_meta(id: u32, name: &str, arguments: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments},"_meta":{{}}}}}}"#
+    )
+}
+
+/// Calls that run at once (or are blocked) are answered by the transport itself; each
+/// answer is the one rmcp's handler gives the same call, for each protocol version a
+/// session agrees on, and each call is recorded once either way.
+#[tokio::test]
+async fn a_call_the_transport_answers_reads_as_the_servers_answer() {
+    let calls = [
+        ("lookup_order", r#"{"order": 1001}"#),
+        ("lookup_order", r#"{"order": 1}"#),
+        ("tag_ticket", r#"{"order": 7}"#),
+        (
+            "refund_order",
+            r#"{"order": "x", "cents": 1, "reason": "late"}"#,
+        ),
+        (
+            "internal_note",
+            r#"{"ticket": 1, "body": "b", "body": "c"}"#,
+        ),
+        ("forgotten", r#"{"order": 1}"#),
+        ("delete_customer", r#"{"customer": 1}"#),
+        ("drop_tables", "{}"),
+    ];
+    for version in ["2024-11-05", "2025-06-18", "2025-11-25"] {
+        let governor = governor();
+        let mut wire = serve(agent(&governor), FrameLimits::new());
+        wire.initialize(version, json!({})).await;
+        for (n, (name, arguments)) in calls.iter().enumerate() {
+            let id = u32::try_from(n).unwrap() * 2 + 1;
+            let mut here = wire.call(id, name, arguments).await;
+            wire.send(&call_with_meta(id + 1, name, arguments)).await;
+            let mut handled = wire.next().await;
+            assert_eq!((&here["id"], &handled["id"]), (&json!(id), &json!(id + 1)));
+            for answer in [&mut here, &mut handled] {
+                answer.as_object_mut().unwrap().remove("id");
+            }
+            assert_eq!(here, handled, "{version}: {name}");
+        }
+        let events = governor.events().await.unwrap();
+        assert_eq!(events.len(), calls.len() * 2, "{version}");
+    }
+}
+
+/// The transport takes a plain call that runs at once before rmcp sees it, only once the
+/// client has said it is initialized; a call that waits for a person, or carries `_meta`,
+/// goes on to rmcp.
+#[tokio::test]
+async fn only_a_plain_call_that_runs_at_once_is_taken_from_rmcp() {
+    use cairnloop::mcp::LineTransport;
+    use rmcp::transport::Transport;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let governor = governor();
+    let server = agent(&governor);
+    let (client, ours) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(ours);
+    let mut transport = LineTransport::new(read, write).with_fast_calls(&server);
+    let (answers, mut to_server) = tokio::io::split(client);
+    let mut answers = tokio::io::BufReader::new(answers).lines();
+    let lookup = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup_order","arguments":{"order":1001}}}"#;
+    let mut next_message = async |line: &str| {
+        to_server
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let message = Transport::<rmcp::RoleServer>::receive(&mut transport);
+        tokio::time::timeout(Duration::from_millis(300), message)
+            .await
+            .ok()
+            .flatten()
+            .map(|message| serde_json::to_value(message).unwrap())
+    };
+    // Before the session is initialized: rmcp's to answer.
+    assert_eq!(next_message(lookup).await.unwrap()["id"], 1);
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert!(next_message(initialized).await.is_some());
+    // Now answered here: rmcp is handed nothing, and the answer is written.
+    assert_eq!(next_message(&lookup.replace(":1,", ":2,")).await, None);
+    let line = answers.next_line().await.unwrap().unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["result"]["structuredContent"]["status"], "executed");
+    // A call that waits for a person, and one with `_meta`, are rmcp's.
+    let note = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"internal_note","arguments":{NOTE}}}}}"#
+    );
+    assert_eq!(next_message(&note).await.unwrap()["id"], 3);
+    let with_meta = call_with_meta(4, "lookup_order", r#"{"order": 1}"#);
+    assert_eq!(next_message(&with_meta).await.unwrap()["id"], 4);
+    // Nothing was proposed by the look at the waiting call.
+    assert!(
+        governor
+            .lanes(LaneState::Pending, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -433,8 +433,10 @@ where
             if let Some(person) = &config.gateway.client_approver {
                 server = server.with_client_approver(client_approver(person, &config));
             }
+            // Calls that run at once are answered by the transport: one read of the line.
+            let transport = stdio().with_fast_calls(&server);
             let running = server
-                .serve(stdio())
+                .serve(transport)
                 .await
                 .map_err(|error| Failure::Run(format!("could not start: {error}")))?;
             running

@@ -625,8 +625,42 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         actor: &Actor<'_>,
         context: &C,
     ) -> Result<Outcome, ApprovalError> {
+        let gated = self.gate(call, actor, context)?;
+        self.decide(gated, call, actor, context).await
+    }
+
+    /// A call through the gates, nothing recorded and nothing run yet: what the MCP
+    /// transport reads to answer a call that runs at once itself, and hands on one that
+    /// waits for a person. Gating has no effect of its own.
+    ///
+    /// # Errors
+    ///
+    /// An actor whose id the identity rule refuses.
+    #[cfg_attr(
+        not(feature = "rmcp"),
+        allow(dead_code, reason = "used by the MCP transport")
+    )]
+    pub(crate) fn gate(
+        &self,
+        call: &ToolCall<'_>,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Result<Gated<C>, ApprovalError> {
         check_actor(actor)?;
         let (entry, verdict) = gate_call(self.registry, call, actor, context, &self.governance);
+        Ok(Gated { entry, verdict })
+    }
+
+    /// [`Governor::call`] past its gates: `gated` is `call` as [`Governor::gate`] let it
+    /// through, for the same actor and context.
+    pub(crate) async fn decide(
+        &self,
+        gated: Gated<C>,
+        call: &ToolCall<'_>,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Result<Outcome, ApprovalError> {
+        let Gated { entry, verdict } = gated;
         let mut record = self.audits().then(|| {
             AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
                 .with_raise_reason(&verdict)
@@ -1672,5 +1706,22 @@ fn check_actor(actor: &Actor<'_>) -> Result<(), ApprovalError> {
     match actor.account() {
         Some(account) => check_id(account).map_err(ApprovalError::InvalidActor),
         None => Ok(()),
+    }
+}
+
+/// A call through the gates, not yet recorded nor run (see [`Governor::gate`]).
+pub(crate) struct Gated<C: ?Sized + 'static> {
+    entry: Option<&'static ToolEntry<C>>,
+    verdict: Verdict<Admitted<C>>,
+}
+
+impl<C: ?Sized + 'static> Gated<C> {
+    /// Whether the call waits for a person (it would be proposed).
+    #[cfg_attr(
+        not(feature = "rmcp"),
+        allow(dead_code, reason = "used by the MCP transport")
+    )]
+    pub(crate) fn awaits_approval(&self) -> bool {
+        matches!(self.verdict, Verdict::AwaitApproval { .. })
     }
 }

@@ -40,3 +40,9 @@ pub(crate) async fn within<F: Future>(
 ) -> F::Output {
     REQUEST.scope(context.ct.clone(), future).await
 }
+
+/// Runs `future` with `token` as its request's cancellation: a call the transport answers
+/// itself, whose client may cancel it as any other.
+pub(crate) async fn within_token<F: Future>(token: CancellationToken, future: F) -> F::Output {
+    REQUEST.scope(token, future).await
+}

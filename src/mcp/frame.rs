@@ -130,10 +130,16 @@ pub(crate) fn oversized(prefix: &[u8], limits: &FrameLimits) -> Frame {
     ))
 }
 
+/// A line without a `\r` before its (removed) newline, and without a leading byte order
+/// mark.
+pub(crate) fn without_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
+}
+
 /// Judges one complete line (without its newline).
 pub(crate) fn judge(line: &[u8], limits: &FrameLimits) -> Frame {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = without_line_end(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return Frame::Skip(None);
     }
@@ -345,6 +351,11 @@ fn parse_error(message: &str) -> Frame {
 struct Shape {
     depth: usize,
     id: Option<RequestId>,
+}
+
+/// How deep a line's arrays and objects nest, the envelope included.
+pub(crate) fn depth_of(line: &[u8]) -> usize {
+    scan(line).depth
 }
 
 /// One pass over the bytes: depth is counted outside strings, and the top-level `id`

@@ -7,6 +7,8 @@ mod approver;
 #[cfg(feature = "rmcp")]
 mod cancel;
 #[cfg(feature = "rmcp")]
+mod fast;
+#[cfg(feature = "rmcp")]
 mod frame;
 mod listed;
 mod projection;

@@ -385,35 +385,26 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         self.respond(name, outcome, None)
     }
 
-    /// The answer to a call: an unknown tool is the protocol error the specification
-    /// names (`-32602`); everything else is a result.
+    /// The answer to a call (see [`answer`]).
     fn respond(
         &self,
         name: &str,
         outcome: Result<Outcome, ApprovalError>,
         note: Option<&str>,
     ) -> Result<CallToolResult, ErrorData> {
-        match outcome {
-            Ok(Outcome::Blocked(Blocked::UnknownTool)) => Err(ErrorData::invalid_params(
-                format!("Unknown tool: {}", name.escape_debug()),
-                None,
-            )),
-            // A tool that answers with another server's result: its content handed on.
-            Ok(outcome @ (Outcome::Executed(_) | Outcome::Superseded { .. }))
-                if self
-                    .governor
-                    .registry()
-                    .get(name)
-                    .is_some_and(ToolEntry::output_is_call_result) =>
-            {
-                Ok(match outcome {
-                    Outcome::Executed(output) => handed_on(output),
-                    superseded => superseded_handed_on(superseded),
-                })
-            }
-            Ok(outcome) => Ok(outcome_result(outcome, note)),
-            Err(error) => Ok(not_recorded(&error)),
-        }
+        answer(self.governor.registry(), name, outcome, note)
+    }
+
+    /// What a transport needs to answer this server's calls that run at once itself:
+    /// `None` for a server whose requests each name their caller.
+    pub(crate) fn fast_calls(&self) -> Option<super::fast::FastCalls<C, S>> {
+        (!self.callers_from_requests).then(|| {
+            super::fast::FastCalls::new(
+                Arc::clone(&self.governor),
+                Arc::clone(&self.context),
+                self.caller.clone(),
+            )
+        })
     }
 
     async fn govern(
@@ -1124,4 +1115,33 @@ fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// The answer to a call of `name` in `registry`: an unknown tool is the protocol error
+/// the specification names (`-32602`); everything else is a result.
+pub(crate) fn answer<C: ?Sized + 'static>(
+    registry: &crate::Registry<C>,
+    name: &str,
+    outcome: Result<Outcome, ApprovalError>,
+    note: Option<&str>,
+) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Ok(Outcome::Blocked(Blocked::UnknownTool)) => Err(ErrorData::invalid_params(
+            format!("Unknown tool: {}", name.escape_debug()),
+            None,
+        )),
+        // A tool that answers with another server's result: its content handed on.
+        Ok(outcome @ (Outcome::Executed(_) | Outcome::Superseded { .. }))
+            if registry
+                .get(name)
+                .is_some_and(ToolEntry::output_is_call_result) =>
+        {
+            Ok(match outcome {
+                Outcome::Executed(output) => handed_on(output),
+                superseded => superseded_handed_on(superseded),
+            })
+        }
+        Ok(outcome) => Ok(outcome_result(outcome, note)),
+        Err(error) => Ok(not_recorded(&error)),
+    }
 }

@@ -6,13 +6,23 @@ use alloc::vec::Vec;
 use std::borrow::Cow;
 use std::io;
 
+use alloc::sync::Arc;
+use std::collections::HashMap;
+
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, ProtocolVersion, RequestId,
+    ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
-use super::frame::{Frame, FrameLimits, judge, oversized};
+use super::fast::{AnswersAtOnce, answer_message, plain_call};
+use super::frame::{Frame, FrameLimits, depth_of, judge, oversized, without_line_end};
+use super::server::McpServer;
+use crate::approvals::ApprovalStore;
 
 /// How many bytes of an oversized line are kept to find its `id` in.
 const ID_PREFIX: usize = 4096;
@@ -54,7 +64,19 @@ pub struct LineTransport<R, W> {
     writer: Option<W>,
     outbox: Option<mpsc::UnboundedSender<Outgoing>>,
     written: Option<tokio::task::JoinHandle<()>>,
+    /// What answers the calls that run at once, with [`LineTransport::with_fast_calls`].
+    fast: Option<Arc<dyn AnswersAtOnce>>,
+    /// The session as the transport saw it pass: whether the client said it is
+    /// initialized (calls are answered here only after), and whether the agreed
+    /// protocol is 2026-07-28 or later.
+    initialized: bool,
+    current: bool,
+    /// The calls answered here and not yet answered, and their cancellation: a call the
+    /// client cancels runs on to its recorded outcome, and its answer is dropped.
+    answering: Answering,
 }
+
+type Answering = Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>;
 
 /// A line for the writer task, and who wants to know it was written.
 struct Outgoing {
@@ -96,6 +118,98 @@ where
             writer: Some(writer),
             outbox: None,
             written: None,
+            fast: None,
+            initialized: false,
+            current: false,
+            answering: Arc::default(),
+        }
+    }
+
+    /// Answers the calls of `server` that run at once (no person to wait for) here, as
+    /// `server` would: the line read once, the call gated, recorded and run by the same
+    /// governor, and the same answer written, without rmcp's dispatch of a request. A call
+    /// that waits for a person, a request with `_meta` or a task, and every other message
+    /// go to `server` through rmcp. A server whose requests name their caller answers all
+    /// its calls itself.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use cairnloop::{Governor, Registry, mcp::{LineTransport, McpServer}};
+    /// # static TOOLS: Registry<()> = Registry::new(&[]);
+    /// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+    /// use rmcp::ServiceExt;
+    /// let server = McpServer::new(Arc::new(Governor::new(&TOOLS)), (), "agent-7");
+    /// let transport = LineTransport::stdio().with_fast_calls(&server);
+    /// server.serve(transport).await?.waiting().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_fast_calls<C, S>(mut self, server: &McpServer<C, S>) -> Self
+    where
+        C: Send + Sync + 'static,
+        S: ApprovalStore + Send + Sync + 'static,
+    {
+        self.fast = server
+            .fast_calls()
+            .map(|calls| Arc::new(calls) as Arc<dyn AnswersAtOnce>);
+        self
+    }
+
+    /// Answers the line in `self.line` here when it is a call that runs at once; says
+    /// whether it did.
+    fn answered_here(&mut self) -> bool {
+        let Some(fast) = self.fast.as_ref().filter(|_| self.initialized) else {
+            return false;
+        };
+        let line = without_line_end(&self.line);
+        // A line past the depth limit is the frame's to answer.
+        let Some(call) = plain_call(line).filter(|_| depth_of(line) <= self.limits.max_depth())
+        else {
+            return false;
+        };
+        let Some(answering) = fast.answer(&call.name, call.arguments) else {
+            return false;
+        };
+        let id = call.id;
+        let Some(outbox) = self.outbox().cloned() else {
+            // The writer has stopped: nobody is left to answer, and nothing was recorded.
+            return true;
+        };
+        let token = CancellationToken::new();
+        lock(&self.answering).insert(id.clone(), token.clone());
+        let calls = Arc::clone(&self.answering);
+        let current = self.current;
+        tokio::spawn(async move {
+            let answered = super::cancel::within_token(token, answering).await;
+            // Cancelled meanwhile: the call ran to its recorded outcome; no answer.
+            if lock(&calls).remove(&id).is_none() {
+                return;
+            }
+            if let Ok(mut line) = serde_json::to_vec(&answer_message(answered, id, current)) {
+                line.push(b'\n');
+                let _ = outbox.send(Outgoing { line, done: None });
+            }
+        });
+        true
+    }
+
+    /// Notes what the session's messages say: that the client is initialized, and that a
+    /// call answered here is cancelled.
+    fn note(&mut self, message: &ClientJsonRpcMessage) {
+        let JsonRpcMessage::Notification(notification) = message else {
+            return;
+        };
+        match &notification.notification {
+            ClientNotification::InitializedNotification(_) => self.initialized = true,
+            ClientNotification::CancelledNotification(cancelled) => {
+                if let Some(id) = &cancelled.params.request_id
+                    && let Some(token) = lock(&self.answering).remove(id)
+                {
+                    token.cancel();
+                }
+            }
+            _ => {}
         }
     }
 
@@ -219,6 +333,13 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Response(response) = &item
+            && let ServerResult::InitializeResult(initialized) = &response.result
+        {
+            // ISO dates compare as text.
+            self.current =
+                initialized.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+        }
         let encoded = serde_json::to_vec(&item).map(|mut line| {
             line.push(b'\n');
             line
@@ -251,6 +372,10 @@ where
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             let frame = match self.next_line().await {
+                Read::Line if self.answered_here() => {
+                    self.line.clear();
+                    continue;
+                }
                 Read::Line => judge(&self.line, &self.limits),
                 Read::Oversized => oversized(&self.line, &self.limits),
                 Read::End => return None,
@@ -261,7 +386,10 @@ where
             };
             self.line.clear();
             match frame {
-                Frame::Message(message) => return Some(message),
+                Frame::Message(message) => {
+                    self.note(&message);
+                    return Some(message);
+                }
                 Frame::Reply(reply) => self.answer(&reply),
                 Frame::Skip(Some(reason)) => {
                     std::eprintln!("cairnloop mcp: a notification was ignored: {reason}");
@@ -278,4 +406,10 @@ where
         }
         Ok(())
     }
+}
+
+fn lock(answering: &Answering) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    answering
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -1,0 +1,137 @@
+//! Calls that run at once (no person to wait for), answered by the stdio transport
+//! itself: the line read once, gated, and the call recorded and run as the server would
+//! (the same governor, the same answer), without rmcp's dispatch of a request. A call
+//! that waits for a person, and every other message, goes to rmcp as before.
+
+use alloc::borrow::Cow;
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::pin::Pin;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, RequestId, ServerJsonRpcMessage, ServerResult};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::server::answer;
+use crate::approvals::{ApprovalStore, Caller, Governor};
+use crate::json::ToolCall;
+
+/// An answer on its way.
+pub(crate) type Answering = Pin<Box<dyn Future<Output = Result<CallToolResult, ErrorData>> + Send>>;
+
+/// What answers the calls of one server that run at once.
+pub(crate) trait AnswersAtOnce: Send + Sync {
+    /// The answer to a call of `name` with the JSON text `arguments`, when it runs at once
+    /// (or is blocked): gated now, recorded and run as the future is polled. `None` for
+    /// a call that waits for a person, or whose caller the identity rule refuses: rmcp's
+    /// handler takes those, nothing having been recorded here.
+    fn answer(&self, name: &str, arguments: &str) -> Option<Answering>;
+}
+
+/// A server's governor, context and caller, for [`AnswersAtOnce`].
+pub(crate) struct FastCalls<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> {
+    governor: Arc<Governor<C, S>>,
+    context: Arc<C>,
+    caller: Caller,
+}
+
+impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> FastCalls<C, S> {
+    pub(crate) fn new(governor: Arc<Governor<C, S>>, context: Arc<C>, caller: Caller) -> Self {
+        Self {
+            governor,
+            context,
+            caller,
+        }
+    }
+}
+
+impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> AnswersAtOnce
+    for FastCalls<C, S>
+{
+    fn answer(&self, name: &str, arguments: &str) -> Option<Answering> {
+        let scopes = self.caller.scope_refs();
+        let actor = self.caller.actor(&scopes);
+        let gated = self
+            .governor
+            .gate(&ToolCall::new(name, arguments), &actor, &self.context)
+            .ok()
+            .filter(|gated| !gated.awaits_approval())?;
+        let governor = Arc::clone(&self.governor);
+        let context = Arc::clone(&self.context);
+        let caller = self.caller.clone();
+        let (name, arguments) = (String::from(name), String::from(arguments));
+        Some(Box::pin(async move {
+            let scopes = caller.scope_refs();
+            let actor = caller.actor(&scopes);
+            let call = ToolCall::new(&name, &arguments);
+            let outcome = governor.decide(gated, &call, &actor, &context).await;
+            answer(governor.registry(), &name, outcome, None)
+        }))
+    }
+}
+
+/// A `tools/call` as most clients send it: `jsonrpc`, `id`, `method` and `params` with
+/// only `name` and `arguments` (an object). Anything else (`_meta`, a task, an echoed
+/// answer, a field rmcp would refuse) leaves the line to the usual way.
+pub(crate) struct PlainCall<'a> {
+    pub(crate) id: RequestId,
+    pub(crate) name: Cow<'a, str>,
+    pub(crate) arguments: &'a str,
+}
+
+/// Reads `line` as a [`PlainCall`], or `None`.
+pub(crate) fn plain_call(line: &[u8]) -> Option<PlainCall<'_>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        jsonrpc: Cow<'a, str>,
+        id: RequestId,
+        #[serde(borrow)]
+        method: Cow<'a, str>,
+        #[serde(borrow)]
+        params: Params<'a>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+    }
+    let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
+    if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
+        return None;
+    }
+    let arguments = envelope.params.arguments.map_or("{}", RawValue::get);
+    arguments.starts_with('{').then_some(PlainCall {
+        id: envelope.id,
+        name: envelope.params.name,
+        arguments,
+    })
+}
+
+/// The message that answers request `id` with `answered`, shaped for the protocol the
+/// session agreed (`current`: 2026-07-28 or later), as rmcp's handler shapes it.
+pub(crate) fn answer_message(
+    answered: Result<CallToolResult, ErrorData>,
+    id: RequestId,
+    current: bool,
+) -> ServerJsonRpcMessage {
+    match answered {
+        Ok(result) => {
+            let mut result = ServerResult::CallToolResult(result);
+            if current {
+                result.fill_missing_cache_hints();
+            } else {
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+            }
+            ServerJsonRpcMessage::response(result, id)
+        }
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    }
+}
