@@ -559,11 +559,11 @@ async fn the_prompt_says_why_a_call_was_raised() {
     );
 }
 
-/// The same call as `Wire::call` sends it, with an empty `_meta`: a request the transport
-/// leaves to rmcp's handler.
+/// The same call as `Wire::call` sends it, with a `_meta` key of no meaning to the server:
+/// a request the transport leaves to rmcp's handler.
 fn call_with_meta(id: u32, name: &str, arguments: &str) -> String {
     format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments},"_meta":{{}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments},"_meta":{{"trace":"t-1"}}}}}}"#
     )
 }
 
@@ -608,9 +608,9 @@ async fn a_call_the_transport_answers_reads_as_the_servers_answer() {
     }
 }
 
-/// The transport takes a plain call that runs at once before rmcp sees it, only once the
-/// client has said it is initialized; a call that waits for a person, or carries `_meta`,
-/// goes on to rmcp.
+/// The transport takes a plain call that runs at once before rmcp sees it (one with a
+/// progress token too), only once the client has said it is initialized; a call that
+/// waits for a person, or carries other `_meta`, goes on to rmcp.
 #[tokio::test]
 async fn only_a_plain_call_that_runs_at_once_is_taken_from_rmcp() {
     use cairnloop::mcp::LineTransport;
@@ -647,6 +647,13 @@ async fn only_a_plain_call_that_runs_at_once_is_taken_from_rmcp() {
     let answer: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(answer["id"], 2);
     assert_eq!(answer["result"]["structuredContent"]["status"], "executed");
+    let with_token = lookup.replace(":1,", ":5,").replace(
+        r#""arguments""#,
+        r#""_meta":{"progressToken":"p-5"},"arguments""#,
+    );
+    assert_eq!(next_message(&with_token).await, None);
+    let line = answers.next_line().await.unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["id"], 5);
     // A call that waits for a person, and one with `_meta`, are rmcp's.
     let note = format!(
         r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"internal_note","arguments":{NOTE}}}}}"#

@@ -73,8 +73,10 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> Answers
 }
 
 /// A `tools/call` as most clients send it: `jsonrpc`, `id`, `method` and `params` with
-/// only `name` and `arguments` (an object). Anything else (`_meta`, a task, an echoed
-/// answer, a field rmcp would refuse) leaves the line to the usual way.
+/// only `name`, `arguments` (an object) and a `_meta` that holds at most a
+/// `progressToken` (which a call that runs at once has no use for). Anything else (other
+/// `_meta`, such as a protocol version of its own; a task; an echoed answer; a field rmcp
+/// would refuse) leaves the line to the usual way.
 pub(crate) struct PlainCall<'a> {
     pub(crate) id: RequestId,
     pub(crate) name: Cow<'a, str>,
@@ -101,6 +103,14 @@ pub(crate) fn plain_call(line: &[u8]) -> Option<PlainCall<'_>> {
         name: Cow<'a, str>,
         #[serde(borrow, default)]
         arguments: Option<&'a RawValue>,
+        #[serde(rename = "_meta", default)]
+        _meta: Option<Meta>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Meta {
+        #[serde(rename = "progressToken", default)]
+        _progress_token: Option<serde::de::IgnoredAny>,
     }
     let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
     if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
