@@ -69,14 +69,7 @@ impl Direct {
             id,
             answered: Some(answered),
         };
-        let mut line = serde_json::to_vec(&serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": format!("{ID_PREFIX}{id}"),
-            "method": "tools/call",
-            "params": { "name": tool, "arguments": arguments },
-        }))
-        .map_err(|_| Unanswered::Closed)?;
-        line.push(b'\n');
+        let line = request_line(id, tool, arguments).map_err(|_| Unanswered::Closed)?;
         self.input
             .send(Outgoing { line, done: None })
             .map_err(|_| Unanswered::Closed)?;
@@ -108,6 +101,20 @@ impl Direct {
     pub(crate) fn close(&self) {
         self.waiting().take();
     }
+}
+
+/// The line of a `tools/call` under our id `id`, written straight from its parts.
+fn request_line(id: u64, tool: &str, arguments: &Value) -> serde_json::Result<Vec<u8>> {
+    let mut line = Vec::with_capacity(128 + tool.len());
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","id":""#);
+    line.extend_from_slice(ID_PREFIX.as_bytes());
+    line.extend_from_slice(id.to_string().as_bytes());
+    line.extend_from_slice(br#"","method":"tools/call","params":{"name":"#);
+    serde_json::to_writer(&mut line, tool)?;
+    line.extend_from_slice(br#","arguments":"#);
+    serde_json::to_writer(&mut line, arguments)?;
+    line.extend_from_slice(b"}}\n");
+    Ok(line)
 }
 
 /// The id of a direct call that `line` answers: a response (no `method`) whose `id` is
@@ -241,6 +248,23 @@ mod tests {
                 String::from_utf8_lossy(other)
             );
         }
+    }
+
+    #[test]
+    fn a_request_line_is_one_json_rpc_call() {
+        let line = request_line(3, "read \"x\"", &serde_json::json!({ "path": "a\nb" })).unwrap();
+        assert_eq!(line.last(), Some(&b'\n'));
+        assert_eq!(line.iter().filter(|&&byte| byte == b'\n').count(), 1);
+        let sent: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(
+            sent,
+            serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": "cairnloop-direct-3",
+                "method": "tools/call",
+                "params": { "name": "read \"x\"", "arguments": { "path": "a\nb" } },
+            })
+        );
     }
 
     #[test]

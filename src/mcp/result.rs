@@ -5,6 +5,7 @@
 use alloc::vec;
 
 use rmcp::model::{CallToolResult, ContentBlock};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::approvals::superseded_note;
@@ -26,7 +27,8 @@ pub(crate) fn not_recorded(error: &ApprovalError) -> CallToolResult {
 /// and the whole result as `output` beside the status. An output that is not a
 /// `CallToolResult` is answered as any other.
 pub(crate) fn handed_on(output: Value) -> CallToolResult {
-    match serde_json::from_value::<CallToolResult>(output.clone()) {
+    // Read from the value in place: the output itself goes along whole.
+    match CallToolResult::deserialize(&output) {
         Ok(upstream) if upstream.is_error != Some(true) && !upstream.content.is_empty() => {
             let mut result = CallToolResult::success(upstream.content);
             result.structured_content = Some(json!({ "status": "executed", "output": output }));
@@ -44,7 +46,7 @@ pub(crate) fn superseded_handed_on(outcome: Outcome) -> CallToolResult {
         Outcome::Superseded {
             original, edited, ..
         } => match edited.as_ref() {
-            Outcome::Executed(output) => serde_json::from_value::<CallToolResult>(output.clone())
+            Outcome::Executed(output) => CallToolResult::deserialize(output)
                 .ok()
                 .filter(|upstream| upstream.is_error != Some(true) && !upstream.content.is_empty())
                 .map(|upstream| (superseded_note(original), upstream.content)),
