@@ -48,8 +48,8 @@ pub const MAX_LISTED_TOOLS: usize = 4_096;
 /// Most bytes of a listing's tools, written as JSON (see [`MAX_LISTING_PAGES`]).
 pub const MAX_LISTING_BYTES: usize = 16 * 1024 * 1024;
 
-/// The largest result taken from an upstream, written as JSON; a larger one is a failed
-/// call (the upstream's work may be done: the lane says so). An upstream started by a
+/// The largest result taken from an upstream, as JSON text (as a process wrote it on its
+/// pipe; as written again from rmcp's model over HTTP); a larger one is a failed call (the upstream's work may be done: the lane says so). An upstream started by a
 /// command is read within it too: the moment one of its frames runs past this bound and
 /// [`FRAME_ENVELOPE_BYTES`], reading stops, what was read is dropped, the call is answered
 /// at once, and the process is started again for the next call.
