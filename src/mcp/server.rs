@@ -1120,7 +1120,7 @@ fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
 /// The answer to a call of `name` in `registry`: an unknown tool is the protocol error
 /// the specification names (`-32602`); everything else is a result.
 pub(crate) fn answer<C: ?Sized + 'static>(
-    registry: &crate::Registry<C>,
+    registry: &crate::declare::Registry<C>,
     name: &str,
     outcome: Result<Outcome, ApprovalError>,
     note: Option<&str>,
