@@ -26,7 +26,7 @@ pub(crate) struct Outgoing {
 pub(crate) struct Direct {
     next: AtomicU64,
     /// `None` once the connection has ended: no call waits on it any more.
-    waiting: Mutex<Option<HashMap<u64, oneshot::Sender<Vec<u8>>>>>,
+    waiting: Mutex<Option<HashMap<u64, oneshot::Sender<Read>>>>,
     input: mpsc::UnboundedSender<Outgoing>,
 }
 
@@ -48,7 +48,7 @@ impl Direct {
         }
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Option<HashMap<u64, oneshot::Sender<Vec<u8>>>>> {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Option<HashMap<u64, oneshot::Sender<Read>>>> {
         self.waiting
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -76,10 +76,10 @@ impl Direct {
         Ok(call)
     }
 
-    /// Hands `line` to the direct call it answers, and says whether it was one: the
-    /// answer of a call given up on is dropped here too.
+    /// Hands what `line` says to the direct call it answers, and says whether it was
+    /// one: the answer of a call given up on is dropped here too. The line is read once.
     pub(crate) fn take(&self, line: &[u8]) -> bool {
-        let Some(id) = answered_id(line) else {
+        let Some((id, read)) = read_line(line) else {
             return false;
         };
         let waiter = self
@@ -87,7 +87,7 @@ impl Direct {
             .as_mut()
             .and_then(|waiting| waiting.remove(&id));
         if let Some(waiter) = waiter {
-            let _ = waiter.send(line.to_vec());
+            let _ = waiter.send(read);
         }
         true
     }
@@ -117,38 +117,60 @@ fn request_line(id: u64, tool: &str, arguments: &Value) -> serde_json::Result<Ve
     Ok(line)
 }
 
-/// The id of a direct call that `line` answers: a response (no `method`) whose `id` is
-/// one of ours. Read without copying anything.
-fn answered_id(line: &[u8]) -> Option<u64> {
+/// What an answer says: the call's result, as the upstream wrote it, or its error's
+/// message; or why it does not read.
+pub(crate) type Read = Result<Answer, String>;
+
+/// The id of the direct call that `line` answers (a response, no `method`, whose `id` is
+/// one of ours), and what it says: read in one pass, the result decoded from its own text.
+fn read_line(line: &[u8]) -> Option<(u64, Read)> {
     #[derive(Deserialize)]
-    struct Head<'a> {
+    struct Line<'a> {
         #[serde(borrow)]
         id: Option<&'a RawValue>,
         #[serde(borrow)]
         method: Option<&'a RawValue>,
+        #[serde(borrow)]
+        result: Option<&'a RawValue>,
+        error: Option<ErrorBody>,
     }
-    let head: Head<'_> = serde_json::from_slice(line).ok()?;
-    if head.method.is_some() {
+    #[derive(Deserialize)]
+    struct ErrorBody {
+        message: String,
+    }
+    let read: Line<'_> = serde_json::from_slice(line).ok()?;
+    if read.method.is_some() {
         return None;
     }
-    let id = head.id?.get();
-    let digits = id
+    let id = read.id?.get();
+    let id = id
         .strip_prefix('"')?
         .strip_suffix('"')?
         .strip_prefix(ID_PREFIX)?;
-    digits.parse().ok()
+    let id = id.parse().ok()?;
+    let answer = match (read.result, read.error) {
+        (Some(result), None) => {
+            let text = result.get();
+            serde_json::from_str(text)
+                .map(|value| Answer::Result(value, text.len()))
+                .map_err(|error| error.to_string())
+        }
+        (None, Some(error)) => Ok(Answer::Refused(error.message)),
+        _ => Err("the answer has neither one result nor one error".into()),
+    };
+    Some((id, answer))
 }
 
 /// One direct call waiting for its answer.
 pub(crate) struct DirectCall<'a> {
     direct: &'a Direct,
     id: u64,
-    answered: Option<oneshot::Receiver<Vec<u8>>>,
+    answered: Option<oneshot::Receiver<Read>>,
 }
 
 impl DirectCall<'_> {
-    /// The line that answers it.
-    pub(crate) async fn answer(mut self) -> Result<Vec<u8>, Unanswered> {
+    /// What the line that answers it says.
+    pub(crate) async fn answer(mut self) -> Result<Read, Unanswered> {
         let answered = self.answered.as_mut().ok_or(Unanswered::WentAway)?;
         let line = answered.await.map_err(|_| Unanswered::WentAway)?;
         self.answered = None;
@@ -185,8 +207,7 @@ impl Drop for DirectCall<'_> {
     }
 }
 
-/// What an answer's line says: the call's result, as the upstream wrote it, or its
-/// error's message.
+/// What an answer says.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Answer {
     /// The result, and the length of its text.
@@ -195,43 +216,27 @@ pub(crate) enum Answer {
     Refused(String),
 }
 
-/// Reads an answer's line: its `result` or its `error`.
-pub(crate) fn read_answer(line: &[u8]) -> Result<Answer, String> {
-    #[derive(Deserialize)]
-    struct Line<'a> {
-        #[serde(borrow)]
-        result: Option<&'a RawValue>,
-        error: Option<ErrorBody>,
-    }
-    #[derive(Deserialize)]
-    struct ErrorBody {
-        message: String,
-    }
-    let read: Line<'_> = serde_json::from_slice(line).map_err(|error| error.to_string())?;
-    match (read.result, read.error) {
-        (Some(result), None) => {
-            let text = result.get();
-            let value: Value = serde_json::from_str(text).map_err(|error| error.to_string())?;
-            Ok(Answer::Result(value, text.len()))
-        }
-        (None, Some(error)) => Ok(Answer::Refused(error.message)),
-        _ => Err("the answer has neither one result nor one error".into()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn id_of(line: &[u8]) -> Option<u64> {
+        read_line(line).map(|(id, _)| id)
+    }
+
+    fn read_answer(line: &[u8]) -> Read {
+        read_line(line).expect("one of ours").1
+    }
+
     #[test]
     fn only_a_response_with_one_of_our_ids_is_taken() {
         assert_eq!(
-            answered_id(br#"{"jsonrpc":"2.0","id":"cairnloop-direct-42","result":{}}"#),
+            id_of(br#"{"jsonrpc":"2.0","id":"cairnloop-direct-42","result":{}}"#),
             Some(42)
         );
         // The id after the result, as a server may write it.
         assert_eq!(
-            answered_id(br#"{"result":{"content":[]},"jsonrpc":"2.0","id":"cairnloop-direct-7"}"#),
+            id_of(br#"{"result":{"content":[]},"jsonrpc":"2.0","id":"cairnloop-direct-7"}"#),
             Some(7)
         );
         for other in [
@@ -241,12 +246,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
             b"not json",
         ] {
-            assert_eq!(
-                answered_id(other),
-                None,
-                "{}",
-                String::from_utf8_lossy(other)
-            );
+            assert_eq!(id_of(other), None, "{}", String::from_utf8_lossy(other));
         }
     }
 

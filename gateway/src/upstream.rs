@@ -10,7 +10,7 @@ use cairnloop::declare::{RunError, RunFuture};
 use cairnloop::declared::Forward;
 
 use crate::child::BoundedChild;
-use crate::direct::{Answer, Direct, read_answer};
+use crate::direct::{Answer, Direct};
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::ConfigureCommandExt;
@@ -603,13 +603,13 @@ async fn call_on(link: &Link, tool: &str, arguments: &Value) -> Result<(Value, u
         let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
         return Ok((result, 0));
     };
-    let line = direct
+    let answer = direct
         .call(tool, arguments)
         .map_err(|_| gone("the connection closed before the call was sent".into()))?
         .answer()
         .await
         .map_err(|_| gone("the connection closed before its answer".into()))?;
-    match read_answer(&line).map_err(|why| gone(format!("its answer does not read: {why}")))? {
+    match answer.map_err(|why| gone(format!("its answer does not read: {why}")))? {
         Answer::Refused(message) => Err(RunError::Failed(format!(
             "the upstream refused the call: {message}"
         ))),
