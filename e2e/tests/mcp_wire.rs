@@ -31,6 +31,11 @@ fn agent(governor: &Shared) -> McpServer<Desk, MemoryStore> {
 
 const NOTE: &str = r#"{"ticket": 42, "body": "Called twice."}"#;
 
+async fn assert_nothing_pending(governor: &Shared) {
+    let pending = governor.lanes(LaneState::Pending, None, 10).await.unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+}
+
 #[tokio::test]
 async fn every_bad_line_gets_a_json_rpc_error_never_silence() {
     let mut wire = serve(
@@ -153,13 +158,7 @@ async fn the_raw_argument_text_reaches_the_strict_decoder() {
         assert!(text.contains(path), "{text}");
     }
     // Nothing was proposed.
-    assert!(
-        governor
-            .lanes(LaneState::Pending, None, 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_nothing_pending(&governor).await;
 }
 
 #[tokio::test]
@@ -662,11 +661,5 @@ async fn only_a_plain_call_that_runs_at_once_is_taken_from_rmcp() {
     let with_meta = call_with_meta(4, "lookup_order", r#"{"order": 1}"#);
     assert_eq!(next_message(&with_meta).await.unwrap()["id"], 4);
     // Nothing was proposed by the look at the waiting call.
-    assert!(
-        governor
-            .lanes(LaneState::Pending, None, 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_nothing_pending(&governor).await;
 }

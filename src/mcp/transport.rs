@@ -73,10 +73,10 @@ pub struct LineTransport<R, W> {
     current: bool,
     /// The calls answered here and not yet answered, and their cancellation: a call the
     /// client cancels runs on to its recorded outcome, and its answer is dropped.
-    answering: Answering,
+    in_flight: InFlight,
 }
 
-type Answering = Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>;
+type InFlight = Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>;
 
 /// A line for the writer task, and who wants to know it was written.
 struct Outgoing {
@@ -121,16 +121,17 @@ where
             fast: None,
             initialized: false,
             current: false,
-            answering: Arc::default(),
+            in_flight: Arc::default(),
         }
     }
 
     /// Answers the calls of `server` that run at once (no person to wait for) here, as
     /// `server` would: the line read once, the call gated, recorded and run by the same
     /// governor, and the same answer written, without rmcp's dispatch of a request. A call
-    /// that waits for a person, a request with `_meta` or a task, and every other message
-    /// go to `server` through rmcp. A server whose requests name their caller answers all
-    /// its calls itself.
+    /// that waits for a person, a request with a task or with `_meta` beyond a
+    /// `progressToken`, and every other message go to `server` through rmcp. For a server
+    /// whose requests each name their caller (an authenticating transport's), this does
+    /// nothing.
     ///
     /// ```no_run
     /// # use std::sync::Arc;
@@ -177,8 +178,8 @@ where
             return true;
         };
         let token = CancellationToken::new();
-        lock(&self.answering).insert(id.clone(), token.clone());
-        let calls = Arc::clone(&self.answering);
+        lock(&self.in_flight).insert(id.clone(), token.clone());
+        let calls = Arc::clone(&self.in_flight);
         let current = self.current;
         tokio::spawn(async move {
             let answered = super::cancel::within_token(token, answering).await;
@@ -204,7 +205,7 @@ where
             ClientNotification::InitializedNotification(_) => self.initialized = true,
             ClientNotification::CancelledNotification(cancelled) => {
                 if let Some(id) = &cancelled.params.request_id
-                    && let Some(token) = lock(&self.answering).remove(id)
+                    && let Some(token) = lock(&self.in_flight).remove(id)
                 {
                     token.cancel();
                 }
@@ -408,8 +409,8 @@ where
     }
 }
 
-fn lock(answering: &Answering) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
-    answering
+fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    in_flight
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
