@@ -306,7 +306,9 @@ mod tests {
         let direct = Direct::new(input);
         let call = direct.call("read", &serde_json::json!({})).unwrap();
         direct.close();
-        assert!(matches!(call.answer().await, Err(Unanswered::WentAway)));
+        // Told at once: a call left waiting would fail this within a second, not hang.
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(1), call.answer());
+        assert!(matches!(answered.await, Ok(Err(Unanswered::WentAway))));
         assert!(matches!(
             direct.call("read", &serde_json::json!({})),
             Err(Unanswered::Closed)
