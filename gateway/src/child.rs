@@ -9,15 +9,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use cairnloop::mcp::LineSink;
 use process_wrap::tokio::ChildWrapper;
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader, ReadBuf};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
 use tokio::process::ChildStdout;
-use tokio::sync::{mpsc, oneshot};
 
-use crate::direct::{Direct, Outgoing};
+use crate::direct::Direct;
 
 /// How long a closing upstream is given to end by itself, and again after `SIGTERM`,
 /// before it is killed.
@@ -91,9 +91,9 @@ pub(crate) struct BoundedChild {
     /// The line being read: kept across a cancelled read, which resumes it.
     line: Vec<u8>,
     direct: Arc<Direct>,
-    /// The writer of the child's input, until it is closed.
-    input: Option<mpsc::UnboundedSender<Outgoing>>,
-    written: Option<tokio::task::JoinHandle<()>>,
+    /// The child's input, shared with the direct calls, so that rmcp's frames and
+    /// theirs are written whole and never interleave.
+    input: LineSink,
     crossed: Arc<AtomicBool>,
     /// Killed as it is dropped (`KillOnDrop`), unless it ended first.
     child: Option<Box<dyn ChildWrapper>>,
@@ -108,7 +108,7 @@ impl BoundedChild {
         crossed: Arc<AtomicBool>,
     ) -> io::Result<(Self, Arc<Direct>)> {
         let taken = |what| io::Error::other(format!("the child's {what} was not piped"));
-        let mut stdin = child
+        let stdin = child
             .inner_mut()
             .stdin()
             .take()
@@ -118,28 +118,14 @@ impl BoundedChild {
             .stdout()
             .take()
             .ok_or_else(|| taken("output"))?;
-        let (input, mut lines) = mpsc::unbounded_channel::<Outgoing>();
-        // One writer, so that rmcp's frames and the direct calls' never interleave.
-        let written = tokio::spawn(async move {
-            while let Some(Outgoing { line, done }) = lines.recv().await {
-                let result = stdin.write_all(&line).await;
-                let failed = result.is_err();
-                if let Some(done) = done {
-                    let _ = done.send(result);
-                }
-                if failed {
-                    break;
-                }
-            }
-        });
+        let input = LineSink::new(stdin);
         let direct = Arc::new(Direct::new(input.clone()));
         let read = FrameBound::new(stdout, bound, Arc::clone(&crossed));
         let transport = Self {
             output: BufReader::with_capacity(64 * 1024, read),
             line: Vec::new(),
             direct: Arc::clone(&direct),
-            input: Some(input),
-            written: Some(written),
+            input,
             crossed,
             child: Some(child),
         };
@@ -178,13 +164,10 @@ impl BoundedChild {
     }
 
     async fn shut_down(&mut self) -> io::Result<()> {
-        // Closing the channel ends the writer, which drops (closes) the child's input.
-        self.input = None;
+        // The child's input is closed at once: what waits for a child that no longer
+        // reads would never be written.
+        self.input.abandon();
         self.direct.close();
-        if let Some(written) = self.written.take() {
-            written.abort();
-            let _ = written.await;
-        }
         let Some(child) = self.child.as_mut() else {
             return Ok(());
         };
@@ -208,9 +191,7 @@ impl BoundedChild {
 impl Drop for BoundedChild {
     fn drop(&mut self) {
         self.direct.close();
-        if let Some(written) = self.written.take() {
-            written.abort();
-        }
+        self.input.abandon();
     }
 }
 
@@ -228,32 +209,15 @@ impl Transport<RoleClient> for BoundedChild {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let (done, written) = oneshot::channel();
-        let queued = serde_json::to_vec(&item)
+        // Written, or queued in order behind what waits; a write that fails later ends
+        // the sink, and the next send says so.
+        let sent = serde_json::to_vec(&item)
             .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))
             .and_then(|mut line| {
                 line.push(b'\n');
-                let input = self.input.as_ref().ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")
-                })?;
-                input
-                    .send(Outgoing {
-                        line,
-                        done: Some(done),
-                    })
-                    .map_err(|_| {
-                        io::Error::new(io::ErrorKind::BrokenPipe, "the writer has stopped")
-                    })
+                self.input.send(line)
             });
-        async move {
-            queued?;
-            written.await.unwrap_or_else(|_| {
-                Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "the writer has stopped",
-                ))
-            })
-        }
+        std::future::ready(sent)
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {

@@ -7,19 +7,14 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use cairnloop::mcp::LineSink;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// What a direct call's id starts with: rmcp's own ids are numbers, so the two never meet.
 const ID_PREFIX: &str = "cairnloop-direct-";
-
-/// A line for the writer of the process's input, and who wants to know it was written.
-pub(crate) struct Outgoing {
-    pub(crate) line: Vec<u8>,
-    pub(crate) done: Option<oneshot::Sender<std::io::Result<()>>>,
-}
 
 /// The direct calls of one connection: the ones waiting for their answer, and the way
 /// to the process's input.
@@ -27,7 +22,7 @@ pub(crate) struct Direct {
     next: AtomicU64,
     /// `None` once the connection has ended: no call waits on it any more.
     waiting: Mutex<Option<HashMap<u64, oneshot::Sender<Read>>>>,
-    input: mpsc::UnboundedSender<Outgoing>,
+    input: LineSink,
 }
 
 /// Why a direct call has no answer.
@@ -40,7 +35,7 @@ pub(crate) enum Unanswered {
 }
 
 impl Direct {
-    pub(crate) fn new(input: mpsc::UnboundedSender<Outgoing>) -> Self {
+    pub(crate) fn new(input: LineSink) -> Self {
         Self {
             next: AtomicU64::new(1),
             waiting: Mutex::new(Some(HashMap::new())),
@@ -70,9 +65,7 @@ impl Direct {
             answered: Some(answered),
         };
         let line = request_line(id, tool, arguments).map_err(|_| Unanswered::Closed)?;
-        self.input
-            .send(Outgoing { line, done: None })
-            .map_err(|_| Unanswered::Closed)?;
+        self.input.send(line).map_err(|_| Unanswered::Closed)?;
         Ok(call)
     }
 
@@ -203,7 +196,7 @@ impl Drop for DirectCall<'_> {
         }))
         .unwrap_or_default();
         line.push(b'\n');
-        let _ = self.direct.input.send(Outgoing { line, done: None });
+        let _ = self.direct.input.send(line);
     }
 }
 
@@ -282,18 +275,27 @@ mod tests {
         assert!(read_answer(br#"{"jsonrpc":"2.0","id":"cairnloop-direct-1"}"#).is_err());
     }
 
+    /// The next line the process would read.
+    async fn next_line(written: &mut (impl tokio::io::AsyncBufRead + Unpin)) -> Value {
+        use tokio::io::AsyncBufReadExt;
+        let mut line = String::new();
+        written.read_line(&mut line).await.unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
     #[tokio::test]
     async fn a_call_given_up_on_tells_the_upstream_and_its_late_answer_is_dropped() {
-        let (input, mut written) = mpsc::unbounded_channel();
-        let direct = Direct::new(input);
+        let (written, input) = tokio::io::duplex(1 << 12);
+        let mut written = tokio::io::BufReader::new(written);
+        let direct = Direct::new(LineSink::new(input));
         let call = direct
             .call("read", &serde_json::json!({ "path": "a" }))
             .unwrap();
-        let sent: Value = serde_json::from_slice(&written.recv().await.unwrap().line).unwrap();
+        let sent = next_line(&mut written).await;
         assert_eq!(sent["id"], "cairnloop-direct-1");
         assert_eq!(sent["params"]["name"], "read");
         drop(call);
-        let told: Value = serde_json::from_slice(&written.recv().await.unwrap().line).unwrap();
+        let told = next_line(&mut written).await;
         assert_eq!(told["method"], "notifications/cancelled");
         assert_eq!(told["params"]["requestId"], "cairnloop-direct-1");
         // Its answer, arriving after, is still recognised (and dropped).
@@ -302,8 +304,8 @@ mod tests {
 
     #[tokio::test]
     async fn calls_waiting_when_the_connection_ends_are_told_and_later_ones_refused() {
-        let (input, _written) = mpsc::unbounded_channel();
-        let direct = Direct::new(input);
+        let (_written, input) = tokio::io::duplex(1 << 12);
+        let direct = Direct::new(LineSink::new(input));
         let call = direct.call("read", &serde_json::json!({})).unwrap();
         direct.close();
         // Told at once: a call left waiting would fail this within a second, not hang.

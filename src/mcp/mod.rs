@@ -10,6 +10,8 @@ mod cancel;
 mod fast;
 #[cfg(feature = "rmcp")]
 mod frame;
+#[cfg(feature = "rmcp")]
+mod line_sink;
 mod listed;
 mod projection;
 #[cfg(feature = "rmcp")]
@@ -34,6 +36,8 @@ pub use cancel::request_cancelled;
 pub use frame::FrameLimits;
 #[cfg(feature = "remote")]
 pub(crate) use frame::{Frame, RawArguments, judge};
+#[cfg(feature = "rmcp")]
+pub use line_sink::LineSink;
 pub use listed::ListedTool;
 pub use projection::{META_APPROVAL_MODE, META_RISK_TIER, ProjectionError};
 #[cfg(feature = "rmcp")]

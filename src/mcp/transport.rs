@@ -15,12 +15,12 @@ use rmcp::model::{
     ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::fast::{AnswersAtOnce, answer_message, plain_call};
 use super::frame::{Frame, FrameLimits, depth_of, judge, oversized, without_line_end};
+use super::line_sink::LineSink;
 use super::server::McpServer;
 use crate::approvals::ApprovalStore;
 
@@ -61,9 +61,9 @@ pub struct LineTransport<R, W> {
     /// Dropping the rest of a line that is already too long.
     discarding: bool,
     limits: FrameLimits,
-    writer: Option<W>,
-    outbox: Option<mpsc::UnboundedSender<Outgoing>>,
-    written: Option<tokio::task::JoinHandle<()>>,
+    /// Where answers are written, in the order they are sent; `None` once closed.
+    writer: Option<LineSink>,
+    _writes: core::marker::PhantomData<fn(W)>,
     /// What answers the calls that run at once, with [`LineTransport::with_fast_calls`].
     fast: Option<Arc<dyn AnswersAtOnce>>,
     /// The session as the transport saw it pass: whether the client said it is
@@ -77,12 +77,6 @@ pub struct LineTransport<R, W> {
 }
 
 type InFlight = Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>;
-
-/// A line for the writer task, and who wants to know it was written.
-struct Outgoing {
-    line: Vec<u8>,
-    done: Option<oneshot::Sender<io::Result<()>>>,
-}
 
 impl LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
     /// The transport over this process's stdin and stdout.
@@ -115,9 +109,8 @@ where
             line: Vec::new(),
             discarding: false,
             limits: FrameLimits::new(),
-            writer: Some(writer),
-            outbox: None,
-            written: None,
+            writer: Some(LineSink::new(writer)),
+            _writes: core::marker::PhantomData,
             fast: None,
             initialized: false,
             current: false,
@@ -173,7 +166,7 @@ where
             return false;
         };
         let id = call.id;
-        let Some(outbox) = self.outbox().cloned() else {
+        let Some(writer) = self.writer.clone().filter(LineSink::is_open) else {
             // The writer has stopped: nobody is left to answer, and nothing was recorded.
             return true;
         };
@@ -189,7 +182,7 @@ where
             }
             if let Ok(mut line) = serde_json::to_vec(&answer_message(answered, id, current)) {
                 line.push(b'\n');
-                let _ = outbox.send(Outgoing { line, done: None });
+                let _ = writer.send(line);
             }
         });
         true
@@ -230,32 +223,6 @@ where
         self
     }
 
-    /// The channel to the writer task, started on first use (inside the runtime).
-    fn outbox(&mut self) -> Option<&mpsc::UnboundedSender<Outgoing>> {
-        if self.outbox.is_none() {
-            let mut writer = self.writer.take()?;
-            let (sender, mut receiver) = mpsc::unbounded_channel::<Outgoing>();
-            self.written = Some(tokio::spawn(async move {
-                while let Some(Outgoing { line, done }) = receiver.recv().await {
-                    let result = async {
-                        writer.write_all(&line).await?;
-                        writer.flush().await
-                    }
-                    .await;
-                    let failed = result.is_err();
-                    if let Some(done) = done {
-                        let _ = done.send(result);
-                    }
-                    if failed {
-                        break;
-                    }
-                }
-            }));
-            self.outbox = Some(sender);
-        }
-        self.outbox.as_ref()
-    }
-
     /// Queues an answer the transport gives itself (no one waits for it).
     fn answer(&mut self, reply: &ServerJsonRpcMessage) {
         let Ok(mut value) = serde_json::to_value(reply) else {
@@ -269,8 +236,8 @@ where
             return;
         };
         line.push(b'\n');
-        if let Some(outbox) = self.outbox() {
-            let _ = outbox.send(Outgoing { line, done: None });
+        if let Some(writer) = &self.writer {
+            let _ = writer.send(line);
         }
     }
 
@@ -341,33 +308,20 @@ where
             self.current =
                 initialized.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
         }
-        let encoded = serde_json::to_vec(&item).map(|mut line| {
-            line.push(b'\n');
-            line
-        });
-        let (done, written) = oneshot::channel();
-        let queued = match (encoded, self.outbox()) {
-            (Ok(line), Some(outbox)) => outbox
-                .send(Outgoing {
-                    line,
-                    done: Some(done),
-                })
-                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the writer has stopped")),
+        // Written, or queued in order behind what waits; a write that fails later ends
+        // the sink, and the next send says so.
+        let sent = match (serde_json::to_vec(&item), &self.writer) {
+            (Ok(mut line), Some(writer)) => {
+                line.push(b'\n');
+                writer.send(line)
+            }
             (Err(error), _) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
             (_, None) => Err(io::Error::new(
                 io::ErrorKind::NotConnected,
                 "transport closed",
             )),
         };
-        async move {
-            queued?;
-            written.await.unwrap_or_else(|_| {
-                Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "the writer has stopped",
-                ))
-            })
-        }
+        core::future::ready(sent)
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
@@ -401,9 +355,8 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.outbox = None;
-        if let Some(written) = self.written.take() {
-            let _ = written.await;
+        if let Some(writer) = self.writer.take() {
+            writer.close().await;
         }
         Ok(())
     }
