@@ -101,11 +101,13 @@ pub(crate) struct BoundedChild {
 
 impl BoundedChild {
     /// Takes `child`'s input and output; its frames are cut at `bound` bytes, and a cut
-    /// sets `crossed`. Also gives the way to call it beside rmcp.
+    /// sets `crossed`. Also gives the way to call it beside rmcp, each call waiting at
+    /// most `call_timeout` (inside a tokio runtime).
     pub(crate) fn new(
         mut child: Box<dyn ChildWrapper>,
         bound: usize,
         crossed: Arc<AtomicBool>,
+        call_timeout: Duration,
     ) -> io::Result<(Self, Arc<Direct>)> {
         let taken = |what| io::Error::other(format!("the child's {what} was not piped"));
         let stdin = child
@@ -119,7 +121,7 @@ impl BoundedChild {
             .take()
             .ok_or_else(|| taken("output"))?;
         let input = LineSink::new(stdin);
-        let direct = Arc::new(Direct::new(input.clone()));
+        let direct = Direct::start(input.clone(), call_timeout);
         let read = FrameBound::new(stdout, bound, Arc::clone(&crossed));
         let transport = Self {
             output: BufReader::with_capacity(64 * 1024, read),

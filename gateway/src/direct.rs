@@ -4,26 +4,50 @@
 //! again into JSON. rmcp keeps the handshake, the listing and the notifications.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use cairnloop::mcp::LineSink;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
 
 /// What a direct call's id starts with: rmcp's own ids are numbers, so the two never meet.
 const ID_PREFIX: &str = "cairnloop-direct-";
 
+/// How often, at most, overdue calls are looked for: a call is given up on at most this
+/// long after its time is up.
+const OVERDUE_GRAIN: Duration = Duration::from_millis(50);
+
 /// The direct calls of one connection: the ones waiting for their answer, and the way
 /// to the process's input.
+///
+/// Each call may wait `timeout` for its answer. One task per connection gives up on the
+/// calls whose time is up, instead of a timer per call: it sleeps until the oldest
+/// call's time (the times come in the order the calls were sent), and, with no call
+/// waiting, until one is sent.
 pub(crate) struct Direct {
     next: AtomicU64,
     /// `None` once the connection has ended: no call waits on it any more.
-    waiting: Mutex<Option<HashMap<u64, oneshot::Sender<Read>>>>,
+    waiting: Mutex<Option<HashMap<u64, Waiter>>>,
     input: LineSink,
+    timeout: Duration,
+    /// Whether the task that gives up on overdue calls waits for a call to be sent.
+    idle: AtomicBool,
+    /// Wakes that task: a call was sent while it was idle, or the connection ended.
+    wake: Arc<Notify>,
 }
+
+/// A call waiting for its answer, and when it is given up on.
+struct Waiter {
+    due: Instant,
+    answer: oneshot::Sender<Result<Read, Unanswered>>,
+}
+
+type Waiting = HashMap<u64, Waiter>;
 
 /// Why a direct call has no answer.
 #[derive(Debug)]
@@ -32,33 +56,90 @@ pub(crate) enum Unanswered {
     Closed,
     /// The connection ended while it waited.
     WentAway,
+    /// It waited longer than its timeout; the upstream was told to stop.
+    Overdue,
 }
 
 impl Direct {
-    pub(crate) fn new(input: LineSink) -> Self {
-        Self {
+    /// The direct calls written to `input`, each waiting at most `timeout`; starts the
+    /// task that gives up on overdue ones (inside a tokio runtime), which ends with the
+    /// connection.
+    pub(crate) fn start(input: LineSink, timeout: Duration) -> Arc<Self> {
+        let direct = Arc::new(Self {
             next: AtomicU64::new(1),
             waiting: Mutex::new(Some(HashMap::new())),
             input,
-        }
+            timeout,
+            idle: AtomicBool::new(false),
+            wake: Arc::new(Notify::new()),
+        });
+        tokio::spawn(give_up_on_overdue(
+            Arc::downgrade(&direct),
+            Arc::clone(&direct.wake),
+        ));
+        direct
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Option<HashMap<u64, oneshot::Sender<Read>>>> {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Option<Waiting>> {
         self.waiting
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Gives up on the calls due by `now`, telling each and the upstream; the time the
+    /// next one is due, or `Ok(None)` (having marked the task idle) when none waits.
+    /// `Err` once the connection has ended.
+    fn end_overdue(&self, now: Instant) -> Result<Option<Instant>, ()> {
+        let mut overdue = Vec::new();
+        let next = {
+            let mut waiting = self.waiting();
+            let waiting = waiting.as_mut().ok_or(())?;
+            for (id, waiter) in waiting.extract_if(|_, waiter| waiter.due <= now) {
+                let _ = waiter.answer.send(Err(Unanswered::Overdue));
+                overdue.push(id);
+            }
+            let next = waiting.values().map(|waiter| waiter.due).min();
+            if next.is_none() {
+                // Under the lock: a call sent after this sees the flag and wakes the task.
+                self.idle.store(true, Ordering::Release);
+            }
+            next
+        };
+        for id in overdue {
+            self.tell_cancelled(id);
+        }
+        Ok(next)
+    }
+
+    /// Tells the upstream that call `id` was given up on, as rmcp's client tells it.
+    fn tell_cancelled(&self, id: u64) {
+        let mut line = serde_json::to_vec(&serde_json::json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {
+                "requestId": format!("{ID_PREFIX}{id}"),
+                "reason": "the gateway gave up on the call",
+            },
+        }))
+        .unwrap_or_default();
+        line.push(b'\n');
+        let _ = self.input.send(line);
+    }
+
     /// Sends a `tools/call` of `tool` with `arguments`; the returned call waits for its
-    /// answer's line, and tells the upstream to stop (`notifications/cancelled`) when it
-    /// is dropped unanswered.
+    /// answer's line, at most the connection's timeout, and tells the upstream to stop
+    /// (`notifications/cancelled`) when it is dropped unanswered or its time is up.
     pub(crate) fn call(&self, tool: &str, arguments: &Value) -> Result<DirectCall<'_>, Unanswered> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (answer, answered) = oneshot::channel();
+        let due = Instant::now() + self.timeout;
         self.waiting()
             .as_mut()
             .ok_or(Unanswered::Closed)?
-            .insert(id, answer);
+            .insert(id, Waiter { due, answer });
+        if self.idle.swap(false, Ordering::AcqRel) {
+            self.wake.notify_one();
+        }
         let call = DirectCall {
             direct: self,
             id,
@@ -80,7 +161,7 @@ impl Direct {
             .as_mut()
             .and_then(|waiting| waiting.remove(&id));
         if let Some(waiter) = waiter {
-            let _ = waiter.send(read);
+            let _ = waiter.answer.send(Ok(read));
         }
         true
     }
@@ -93,6 +174,24 @@ impl Direct {
     /// The connection has ended: every call still waiting is told.
     pub(crate) fn close(&self) {
         self.waiting().take();
+        // The task that gives up on overdue calls ends too.
+        self.wake.notify_one();
+    }
+}
+
+/// The task that gives up on `direct`'s overdue calls, until its connection ends.
+async fn give_up_on_overdue(direct: Weak<Direct>, wake: Arc<Notify>) {
+    loop {
+        let now = Instant::now();
+        let next = match direct.upgrade().map(|direct| direct.end_overdue(now)) {
+            Some(Ok(next)) => next,
+            None | Some(Err(())) => return,
+        };
+        match next {
+            // Calls due close together are given up on together.
+            Some(due) => tokio::time::sleep_until(due.max(now + OVERDUE_GRAIN)).await,
+            None => wake.notified().await,
+        }
     }
 }
 
@@ -158,16 +257,16 @@ fn read_line(line: &[u8]) -> Option<(u64, Read)> {
 pub(crate) struct DirectCall<'a> {
     direct: &'a Direct,
     id: u64,
-    answered: Option<oneshot::Receiver<Read>>,
+    answered: Option<oneshot::Receiver<Result<Read, Unanswered>>>,
 }
 
 impl DirectCall<'_> {
     /// What the line that answers it says.
     pub(crate) async fn answer(mut self) -> Result<Read, Unanswered> {
         let answered = self.answered.as_mut().ok_or(Unanswered::WentAway)?;
-        let line = answered.await.map_err(|_| Unanswered::WentAway)?;
+        let read = answered.await.map_err(|_| Unanswered::WentAway);
         self.answered = None;
-        Ok(line)
+        read?
     }
 }
 
@@ -176,27 +275,15 @@ impl Drop for DirectCall<'_> {
         if self.answered.is_none() {
             return;
         }
-        // Given up on (its timeout, the client cancelling): forgotten here, and the
-        // upstream told to stop, as rmcp's client tells it.
+        // Given up on (the client cancelling): forgotten here, and the upstream told.
         let forgotten = self
             .direct
             .waiting()
             .as_mut()
             .and_then(|waiting| waiting.remove(&self.id));
-        if forgotten.is_none() {
-            return;
+        if forgotten.is_some() {
+            self.direct.tell_cancelled(self.id);
         }
-        let mut line = serde_json::to_vec(&serde_json::json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {
-                "requestId": format!("{ID_PREFIX}{}", self.id),
-                "reason": "the gateway gave up on the call",
-            },
-        }))
-        .unwrap_or_default();
-        line.push(b'\n');
-        let _ = self.direct.input.send(line);
     }
 }
 
@@ -287,7 +374,7 @@ mod tests {
     async fn a_call_given_up_on_tells_the_upstream_and_its_late_answer_is_dropped() {
         let (written, input) = tokio::io::duplex(1 << 12);
         let mut written = tokio::io::BufReader::new(written);
-        let direct = Direct::new(LineSink::new(input));
+        let direct = Direct::start(LineSink::new(input), Duration::from_secs(60));
         let call = direct
             .call("read", &serde_json::json!({ "path": "a" }))
             .unwrap();
@@ -303,9 +390,45 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_call_past_its_time_is_given_up_on_and_the_upstream_told() {
+        let (written, input) = tokio::io::duplex(1 << 12);
+        let mut written = tokio::io::BufReader::new(written);
+        let direct = Direct::start(LineSink::new(input), Duration::from_millis(100));
+        // Twice: the second call is sent after the task that watches the time has gone
+        // idle with no call waiting, and must wake it.
+        for id in 1..=2 {
+            let call = direct.call("read", &serde_json::json!({})).unwrap();
+            assert_eq!(
+                next_line(&mut written).await["id"],
+                format!("cairnloop-direct-{id}")
+            );
+            let started = Instant::now();
+            let answered = tokio::time::timeout(Duration::from_secs(2), call.answer()).await;
+            assert!(
+                matches!(answered, Ok(Err(Unanswered::Overdue))),
+                "call {id}"
+            );
+            assert!(started.elapsed() >= Duration::from_millis(90), "call {id}");
+            let told = next_line(&mut written).await;
+            assert_eq!(told["method"], "notifications/cancelled");
+            assert_eq!(
+                told["params"]["requestId"],
+                format!("cairnloop-direct-{id}")
+            );
+            // Its late answer is still recognised, and dropped.
+            let late = format!(r#"{{"jsonrpc":"2.0","id":"cairnloop-direct-{id}","result":{{}}}}"#);
+            assert!(direct.take(late.as_bytes()));
+        }
+        // A call answered in time is not given up on.
+        let call = direct.call("read", &serde_json::json!({})).unwrap();
+        assert!(direct.take(br#"{"jsonrpc":"2.0","id":"cairnloop-direct-3","result":{}}"#));
+        assert!(matches!(call.answer().await, Ok(Ok(Answer::Result(..)))));
+    }
+
+    #[tokio::test]
     async fn calls_waiting_when_the_connection_ends_are_told_and_later_ones_refused() {
         let (_written, input) = tokio::io::duplex(1 << 12);
-        let direct = Direct::new(LineSink::new(input));
+        let direct = Direct::start(LineSink::new(input), Duration::from_secs(60));
         let call = direct.call("read", &serde_json::json!({})).unwrap();
         direct.close();
         // Told at once: a call left waiting would fail this within a second, not hang.

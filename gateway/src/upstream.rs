@@ -10,7 +10,7 @@ use cairnloop::declare::{RunError, RunFuture};
 use cairnloop::declared::Forward;
 
 use crate::child::BoundedChild;
-use crate::direct::{Answer, Direct};
+use crate::direct::{Answer, Direct, Unanswered};
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::ConfigureCommandExt;
@@ -369,7 +369,10 @@ impl Upstream {
 
     async fn reach(launch: Launch, call_timeout: Duration) -> Result<Arc<Self>, UpstreamError> {
         let mut upstream = Self::new(launch, call_timeout);
-        let running = upstream.launch.connect(upstream.listener.clone()).await?;
+        let running = upstream
+            .launch
+            .connect(upstream.listener.clone(), call_timeout)
+            .await?;
         let connection = upstream.connection.get_mut();
         connection.running = Some(running);
         connection.started = true;
@@ -437,7 +440,11 @@ impl Upstream {
         }
         // The old connection ended: its process is killed as it is dropped.
         connection.running = None;
-        match self.launch.connect(self.listener.clone()).await {
+        match self
+            .launch
+            .connect(self.listener.clone(), self.call_timeout)
+            .await
+        {
             Ok(running) => {
                 let link = running.link();
                 connection.running = Some(running);
@@ -546,19 +553,29 @@ impl Upstream {
         })?;
         // A call given up on (its timeout, or the client cancelling its own request) is
         // dropped, and the upstream is then told (`notifications/cancelled`). Whether it
-        // stopped in time is not known.
+        // stopped in time is not known. A process's connection keeps its calls' time
+        // itself, without a timer per call.
+        let called = async {
+            if link.direct.is_some() {
+                call_on(&link, tool, arguments).await
+            } else {
+                tokio::time::timeout(self.call_timeout, call_on(&link, tool, arguments))
+                    .await
+                    .unwrap_or(Ok(None))
+            }
+        };
         let answered = tokio::select! {
-            answered = tokio::time::timeout(self.call_timeout, call_on(&link, tool, arguments)) => answered,
+            answered = called => answered?,
             () = cairnloop::mcp::request_cancelled() => {
                 return Err(unknown(
                     "the client cancelled the call; the upstream was told to stop".into(),
                 ));
             }
         };
-        let (result, length) = answered.map_err(|_| {
+        let Some((result, length)) = answered else {
             bump(&self.counts.timeouts);
-            unknown("the upstream did not answer in time".into())
-        })??;
+            return Err(unknown("the upstream did not answer in time".into()));
+        };
         if length > MAX_RESULT_BYTES {
             return Err(unknown(oversize()));
         }
@@ -574,8 +591,13 @@ fn unknown(why: String) -> RunError {
 }
 
 /// One call on `link`: the result as JSON, and the length of its text as the upstream
-/// wrote it on a process's pipe (0 over HTTP, where the result is bounded here).
-async fn call_on(link: &Link, tool: &str, arguments: &Value) -> Result<(Value, usize), RunError> {
+/// wrote it on a process's pipe (0 over HTTP, where the result is bounded here); `None`
+/// when a process's connection gave up on it, its time being up.
+async fn call_on(
+    link: &Link,
+    tool: &str,
+    arguments: &Value,
+) -> Result<Option<(Value, usize)>, RunError> {
     let gone = |why: String| match link.crossed.load(Ordering::SeqCst) {
         // The connection was ended under the call: by a frame past its bound (this
         // call's answer, or another's on the same connection), or by the upstream itself.
@@ -601,19 +623,25 @@ async fn call_on(link: &Link, tool: &str, arguments: &Value) -> Result<(Value, u
             return Err(unknown(oversize()));
         }
         let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
-        return Ok((result, 0));
+        return Ok(Some((result, 0)));
     };
     let answer = direct
         .call(tool, arguments)
         .map_err(|_| gone("the connection closed before the call was sent".into()))?
         .answer()
-        .await
-        .map_err(|_| gone("the connection closed before its answer".into()))?;
+        .await;
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(Unanswered::Overdue) => return Ok(None),
+        Err(Unanswered::Closed | Unanswered::WentAway) => {
+            return Err(gone("the connection closed before its answer".into()));
+        }
+    };
     match answer.map_err(|why| gone(format!("its answer does not read: {why}")))? {
         Answer::Refused(message) => Err(RunError::Failed(format!(
             "the upstream refused the call: {message}"
         ))),
-        Answer::Result(result, length) if is_tool_result(&result) => Ok((result, length)),
+        Answer::Result(result, length) if is_tool_result(&result) => Ok(Some((result, length))),
         Answer::Result(..) => Err(gone("its answer is not a tool's result".into())),
     }
 }
@@ -636,8 +664,13 @@ fn is_tool_result(result: &Value) -> bool {
 }
 
 impl Launch {
-    /// Starts the process or reaches the endpoint, and completes MCP's handshake.
-    async fn connect(&self, listener: Listener) -> Result<Running, UpstreamError> {
+    /// Starts the process or reaches the endpoint, and completes MCP's handshake; a call
+    /// to a process waits at most `call_timeout` for its answer.
+    async fn connect(
+        &self,
+        listener: Listener,
+        call_timeout: Duration,
+    ) -> Result<Running, UpstreamError> {
         let crossed = Arc::new(AtomicBool::new(false));
         let (command, args, env) = match self {
             Self::Command { command, args, env } => (command, args, env),
@@ -671,8 +704,9 @@ impl Launch {
             .spawn()
             .map_err(|error| UpstreamError::Start(error.to_string()))?;
         let bound = MAX_RESULT_BYTES + FRAME_ENVELOPE_BYTES;
-        let (transport, direct) = BoundedChild::new(child, bound, Arc::clone(&crossed))
-            .map_err(|error| UpstreamError::Start(error.to_string()))?;
+        let (transport, direct) =
+            BoundedChild::new(child, bound, Arc::clone(&crossed), call_timeout)
+                .map_err(|error| UpstreamError::Start(error.to_string()))?;
         let service = tokio::time::timeout(START_TIMEOUT, listener.serve(transport))
             .await
             .map_err(|_| UpstreamError::Timeout)?

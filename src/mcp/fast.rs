@@ -34,7 +34,8 @@ pub(crate) trait AnswersAtOnce: Send + Sync {
 pub(crate) struct FastCalls<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> {
     governor: Arc<Governor<C, S>>,
     context: Arc<C>,
-    caller: Caller,
+    /// Shared with each call's answer, which outlives the line it was read from.
+    caller: Arc<Caller>,
 }
 
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> FastCalls<C, S> {
@@ -42,7 +43,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> FastCal
         Self {
             governor,
             context,
-            caller,
+            caller: Arc::new(caller),
         }
     }
 }
@@ -60,7 +61,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> Answers
             .filter(|gated| !gated.awaits_approval())?;
         let governor = Arc::clone(&self.governor);
         let context = Arc::clone(&self.context);
-        let caller = self.caller.clone();
+        let caller = Arc::clone(&self.caller);
         let (name, arguments) = (String::from(name), String::from(arguments));
         Some(Box::pin(async move {
             let scopes = caller.scope_refs();
