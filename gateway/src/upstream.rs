@@ -161,17 +161,27 @@ struct Running {
 
 /// What a call or a listing is sent on.
 struct Link {
-    peer: Peer<RoleClient>,
+    via: Via,
     crossed: Arc<AtomicBool>,
-    direct: Option<Arc<Direct>>,
+}
+
+/// rmcp's client, or (for a call to a process) the gateway's own calls beside it.
+enum Via {
+    Peer(Peer<RoleClient>),
+    Direct(Arc<Direct>),
 }
 
 impl Running {
-    fn link(&self) -> Link {
+    /// The way to send a listing (`listing`), or a call: a call to a process goes
+    /// beside rmcp, which is then not touched.
+    fn link(&self, listing: bool) -> Link {
+        let via = match &self.direct {
+            Some(direct) if !listing => Via::Direct(Arc::clone(direct)),
+            _ => Via::Peer(self.service.peer().clone()),
+        };
         Link {
-            peer: self.service.peer().clone(),
+            via,
             crossed: Arc::clone(&self.crossed),
-            direct: self.direct.clone(),
         }
     }
 }
@@ -412,7 +422,7 @@ impl Upstream {
     /// The connection to send on: the running one, or a new one when the old one has
     /// gone away (nothing was sent on it, so nothing is lost by starting again); with
     /// the flag that says whether that connection ended on a frame past its bound.
-    async fn link(&self) -> Result<Link, UpstreamError> {
+    async fn link(&self, listing: bool) -> Result<Link, UpstreamError> {
         let mut connection = self.connection.lock().await;
         if connection.stopped {
             return Err(UpstreamError::Stopped);
@@ -426,7 +436,7 @@ impl Upstream {
                 .as_ref()
                 .is_some_and(|direct| direct.is_closed())
         {
-            return Ok(running.link());
+            return Ok(running.link(listing));
         }
         let now = Instant::now();
         if let Some(at) = connection.retry_at
@@ -446,7 +456,7 @@ impl Upstream {
             .await
         {
             Ok(running) => {
-                let link = running.link();
+                let link = running.link(listing);
                 connection.running = Some(running);
                 connection.failures = 0;
                 connection.retry_at = None;
@@ -489,7 +499,10 @@ impl Upstream {
     ///
     /// The upstream does not answer, or not in time.
     pub async fn listing(&self) -> Result<Value, UpstreamError> {
-        let Link { peer, crossed, .. } = self.link().await?;
+        let Link { via, crossed } = self.link(true).await?;
+        let Via::Peer(peer) = via else {
+            return Err(UpstreamError::Protocol("no MCP client to list with".into()));
+        };
         let tools = tokio::time::timeout(START_TIMEOUT, every_page(&peer))
             .await
             .map_err(|_| UpstreamError::Timeout)?
@@ -546,7 +559,7 @@ impl Upstream {
     }
 
     async fn forward(&self, tool: &str, arguments: &Value) -> Result<Value, RunError> {
-        let link = self.link().await.map_err(|error| {
+        let link = self.link(false).await.map_err(|error| {
             RunError::Failed(format!(
                 "not forwarded: the upstream is not running ({error})"
             ))
@@ -556,7 +569,7 @@ impl Upstream {
         // stopped in time is not known. A process's connection keeps its calls' time
         // itself, without a timer per call.
         let called = async {
-            if link.direct.is_some() {
+            if matches!(link.via, Via::Direct(_)) {
                 call_on(&link, tool, arguments).await
             } else {
                 tokio::time::timeout(self.call_timeout, call_on(&link, tool, arguments))
@@ -604,26 +617,9 @@ async fn call_on(
         true => unknown(format!("{}; the upstream is started again", oversize())),
         false => unknown(format!("the upstream failed: {why}")),
     };
-    let Some(direct) = &link.direct else {
-        let arguments = arguments.as_object().cloned().unwrap_or_default();
-        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let result = link
-            .peer
-            .call_tool(request)
-            .await
-            .map_err(|error| match error {
-                // An error answer: the upstream refused the call (an unknown tool, bad
-                // arguments), so it did not do the work.
-                rmcp::ServiceError::McpError(error) => {
-                    RunError::Failed(format!("the upstream refused the call: {}", error.message))
-                }
-                other => gone(other.to_string()),
-            })?;
-        if !fits(&result, MAX_RESULT_BYTES) {
-            return Err(unknown(oversize()));
-        }
-        let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
-        return Ok(Some((result, 0)));
+    let direct = match &link.via {
+        Via::Direct(direct) => direct,
+        Via::Peer(peer) => return call_over_rmcp(peer, tool, arguments, gone).await,
     };
     let answer = direct
         .call(tool, arguments)
@@ -644,6 +640,30 @@ async fn call_on(
         Answer::Result(result, length) if is_tool_result(&result) => Ok(Some((result, length))),
         Answer::Result(..) => Err(gone("its answer is not a tool's result".into())),
     }
+}
+
+/// One call over rmcp's client (an upstream reached over HTTP).
+async fn call_over_rmcp(
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    arguments: &Value,
+    gone: impl Fn(String) -> RunError,
+) -> Result<Option<(Value, usize)>, RunError> {
+    let arguments = arguments.as_object().cloned().unwrap_or_default();
+    let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    let result = peer.call_tool(request).await.map_err(|error| match error {
+        // An error answer: the upstream refused the call (an unknown tool, bad
+        // arguments), so it did not do the work.
+        rmcp::ServiceError::McpError(error) => {
+            RunError::Failed(format!("the upstream refused the call: {}", error.message))
+        }
+        other => gone(other.to_string()),
+    })?;
+    if !fits(&result, MAX_RESULT_BYTES) {
+        return Err(unknown(oversize()));
+    }
+    let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
+    Ok(Some((result, 0)))
 }
 
 /// Whether `result` has the shape of a `CallToolResult`, read as leniently as rmcp reads

@@ -56,7 +56,7 @@ pub(crate) use query::newest_first;
 pub use query::{LaneMark, LaneQuery};
 pub use reply::ModelReply;
 #[cfg(feature = "rmcp")]
-pub(crate) use reply::superseded_note;
+pub(crate) use reply::{executed_body, superseded_note};
 pub(crate) use service::Approvals;
 pub use store::{ApprovalStore, MemoryStore};
 pub use task::{TASK_ID_LEN, TaskId, TaskRecord};

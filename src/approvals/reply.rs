@@ -130,7 +130,7 @@ impl Outcome {
         match self {
             Self::Executed(output) => ModelReply {
                 text: output.to_string(),
-                body: json!({ "status": "executed", "output": output }),
+                body: executed_body(output),
                 error: false,
             },
             Self::Failed(error) => failure(
@@ -193,6 +193,15 @@ fn superseded_reply(
         text,
         error: inner.error,
     }
+}
+
+/// The body of an executed call: `{"status": "executed", "output": output}`, the output
+/// moved in (`json!` would copy it through its serializer).
+pub(crate) fn executed_body(output: Value) -> Value {
+    let mut body = serde_json::Map::new();
+    body.insert("status".into(), Value::from("executed"));
+    body.insert("output".into(), output);
+    Value::Object(body)
 }
 
 /// What a caller whose call was approved with changed arguments is told first: who

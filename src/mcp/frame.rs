@@ -353,9 +353,36 @@ struct Shape {
     id: Option<RequestId>,
 }
 
-/// How deep a line's arrays and objects nest, the envelope included.
-pub(crate) fn depth_of(line: &[u8]) -> usize {
-    scan(line).depth
+/// Whether a line's arrays and objects nest deeper than `most`, the envelope included:
+/// one quick pass that reads nothing else, and stops at the first level past `most`.
+pub(crate) fn nests_deeper_than(line: &[u8], most: usize) -> bool {
+    let mut depth = 0usize;
+    let mut bytes = line.iter();
+    while let Some(&byte) = bytes.next() {
+        match byte {
+            b'"' => {
+                // To the string's end: its brackets do not nest.
+                while let Some(&inner) = bytes.next() {
+                    match inner {
+                        b'\\' => {
+                            bytes.next();
+                        }
+                        b'"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > most {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// One pass over the bytes: depth is counted outside strings, and the top-level `id`
@@ -590,5 +617,24 @@ mod tests {
     fn the_scan_counts_depth_outside_strings() {
         assert_eq!(scan(b"{\"a\":[[{}]]}").depth, 4);
         assert_eq!(scan(b"{\"a\":\"[[[[\"}").depth, 1);
+    }
+
+    #[test]
+    fn the_quick_depth_check_counts_only_outside_strings() {
+        // (line, its depth counted by hand)
+        for (line, depth) in [
+            (r#"{"a":[[{}]]}"#, 4),
+            (r#"{"a":"[[[["}"#, 1),
+            (r#"{"a":"\"[[","b":[1]}"#, 2),
+            (r#"{"a":"\\","b":[[2]]}"#, 3),
+            (r#"{"a":{"b":{}},"c":[[],[[]]]}"#, 4),
+            (r#"[]"#, 1),
+            ("7", 0),
+        ] {
+            assert!(!nests_deeper_than(line.as_bytes(), depth), "{line}");
+            if depth > 0 {
+                assert!(nests_deeper_than(line.as_bytes(), depth - 1), "{line}");
+            }
+        }
     }
 }

@@ -6,10 +6,10 @@ use alloc::vec;
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::approvals::superseded_note;
 use crate::approvals::{ApprovalError, ModelReply, Outcome};
+use crate::approvals::{executed_body, superseded_note};
 
 /// The result of an outcome other than an unknown tool (a protocol error, decided by the
 /// caller). `note` adds a line to the text (why an approval prompt decided nothing).
@@ -29,14 +29,14 @@ pub(crate) fn not_recorded(error: &ApprovalError) -> CallToolResult {
 pub(crate) fn handed_on(output: Value) -> CallToolResult {
     if let Some(content) = plain_text(&output) {
         let mut result = CallToolResult::success(content);
-        result.structured_content = Some(json!({ "status": "executed", "output": output }));
+        result.structured_content = Some(executed_body(output));
         return result;
     }
     // Read from the value in place: the output itself goes along whole.
     match CallToolResult::deserialize(&output) {
         Ok(upstream) if upstream.is_error != Some(true) && !upstream.content.is_empty() => {
             let mut result = CallToolResult::success(upstream.content);
-            result.structured_content = Some(json!({ "status": "executed", "output": output }));
+            result.structured_content = Some(executed_body(output));
             result
         }
         _ => outcome_result(Outcome::Executed(output), None),
@@ -116,6 +116,7 @@ fn call_result(reply: ModelReply) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// What the decoder reads from `output`, as `handed_on` answered before it had a
     /// shortcut.

@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::fast::{AnswersAtOnce, answer_message, plain_call};
-use super::frame::{Frame, FrameLimits, depth_of, judge, oversized, without_line_end};
+use super::frame::{Frame, FrameLimits, judge, nests_deeper_than, oversized, without_line_end};
 use super::line_sink::LineSink;
 use super::server::McpServer;
 use crate::approvals::ApprovalStore;
@@ -158,7 +158,8 @@ where
         };
         let line = without_line_end(&self.line);
         // A line past the depth limit is the frame's to answer.
-        let Some(call) = plain_call(line).filter(|_| depth_of(line) <= self.limits.max_depth())
+        let Some(call) =
+            plain_call(line).filter(|_| !nests_deeper_than(line, self.limits.max_depth()))
         else {
             return false;
         };
