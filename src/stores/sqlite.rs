@@ -626,12 +626,35 @@ fn run_cached(connection: &Connection, sql: &str) -> Result<(), StoreError> {
 struct Watched {
     connection: Connection,
     seen: i64,
+    /// The link of the event this connection last appended in the open transaction, and
+    /// the connection's count of changed rows just after: an append that finds the count
+    /// unchanged (nothing written or undone since) links to it without reading the log.
+    appended: Option<(ChainHash, u64)>,
 }
 
 impl Watched {
     fn new(connection: Connection) -> Result<Self, StoreError> {
         let seen = data_version(&connection).map_err(classify)?;
-        Ok(Self { connection, seen })
+        Ok(Self {
+            connection,
+            seen,
+            appended: None,
+        })
+    }
+
+    /// [`append_event`], linked to the event this connection appended just before when
+    /// nothing was written since: the records handed over to write soon, one after
+    /// another at the start of a batch, read the log's last link once.
+    fn append_linked(&mut self, record: &str) -> Result<(), StoreError> {
+        let changes = self.connection.total_changes();
+        let prev = match self.appended.take() {
+            Some((link, after)) if after == changes => link,
+            _ => chain_tail(&self.connection)?,
+        };
+        let hash = chain_link(&prev, record);
+        insert_event(&self.connection, record, &prev, &hash)?;
+        self.appended = Some((hash, self.connection.total_changes()));
+        Ok(())
     }
 }
 
@@ -655,10 +678,13 @@ impl std::ops::DerefMut for Watched {
 
 impl Batch for Watched {
     fn begin(&mut self) -> Result<(), StoreError> {
+        // Another process may have appended since the last transaction.
+        self.appended = None;
         run_cached(self, "BEGIN IMMEDIATE")
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
+        self.appended = None;
         run_cached(self, "COMMIT").inspect_err(|_| {
             let _ = run_cached(self, "ROLLBACK");
         })
@@ -683,6 +709,16 @@ impl Batch for Watched {
 fn append_event(connection: &Connection, record: &str) -> Result<(), StoreError> {
     let prev = chain_tail(connection)?;
     let hash = chain_link(&prev, record);
+    insert_event(connection, record, &prev, &hash)
+}
+
+/// Inserts `record` with its links.
+fn insert_event(
+    connection: &Connection,
+    record: &str,
+    prev: &ChainHash,
+    hash: &ChainHash,
+) -> Result<(), StoreError> {
     connection
         .prepare_cached("INSERT INTO events (record, prev, hash) VALUES (?1, ?2, ?3)")
         .and_then(|mut insert| insert.execute(params![record, &prev[..], &hash[..]]))
@@ -868,7 +904,7 @@ impl ApprovalStore for SqliteStore {
         };
         let taken = self.worker.soon(move |connection| {
             // A record that cannot be written is lost: its caller chose not to wait.
-            let _ = append_event(connection, &text);
+            let _ = connection.append_linked(&text);
         });
         (!taken).then_some(record)
     }
@@ -1248,5 +1284,62 @@ fn value(param: &Param) -> rusqlite::types::Value {
     match param {
         Param::Text(text) => rusqlite::types::Value::Text(text.clone()),
         Param::Int(number) => rusqlite::types::Value::Integer(*number),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event's `prev` is the `hash` before it, and its `hash` links its record.
+    fn chain_holds(connection: &Connection) -> usize {
+        let mut select = connection
+            .prepare("SELECT record, prev, hash FROM events ORDER BY seq")
+            .unwrap();
+        let rows: Vec<(String, Vec<u8>, Vec<u8>)> = select
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut prev = CHAIN_GENESIS.to_vec();
+        for (record, linked_to, hash) in &rows {
+            assert_eq!(linked_to, &prev, "{record} links to its predecessor");
+            assert_eq!(
+                hash,
+                &chain_link(&as_link(Some(linked_to)), record).to_vec(),
+                "{record}"
+            );
+            prev = hash.clone();
+        }
+        rows.len()
+    }
+
+    #[test]
+    fn appends_one_after_another_link_up_around_other_writes_and_other_connections() {
+        let dir = std::env::temp_dir().join(format!("cairnloop-linked-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("lanes.db");
+        let mut connection = Connection::open(&path).unwrap();
+        migrate(&mut connection).unwrap();
+        let mut store = Watched::new(connection).unwrap();
+        let other = Connection::open(&path).unwrap();
+
+        store.begin().unwrap();
+        store.append_linked("a").unwrap();
+        store.append_linked("b").unwrap();
+        // A write of another kind in the same transaction: the next append reads the log.
+        append_event(&store, "c").unwrap();
+        store.append_linked("d").unwrap();
+        store.commit().unwrap();
+        // Another connection (another process) appends between two transactions.
+        append_event(&other, "e").unwrap();
+        store.begin().unwrap();
+        store.append_linked("f").unwrap();
+        store.append_linked("g").unwrap();
+        store.commit().unwrap();
+
+        assert_eq!(chain_holds(&other), 7);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
