@@ -22,6 +22,10 @@
 //! Each arm's CPU per call is read from `/proc` over the timed rounds: the proxy's (the
 //! relay's, the gateway's) and the server's behind it.
 //!
+//! `CAIRNLOOP_BENCH_GATEWAY=PATH` measures another build of the gateway (an older commit's,
+//! say) against the same floor, so that two builds can be run turn about on a machine whose
+//! speed drifts between runs.
+//!
 //! Needs `node` and the server from `npm ci` in `tests/mcp-ts` (or
 //! `CAIRNLOOP_FILESYSTEM_SERVER`). Prints the figures and whether the goal is met
 //! (≤ 1 ms added at the median, ≤ 10 % at the 99th percentile); it asserts nothing about
