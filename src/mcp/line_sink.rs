@@ -354,6 +354,29 @@ mod tests {
     }
 
     #[test]
+    fn a_line_sent_while_another_waits_never_overtakes_it_when_room_opens() {
+        runtime().block_on(async {
+            let (mut reader, writer) = tokio::io::duplex(16);
+            let sink = LineSink::new(writer);
+            let first = alloc::format!("{{\"first\":\"{}\"}}\n", "a".repeat(30)).into_bytes();
+            let second = b"{\"second\":1}\n".to_vec();
+            sink.send(first.clone()).unwrap();
+            // Room opens before the finishing task has run: the next line still queues.
+            let mut start = [0; 16];
+            reader.read_exact(&mut start).await.unwrap();
+            sink.send(second.clone()).unwrap();
+            let closing = tokio::spawn({
+                let sink = sink.clone();
+                async move { sink.close().await }
+            });
+            let mut rest = Vec::new();
+            reader.read_to_end(&mut rest).await.unwrap();
+            closing.await.unwrap();
+            assert_eq!([&start[..], &rest].concat(), [first, second].concat());
+        });
+    }
+
+    #[test]
     fn a_failed_write_refuses_that_line_and_every_later_one() {
         runtime().block_on(async {
             let (reader, writer) = tokio::io::duplex(64);
