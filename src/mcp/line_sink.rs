@@ -326,6 +326,18 @@ mod tests {
             .unwrap()
     }
 
+    /// Closes `sink` while `reader` reads to the end; what it read.
+    async fn close_and_read(sink: &LineSink, reader: &mut tokio::io::DuplexStream) -> Vec<u8> {
+        let closing = tokio::spawn({
+            let sink = sink.clone();
+            async move { sink.close().await }
+        });
+        let mut read = Vec::new();
+        reader.read_to_end(&mut read).await.unwrap();
+        closing.await.unwrap();
+        read
+    }
+
     #[test]
     fn lines_the_writer_cannot_take_at_once_follow_in_order() {
         runtime().block_on(async {
@@ -341,14 +353,7 @@ mod tests {
             for line in &lines {
                 sink.send(line.clone()).unwrap();
             }
-            let closing = tokio::spawn({
-                let sink = sink.clone();
-                async move { sink.close().await }
-            });
-            let mut read = Vec::new();
-            reader.read_to_end(&mut read).await.unwrap();
-            closing.await.unwrap();
-            assert_eq!(read, lines.concat());
+            assert_eq!(close_and_read(&sink, &mut reader).await, lines.concat());
             assert!(sink.send(b"late\n".to_vec()).is_err());
         });
     }
@@ -365,13 +370,7 @@ mod tests {
             let mut start = [0; 16];
             reader.read_exact(&mut start).await.unwrap();
             sink.send(second.clone()).unwrap();
-            let closing = tokio::spawn({
-                let sink = sink.clone();
-                async move { sink.close().await }
-            });
-            let mut rest = Vec::new();
-            reader.read_to_end(&mut rest).await.unwrap();
-            closing.await.unwrap();
+            let rest = close_and_read(&sink, &mut reader).await;
             assert_eq!([&start[..], &rest].concat(), [first, second].concat());
         });
     }
