@@ -26,6 +26,7 @@ mod child;
 pub mod config;
 mod direct;
 pub mod metrics;
+mod result_text;
 pub mod serve;
 pub mod store;
 pub mod upstream;

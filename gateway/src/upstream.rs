@@ -6,16 +6,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cairnloop::Actor;
-use cairnloop::declare::{RunError, RunFuture};
+use cairnloop::declare::{CallResultFuture, RunError, RunFuture};
 use cairnloop::declared::Forward;
 
 use crate::child::BoundedChild;
 use crate::direct::{Answer, Direct, Unanswered};
+use crate::result_text::reads_as_success;
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::ConfigureCommandExt;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The longest an upstream may take to start and answer its listing.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -550,6 +552,25 @@ impl Upstream {
     /// runs for (the upstream is told to stop): it may have done the work, so the call
     /// is never run again on its own.
     pub async fn call(&self, tool: &str, arguments: &Value) -> Result<Value, RunError> {
+        self.counted(tool, arguments).await?.into_tree()
+    }
+
+    /// [`Upstream::call`], its result the text of the `CallToolResult` as the upstream
+    /// wrote it (as rmcp's model of it writes it, over HTTP), for a client to be
+    /// answered around it: every string in it reads as Unicode text.
+    ///
+    /// # Errors
+    ///
+    /// As [`Upstream::call`].
+    pub async fn call_text(
+        &self,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Box<RawValue>, RunError> {
+        self.counted(tool, arguments).await?.into_text()
+    }
+
+    async fn counted(&self, tool: &str, arguments: &Value) -> Result<Returned, RunError> {
         bump(&self.counts.calls);
         let called = self.forward(tool, arguments).await;
         if called.is_err() {
@@ -558,7 +579,7 @@ impl Upstream {
         called
     }
 
-    async fn forward(&self, tool: &str, arguments: &Value) -> Result<Value, RunError> {
+    async fn forward(&self, tool: &str, arguments: &Value) -> Result<Returned, RunError> {
         let link = self.link(false).await.map_err(|error| {
             RunError::Failed(format!(
                 "not forwarded: the upstream is not running ({error})"
@@ -585,17 +606,18 @@ impl Upstream {
                 ));
             }
         };
-        let Some((result, length)) = answered else {
+        let Some(returned) = answered else {
             bump(&self.counts.timeouts);
             return Err(unknown("the upstream did not answer in time".into()));
         };
-        if length > MAX_RESULT_BYTES {
-            return Err(unknown(oversize()));
+        match returned {
+            Returned::Tree(result)
+                if result.get("isError").and_then(Value::as_bool) == Some(true) =>
+            {
+                Err(RunError::Failed(error_text(&result)))
+            }
+            returned => Ok(returned),
         }
-        if result.get("isError").and_then(Value::as_bool) == Some(true) {
-            return Err(RunError::Failed(error_text(&result)));
-        }
-        Ok(result)
     }
 }
 
@@ -603,14 +625,37 @@ fn unknown(why: String) -> RunError {
     RunError::OutcomeUnknown(why)
 }
 
-/// One call on `link`: the result as JSON, and the length of its text as the upstream
-/// wrote it on a process's pipe (0 over HTTP, where the result is bounded here); `None`
-/// when a process's connection gave up on it, its time being up.
-async fn call_on(
-    link: &Link,
-    tool: &str,
-    arguments: &Value,
-) -> Result<Option<(Value, usize)>, RunError> {
+/// A tool's result as it came back.
+enum Returned {
+    /// The text a process wrote, read as a successful tool's result
+    /// ([`reads_as_success`]).
+    Text(Box<RawValue>),
+    /// Any other result, as a tree; and a result over HTTP, as rmcp's model writes it.
+    Tree(Value),
+}
+
+impl Returned {
+    fn into_tree(self) -> Result<Value, RunError> {
+        match self {
+            Self::Tree(result) => Ok(result),
+            // Read once already, so this reads.
+            Self::Text(text) => serde_json::from_str(text.get())
+                .map_err(|error| RunError::Output(error.to_string())),
+        }
+    }
+
+    fn into_text(self) -> Result<Box<RawValue>, RunError> {
+        match self {
+            Self::Text(text) => Ok(text),
+            Self::Tree(result) => serde_json::value::to_raw_value(&result)
+                .map_err(|error| RunError::Output(error.to_string())),
+        }
+    }
+}
+
+/// One call on `link`: the result, checked to be a tool's result; `None` when a
+/// process's connection gave up on it, its time being up.
+async fn call_on(link: &Link, tool: &str, arguments: &Value) -> Result<Option<Returned>, RunError> {
     let gone = |why: String| match link.crossed.load(Ordering::SeqCst) {
         // The connection was ended under the call: by a frame past its bound (this
         // call's answer, or another's on the same connection), or by the upstream itself.
@@ -633,13 +678,26 @@ async fn call_on(
             return Err(gone("the connection closed before its answer".into()));
         }
     };
-    match answer.map_err(|why| gone(format!("its answer does not read: {why}")))? {
-        Answer::Refused(message) => Err(RunError::Failed(format!(
-            "the upstream refused the call: {message}"
-        ))),
-        Answer::Result(result, length) if is_tool_result(&result) => Ok(Some((result, length))),
-        Answer::Result(..) => Err(gone("its answer is not a tool's result".into())),
+    let text = match answer.map_err(|why| gone(format!("its answer does not read: {why}")))? {
+        Answer::Refused(message) => {
+            return Err(RunError::Failed(format!(
+                "the upstream refused the call: {message}"
+            )));
+        }
+        Answer::Result(text) => text,
+    };
+    if text.get().len() > MAX_RESULT_BYTES {
+        return Err(unknown(oversize()));
     }
+    if reads_as_success(&text) {
+        return Ok(Some(Returned::Text(text)));
+    }
+    let result: Value = serde_json::from_str(text.get())
+        .map_err(|error| gone(format!("its answer does not read: {error}")))?;
+    if !is_tool_result(&result) {
+        return Err(gone("its answer is not a tool's result".into()));
+    }
+    Ok(Some(Returned::Tree(result)))
 }
 
 /// One call over rmcp's client (an upstream reached over HTTP).
@@ -648,7 +706,7 @@ async fn call_over_rmcp(
     tool: &str,
     arguments: &Value,
     gone: impl Fn(String) -> RunError,
-) -> Result<Option<(Value, usize)>, RunError> {
+) -> Result<Option<Returned>, RunError> {
     let arguments = arguments.as_object().cloned().unwrap_or_default();
     let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
     let result = peer.call_tool(request).await.map_err(|error| match error {
@@ -663,7 +721,7 @@ async fn call_over_rmcp(
         return Err(unknown(oversize()));
     }
     let result = serde_json::to_value(&result).map_err(|error| unknown(error.to_string()))?;
-    Ok(Some((result, 0)))
+    Ok(Some(Returned::Tree(result)))
 }
 
 /// Whether `result` has the shape of a `CallToolResult`, read as leniently as rmcp reads
@@ -889,5 +947,14 @@ impl<C: ?Sized + Sync> Forward<C> for ToUpstream {
     fn forward<'a>(&'a self, arguments: &'a Value, _: &'a Actor<'a>, _: &'a C) -> RunFuture<'a> {
         // The caller's identity and token stay here: the upstream sees the arguments only.
         Box::pin(self.upstream.call(&self.tool, arguments))
+    }
+
+    fn forward_call_result<'a>(
+        &'a self,
+        arguments: &'a Value,
+        _: &'a Actor<'a>,
+        _: &'a C,
+    ) -> CallResultFuture<'a> {
+        Box::pin(self.upstream.call_text(&self.tool, arguments))
     }
 }

@@ -651,6 +651,66 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         Ok(Gated { entry, verdict })
     }
 
+    /// [`Governor::decide`] for a call the MCP transport answers itself: a call that runs
+    /// at once of a tool whose output is an MCP `CallToolResult` is run for the result's
+    /// text, recorded exactly as `decide` records it; any other call is decided by
+    /// `decide`.
+    #[cfg(feature = "rmcp")]
+    pub(crate) async fn decide_handing_on(
+        &self,
+        gated: Gated<C>,
+        call: &ToolCall<'_>,
+        actor: &Actor<'_>,
+        context: &C,
+    ) -> Result<HandingOn, ApprovalError> {
+        let hands_on = matches!(
+            &gated.verdict,
+            Verdict::Execute { input: Admitted { codec, .. }, .. } if codec.output_is_call_result()
+        );
+        if !hands_on {
+            return self
+                .decide(gated, call, actor, context)
+                .await
+                .map(HandingOn::Outcome);
+        }
+        let Gated { entry, verdict } = gated;
+        let mut record = self.audits().then(|| {
+            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
+                .with_raise_reason(&verdict)
+        });
+        let (codec, input) = match verdict {
+            Verdict::Execute {
+                input: Admitted { codec, input, .. },
+                ..
+            } => (codec, input),
+            // Not met (checked above); decided as any other call.
+            verdict => {
+                let gated = Gated { entry, verdict };
+                return self
+                    .decide(gated, call, actor, context)
+                    .await
+                    .map(HandingOn::Outcome);
+            }
+        };
+        // As `decide` runs it: the record handed to be written soon, then the run.
+        self.record_soon(&mut record).await?;
+        let run = match codec.run_call_result(input, actor, context) {
+            Ok(run) => run.await.map(HandingOn::CallResult),
+            Err(input) => run_ready(
+                codec,
+                input,
+                actor,
+                context,
+                RunKey::OnDemand {
+                    dedupe_token: call.dedupe_token(),
+                },
+            )
+            .await
+            .map(|output| HandingOn::Outcome(Outcome::Executed(output))),
+        };
+        Ok(run.unwrap_or_else(|error| HandingOn::Outcome(Outcome::Failed(error))))
+    }
+
     /// [`Governor::call`] past its gates: `gated` is `call` as [`Governor::gate`] let it
     /// through, for the same actor and context.
     pub(crate) async fn decide(
@@ -1707,6 +1767,15 @@ fn check_actor(actor: &Actor<'_>) -> Result<(), ApprovalError> {
         Some(account) => check_id(account).map_err(ApprovalError::InvalidActor),
         None => Ok(()),
     }
+}
+
+/// What became of a call [`Governor::decide_handing_on`] decided.
+#[cfg(feature = "rmcp")]
+pub(crate) enum HandingOn {
+    /// The outcome, as [`Governor::decide`] gives it.
+    Outcome(Outcome),
+    /// The call ran; its output is the text of an MCP `CallToolResult`.
+    CallResult(Box<serde_json::value::RawValue>),
 }
 
 /// A call through the gates, not yet recorded nor run (see [`Governor::gate`]).

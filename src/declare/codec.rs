@@ -22,6 +22,17 @@ pub(crate) type ErasedInput = Box<dyn Any + Send>;
 /// The future of a call run by name: the tool's output as JSON, or why it failed.
 pub type RunFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, RunError>> + Send + 'a>>;
 
+/// The future of a call whose output is an MCP `CallToolResult` as the JSON text a server
+/// wrote: handed to an MCP client without being read into a tree and written again.
+#[cfg(feature = "rmcp")]
+pub type CallResultFuture<'a> = Pin<
+    Box<
+        dyn Future<Output = Result<alloc::boxed::Box<serde_json::value::RawValue>, RunError>>
+            + Send
+            + 'a,
+    >,
+>;
+
 /// The tier one call asks for, and why when its rule says (shown to whoever approves it).
 pub(crate) type AskedTier = (RiskTier, Option<String>);
 
@@ -82,6 +93,18 @@ pub(crate) trait Codec<C: ?Sized>: Sync {
     #[cfg(feature = "rmcp")]
     fn output_is_call_result(&self) -> bool {
         false
+    }
+    /// `run`, its output the text of the `CallToolResult`, for a tool whose output is
+    /// one; the input back, untouched, for any other.
+    #[cfg(feature = "rmcp")]
+    fn run_call_result<'a>(
+        &'a self,
+        input: ErasedInput,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+    ) -> Result<CallResultFuture<'a>, ErasedInput> {
+        let _ = (actor, context);
+        Err(input)
     }
     /// The input's JSON Schema, if the tool has one to list.
     #[cfg(feature = "schemars")]

@@ -45,6 +45,47 @@ pub trait Forward<C: ?Sized>: Send + Sync {
         actor: &'a Actor<'a>,
         context: &'a C,
     ) -> RunFuture<'a>;
+
+    /// Runs one call of a tool declared
+    /// [`with_call_result_output`](DeclaredTool::with_call_result_output), its output the
+    /// JSON text of the MCP `CallToolResult` as it came: an MCP client is answered from
+    /// the text, without reading it into a tree and writing it again. Whatever strings
+    /// it holds reach the client as they are written, so check them first if they come
+    /// from afar. By default, [`forward`](Forward::forward)'s output, written as text.
+    ///
+    /// ```
+    /// use cairnloop::Actor;
+    /// use cairnloop::declare::{CallResultFuture, RunError, RunFuture};
+    /// use cairnloop::declared::Forward;
+    /// use serde_json::value::RawValue;
+    ///
+    /// struct Hello;
+    /// impl Forward<()> for Hello {
+    ///     fn forward<'a>(&'a self, _: &'a serde_json::Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+    ///         Box::pin(async { Ok(serde_json::json!({"content": [{"type": "text", "text": "hi"}]})) })
+    ///     }
+    ///     fn forward_call_result<'a>(&'a self, _: &'a serde_json::Value, _: &'a Actor<'a>, _: &'a ()) -> CallResultFuture<'a> {
+    ///         let text = r#"{"content":[{"type":"text","text":"hi"}]}"#;
+    ///         Box::pin(async move { RawValue::from_string(text.into()).map_err(|e| RunError::Output(e.to_string())) })
+    ///     }
+    /// }
+    /// ```
+    #[cfg(feature = "rmcp")]
+    fn forward_call_result<'a>(
+        &'a self,
+        arguments: &'a Value,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+    ) -> crate::declare::CallResultFuture<'a>
+    where
+        C: Sync,
+    {
+        Box::pin(async move {
+            let output = self.forward(arguments, actor, context).await?;
+            serde_json::value::to_raw_value(&output)
+                .map_err(|error| RunError::Output(error.to_string()))
+        })
+    }
 }
 
 /// Why a JSON Schema cannot be a declared tool's input schema.
@@ -798,6 +839,24 @@ impl<C: ?Sized + Sync + 'static> Codec<C> for DeclaredTool<C> {
     #[cfg(feature = "rmcp")]
     fn output_is_call_result(&self) -> bool {
         self.call_result
+    }
+
+    #[cfg(feature = "rmcp")]
+    fn run_call_result<'a>(
+        &'a self,
+        input: ErasedInput,
+        actor: &'a Actor<'a>,
+        context: &'a C,
+    ) -> Result<crate::declare::CallResultFuture<'a>, ErasedInput> {
+        if !self.call_result {
+            return Err(input);
+        }
+        let input = input.downcast::<Value>()?;
+        Ok(Box::pin(async move {
+            self.forward
+                .forward_call_result(&input, actor, context)
+                .await
+        }))
     }
 
     #[cfg(feature = "schemars")]

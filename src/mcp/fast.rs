@@ -5,8 +5,9 @@
 
 use alloc::borrow::Cow;
 use alloc::boxed::Box;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::pin::Pin;
 
 use rmcp::ErrorData;
@@ -14,12 +15,24 @@ use rmcp::model::{CallToolResult, RequestId, ServerJsonRpcMessage, ServerResult}
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::handed_on_text::plain_result_line;
+use super::result::{handed_on, outcome_result};
 use super::server::answer;
-use crate::approvals::{ApprovalStore, Caller, Governor};
+use crate::Outcome;
+use crate::approvals::{ApprovalStore, Caller, Governor, HandingOn};
+use crate::declare::RunError;
 use crate::json::ToolCall;
 
 /// An answer on its way.
-pub(crate) type Answering = Pin<Box<dyn Future<Output = Result<CallToolResult, ErrorData>> + Send>>;
+pub(crate) type Answering = Pin<Box<dyn Future<Output = Answered> + Send>>;
+
+/// What a call answered here is answered with.
+pub(crate) enum Answered {
+    /// rmcp's model of the answer.
+    Model(Result<CallToolResult, ErrorData>),
+    /// The call ran, and its output is the text of an MCP `CallToolResult` to hand on.
+    CallResult(Box<RawValue>),
+}
 
 /// What answers the calls of one server that run at once.
 pub(crate) trait AnswersAtOnce: Send + Sync {
@@ -67,8 +80,15 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> Answers
             let scopes = caller.scope_refs();
             let actor = caller.actor(&scopes);
             let call = ToolCall::new(&name, &arguments);
-            let outcome = governor.decide(gated, &call, &actor, &context).await;
-            answer(governor.registry(), &name, outcome, None)
+            let outcome = match governor
+                .decide_handing_on(gated, &call, &actor, &context)
+                .await
+            {
+                Ok(HandingOn::CallResult(text)) => return Answered::CallResult(text),
+                Ok(HandingOn::Outcome(outcome)) => Ok(outcome),
+                Err(error) => Err(error),
+            };
+            Answered::Model(answer(governor.registry(), &name, outcome, None))
         }))
     }
 }
@@ -123,6 +143,31 @@ pub(crate) fn plain_call(line: &[u8]) -> Option<PlainCall<'_>> {
         name: envelope.params.name,
         arguments,
     })
+}
+
+/// The line (its newline included) that answers request `id` with `answered`, shaped
+/// for the protocol the session agreed (`current`: 2026-07-28 or later), as rmcp's
+/// handler shapes it: a result's text is answered around it where it is plain, and read
+/// into a tree otherwise.
+pub(crate) fn answer_line(answered: Answered, id: RequestId, current: bool) -> Option<Vec<u8>> {
+    let answered = match answered {
+        Answered::Model(answered) => answered,
+        Answered::CallResult(text) => {
+            if let Some(line) = plain_result_line(&text, &id, current) {
+                return Some(line);
+            }
+            Ok(match serde_json::from_str(text.get()) {
+                Ok(output) => handed_on(output),
+                // Text no tree reads (a string no Unicode text is): said, not handed on.
+                Err(error) => {
+                    outcome_result(Outcome::Failed(RunError::Output(error.to_string())), None)
+                }
+            })
+        }
+    };
+    let mut line = serde_json::to_vec(&answer_message(answered, id, current)).ok()?;
+    line.push(b'\n');
+    Some(line)
 }
 
 /// The message that answers request `id` with `answered`, shaped for the protocol the

@@ -11,6 +11,8 @@ mod fast;
 #[cfg(feature = "rmcp")]
 mod frame;
 #[cfg(feature = "rmcp")]
+mod handed_on_text;
+#[cfg(feature = "rmcp")]
 mod line_sink;
 mod listed;
 mod projection;

@@ -18,7 +18,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncWrite, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use super::fast::{AnswersAtOnce, answer_message, plain_call};
+use super::fast::{AnswersAtOnce, answer_line, plain_call};
 use super::frame::{Frame, FrameLimits, judge, nests_deeper_than, oversized, without_line_end};
 use super::line_sink::LineSink;
 use super::server::McpServer;
@@ -181,8 +181,7 @@ where
             if lock(&calls).remove(&id).is_none() {
                 return;
             }
-            if let Ok(mut line) = serde_json::to_vec(&answer_message(answered, id, current)) {
-                line.push(b'\n');
+            if let Some(line) = answer_line(answered, id, current) {
                 let _ = writer.send(line);
             }
         });
