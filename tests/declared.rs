@@ -446,6 +446,176 @@ fn an_mcp_client_is_handed_an_upstream_result_as_the_upstream_wrote_it() {
     );
 }
 
+/// An upstream whose answer is `text`, handed on as that text where a client is answered
+/// from it, and read into a tree otherwise.
+#[cfg(feature = "rmcp")]
+struct Said(&'static str);
+
+#[cfg(feature = "rmcp")]
+impl Forward<()> for Said {
+    fn forward<'a>(&'a self, _: &'a Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+        let output =
+            serde_json::from_str(self.0).map_err(|error| RunError::Output(error.to_string()));
+        Box::pin(async move { output })
+    }
+
+    fn forward_call_result<'a>(
+        &'a self,
+        _: &'a Value,
+        _: &'a Actor<'a>,
+        _: &'a (),
+    ) -> cairnloop::declare::CallResultFuture<'a> {
+        let text = serde_json::value::RawValue::from_string(self.0.into())
+            .map_err(|error| RunError::Output(error.to_string()));
+        Box::pin(async move { text })
+    }
+}
+
+/// An upstream that fails every call.
+struct Failing;
+
+impl Forward<()> for Failing {
+    fn forward<'a>(&'a self, _: &'a Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
+        Box::pin(async { Err(RunError::Failed("the disk is full".into())) })
+    }
+}
+
+/// The stdio transport answers a call that runs at once itself, a forwarded result from
+/// its text where it can; each answer is one line, and reads as the one rmcp's handler
+/// gives the same call (sent with a `_meta` the transport leaves to rmcp), for each
+/// protocol version a session agrees on.
+#[cfg(feature = "rmcp")]
+#[tokio::test]
+async fn a_forwarded_result_the_transport_answers_reads_as_the_servers_answer() {
+    use cairnloop::mcp::{LineTransport, McpServer};
+    use rmcp::ServiceExt;
+    use std::sync::Arc;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    // Each tool answers with a `CallToolResult`, as a gateway's forwarded tools do.
+    let declare = |name: &'static str, forward: Box<dyn Forward<()>>| {
+        let spec = ToolSpecOf::try_new(name, name, "Forwarded.", RiskTier::ReadOnly).unwrap();
+        let schema = json!({"type": "object"});
+        let tool = DeclaredTool::new(&spec, &[], schema, BoxedForward(forward)).unwrap();
+        let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool.with_call_result_output()));
+        ToolEntry::declared(tool, anyone).unwrap()
+    };
+    let calls: [(&str, fn() -> Box<dyn Forward<()>>); 6] = [
+        ("plain", || {
+            Box::new(Said(
+                r#"{"content":[{"type":"text","text":"h\u00e9llo \"x\"\n"}],"structuredContent":{"b":1,"a":[true]}}"#,
+            ))
+        }),
+        ("two_blocks", || {
+            Box::new(Said(
+                r#"{"content":[{"text":"a","type":"text"},{"type":"text","text":""}],"isError":false}"#,
+            ))
+        }),
+        ("over_lines", || {
+            Box::new(Said(
+                "{\n  \"content\": [{\"type\": \"text\", \"text\": \"spread\"}]\n}",
+            ))
+        }),
+        ("error_result", || {
+            Box::new(Said(
+                r#"{"content":[{"type":"text","text":"no such file"}],"isError":true}"#,
+            ))
+        }),
+        ("pictures", || Box::new(Pictures)),
+        ("failing", || Box::new(Failing)),
+    ];
+    let entries: Vec<ToolEntry<()>> = calls
+        .iter()
+        .map(|(name, forward)| declare(name, forward()))
+        .collect();
+    let entries: &'static [ToolEntry<()>] = Box::leak(entries.into_boxed_slice());
+    let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
+
+    for version in ["2024-11-05", "2025-06-18", "2025-11-25"] {
+        let server = McpServer::new(Arc::new(Governor::new(registry)), (), "agent-7");
+        let (client, ours) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(ours);
+        let transport = LineTransport::new(read, write).with_fast_calls(&server);
+        tokio::spawn(async move {
+            if let Ok(running) = server.serve(transport).await {
+                let _ = running.waiting().await;
+            }
+        });
+        let (answers, mut to_server) = tokio::io::split(client);
+        let mut answers = tokio::io::BufReader::new(answers).lines();
+        let mut exchange = async |line: String| -> Value {
+            to_server
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .unwrap();
+            let line = answers.next_line().await.unwrap().unwrap();
+            serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line}"))
+        };
+        let initialize = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        });
+        assert_eq!(
+            exchange(initialize.to_string()).await["result"]["protocolVersion"],
+            version
+        );
+        for (n, (name, _)) in calls.iter().enumerate() {
+            let id = n * 2 + 1;
+            let call = |id: usize, meta: &str| {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{}}{meta}}}}}"#
+                )
+            };
+            // The client says it is initialized before its first call.
+            let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            let first = if n == 0 {
+                format!("{initialized}\n")
+            } else {
+                String::new()
+            };
+            let mut here = exchange(first + &call(id, "")).await;
+            let mut handled = exchange(call(id + 1, r#","_meta":{"trace":"t"}"#)).await;
+            assert_eq!((&here["id"], &handled["id"]), (&json!(id), &json!(id + 1)));
+            for answer in [&mut here, &mut handled] {
+                answer.as_object_mut().unwrap().remove("id");
+            }
+            assert_eq!(here, handled, "{version}: {name}");
+            let status = &here["result"]["structuredContent"]["status"];
+            let expected = if *name == "failing" {
+                "failed"
+            } else {
+                "executed"
+            };
+            assert_eq!(status, expected, "{version}: {name}: {here}");
+        }
+    }
+}
+
+/// A `Forward` chosen at run time.
+#[cfg(feature = "rmcp")]
+struct BoxedForward(Box<dyn Forward<()>>);
+
+#[cfg(feature = "rmcp")]
+impl Forward<()> for BoxedForward {
+    fn forward<'a>(
+        &'a self,
+        arguments: &'a Value,
+        actor: &'a Actor<'a>,
+        context: &'a (),
+    ) -> RunFuture<'a> {
+        self.0.forward(arguments, actor, context)
+    }
+
+    fn forward_call_result<'a>(
+        &'a self,
+        arguments: &'a Value,
+        actor: &'a Actor<'a>,
+        context: &'a (),
+    ) -> cairnloop::declare::CallResultFuture<'a> {
+        self.0.forward_call_result(arguments, actor, context)
+    }
+}
+
 /// A declared tool offered only to some accounts: a caller in another account, or in
 /// none, is refused by its policy and does not see it listed; nothing is forwarded.
 #[test]

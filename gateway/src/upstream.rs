@@ -452,11 +452,12 @@ impl Upstream {
         }
         // The old connection ended: its process is killed as it is dropped.
         connection.running = None;
-        match self
-            .launch
-            .connect(self.listener.clone(), self.call_timeout)
-            .await
-        {
+        // Boxed: a call's future, which holds this one, is then not the size of a start.
+        let connecting = Box::pin(
+            self.launch
+                .connect(self.listener.clone(), self.call_timeout),
+        );
+        match connecting.await {
             Ok(running) => {
                 let link = running.link(listing);
                 connection.running = Some(running);
@@ -664,7 +665,8 @@ async fn call_on(link: &Link, tool: &str, arguments: &Value) -> Result<Option<Re
     };
     let direct = match &link.via {
         Via::Direct(direct) => direct,
-        Via::Peer(peer) => return call_over_rmcp(peer, tool, arguments, gone).await,
+        // Boxed: a call to a process is then not the size of rmcp's.
+        Via::Peer(peer) => return Box::pin(call_over_rmcp(peer, tool, arguments, gone)).await,
     };
     let answer = direct
         .call(tool, arguments)

@@ -668,10 +668,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             Verdict::Execute { input: Admitted { codec, .. }, .. } if codec.output_is_call_result()
         );
         if !hands_on {
-            return self
-                .decide(gated, call, actor, context)
-                .await
-                .map(HandingOn::Outcome);
+            // Boxed: a call that runs at once carries no room for one that waits.
+            let deciding = Box::pin(self.decide(gated, call, actor, context));
+            return deciding.await.map(HandingOn::Outcome);
         }
         let Gated { entry, verdict } = gated;
         let mut record = self.audits().then(|| {
@@ -685,11 +684,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             } => (codec, input),
             // Not met (checked above); decided as any other call.
             verdict => {
-                let gated = Gated { entry, verdict };
-                return self
-                    .decide(gated, call, actor, context)
-                    .await
-                    .map(HandingOn::Outcome);
+                let deciding =
+                    Box::pin(self.decide(Gated { entry, verdict }, call, actor, context));
+                return deciding.await.map(HandingOn::Outcome);
             }
         };
         // As `decide` runs it: the record handed to be written soon, then the run.
