@@ -500,33 +500,30 @@ async fn a_forwarded_result_the_transport_answers_reads_as_the_servers_answer() 
         let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool.with_call_result_output()));
         ToolEntry::declared(tool, anyone).unwrap()
     };
-    let calls: [(&str, fn() -> Box<dyn Forward<()>>); 6] = [
-        ("plain", || {
-            Box::new(Said(
-                r#"{"content":[{"type":"text","text":"h\u00e9llo \"x\"\n"}],"structuredContent":{"b":1,"a":[true]}}"#,
-            ))
-        }),
-        ("two_blocks", || {
-            Box::new(Said(
-                r#"{"content":[{"text":"a","type":"text"},{"type":"text","text":""}],"isError":false}"#,
-            ))
-        }),
-        ("over_lines", || {
-            Box::new(Said(
-                "{\n  \"content\": [{\"type\": \"text\", \"text\": \"spread\"}]\n}",
-            ))
-        }),
-        ("error_result", || {
-            Box::new(Said(
-                r#"{"content":[{"type":"text","text":"no such file"}],"isError":true}"#,
-            ))
-        }),
-        ("pictures", || Box::new(Pictures)),
-        ("failing", || Box::new(Failing)),
+    let plain = r#"{"content":[{"type":"text","text":"h\u00e9llo \"x\"\n"}],"structuredContent":{"b":1,"a":[true]}}"#;
+    let two_blocks =
+        r#"{"content":[{"text":"a","type":"text"},{"type":"text","text":""}],"isError":false}"#;
+    let over_lines = "{\n  \"content\": [{\"type\": \"text\", \"text\": \"spread\"}]\n}";
+    let error_result = r#"{"content":[{"type":"text","text":"no such file"}],"isError":true}"#;
+    let names = [
+        "plain",
+        "two_blocks",
+        "over_lines",
+        "error_result",
+        "pictures",
+        "failing",
     ];
-    let entries: Vec<ToolEntry<()>> = calls
-        .iter()
-        .map(|(name, forward)| declare(name, forward()))
+    let entries: Vec<ToolEntry<()>> = names
+        .into_iter()
+        .zip::<[Box<dyn Forward<()>>; 6]>([
+            Box::new(Said(plain)),
+            Box::new(Said(two_blocks)),
+            Box::new(Said(over_lines)),
+            Box::new(Said(error_result)),
+            Box::new(Pictures),
+            Box::new(Failing),
+        ])
+        .map(|(name, forward)| declare(name, forward))
         .collect();
     let entries: &'static [ToolEntry<()>] = Box::leak(entries.into_boxed_slice());
     let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
@@ -559,7 +556,7 @@ async fn a_forwarded_result_the_transport_answers_reads_as_the_servers_answer() 
             exchange(initialize.to_string()).await["result"]["protocolVersion"],
             version
         );
-        for (n, (name, _)) in calls.iter().enumerate() {
+        for (n, name) in names.iter().enumerate() {
             let id = n * 2 + 1;
             let call = |id: usize, meta: &str| {
                 format!(
