@@ -899,14 +899,16 @@ impl ApprovalStore for SqliteStore {
         if self.options.read_only {
             return Some(record);
         }
-        let Ok(text) = encode(&record) else {
-            return Some(record);
-        };
-        let taken = self.worker.soon(move |connection| {
-            // A record that cannot be written is lost: its caller chose not to wait.
-            let _ = connection.append_linked(&text);
-        });
-        (!taken).then_some(record)
+        // Written as text on the store's thread, with the rest of its batch. A record's
+        // fields are strings, numbers and names, which JSON always writes.
+        self.worker
+            .soon(record, |connection, record| {
+                // A record that cannot be written is lost: its caller chose not to wait.
+                if let Ok(text) = encode(&record) {
+                    let _ = connection.append_linked(&text);
+                }
+            })
+            .err()
     }
 
     fn events_since(

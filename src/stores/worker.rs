@@ -143,27 +143,32 @@ impl<C: Batch + Send + 'static> Worker<C> {
         })
     }
 
-    /// Hands a write to the thread without a reply and without waking it: it runs at the
-    /// start of the thread's next batch, within [`LOOK_ELSEWHERE`], before any job handed
-    /// over after it. `false` when the store is closed (nothing was taken).
-    pub(crate) fn soon(&self, job: impl FnOnce(&mut C) + Send + 'static) -> bool {
+    /// Hands a write of `value` to the thread without a reply and without waking it: it
+    /// runs at the start of the thread's next batch, within [`LOOK_ELSEWHERE`], before any
+    /// job handed over after it. `value` back when the store is closed, or its last batch
+    /// failed to commit (nothing was taken).
+    pub(crate) fn soon<T: Send + 'static>(
+        &self,
+        value: T,
+        job: impl FnOnce(&mut C, T) + Send + 'static,
+    ) -> Result<(), T> {
         if !self.committing.load(Ordering::Acquire) {
-            return false;
+            return Err(value);
         }
         let open = self.jobs.lock().is_ok_and(|jobs| jobs.is_some());
         let Ok(mut soon) = self.soon.lock() else {
-            return false;
+            return Err(value);
         };
         if !open {
-            return false;
+            return Err(value);
         }
-        soon.push(Box::new(job));
+        soon.push(Box::new(move |connection: &mut C| job(connection, value)));
         if soon.len() >= MOST_SOON {
             drop(soon);
             // A no-op read wakes the thread, which takes the queue first.
             drop(self.run(Access::Read, |_| Ok(())));
         }
-        true
+        Ok(())
     }
 
     /// Runs `job` on the connection; the future resolves to its result once the batch it
