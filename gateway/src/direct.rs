@@ -200,7 +200,7 @@ fn request_line(id: u64, tool: &str, arguments: &Value) -> serde_json::Result<Ve
     let mut line = Vec::with_capacity(128 + tool.len());
     line.extend_from_slice(br#"{"jsonrpc":"2.0","id":""#);
     line.extend_from_slice(ID_PREFIX.as_bytes());
-    line.extend_from_slice(id.to_string().as_bytes());
+    std::io::Write::write_fmt(&mut line, format_args!("{id}")).map_err(serde_json::Error::io)?;
     line.extend_from_slice(br#"","method":"tools/call","params":{"name":"#);
     serde_json::to_writer(&mut line, tool)?;
     line.extend_from_slice(br#","arguments":"#);
@@ -230,7 +230,8 @@ fn read_line(line: &[u8]) -> Option<(u64, Read)> {
     struct ErrorBody {
         message: String,
     }
-    let read: Line<'_> = serde_json::from_slice(line).ok()?;
+    // Checked as Unicode once: read from bytes, each string would be checked on its own.
+    let read: Line<'_> = serde_json::from_str(std::str::from_utf8(line).ok()?).ok()?;
     if read.method.is_some() {
         return None;
     }

@@ -133,7 +133,8 @@ pub(crate) fn plain_call(line: &[u8]) -> Option<PlainCall<'_>> {
         #[serde(rename = "progressToken", default)]
         _progress_token: Option<serde::de::IgnoredAny>,
     }
-    let envelope: Envelope<'_> = serde_json::from_slice(line).ok()?;
+    // Checked as Unicode once: read from bytes, each string would be checked on its own.
+    let envelope: Envelope<'_> = serde_json::from_str(core::str::from_utf8(line).ok()?).ok()?;
     if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
         return None;
     }
