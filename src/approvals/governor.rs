@@ -652,9 +652,9 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     }
 
     /// [`Governor::decide`] for a call the MCP transport answers itself: a call that runs
-    /// at once of a tool whose output is an MCP `CallToolResult` is run for the result's
-    /// text, recorded exactly as `decide` records it; any other call is decided by
-    /// `decide`.
+    /// at once is recorded and run here as `decide` records and runs it, a tool whose
+    /// output is an MCP `CallToolResult` for the result's text; any other call (one that
+    /// is blocked) is decided by `decide`.
     #[cfg(feature = "rmcp")]
     pub(crate) async fn decide_handing_on(
         &self,
@@ -663,11 +663,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         actor: &Actor<'_>,
         context: &C,
     ) -> Result<HandingOn, ApprovalError> {
-        let hands_on = matches!(
-            &gated.verdict,
-            Verdict::Execute { input: Admitted { codec, .. }, .. } if codec.output_is_call_result()
-        );
-        if !hands_on {
+        if !matches!(gated.verdict, Verdict::Execute { .. }) {
             // Boxed: a call that runs at once carries no room for one that waits.
             let deciding = Box::pin(self.decide(gated, call, actor, context));
             return deciding.await.map(HandingOn::Outcome);
