@@ -358,7 +358,12 @@ struct Shape {
 pub(crate) fn nests_deeper_than(line: &[u8], most: usize) -> bool {
     // A line cannot nest deeper than it has brackets that open: counted in a pass the
     // compiler runs many bytes at a time, which settles most lines.
-    if line.iter().filter(|&&byte| byte == b'{' || byte == b'[').count() <= most {
+    if line
+        .iter()
+        .filter(|&&byte| byte == b'{' || byte == b'[')
+        .count()
+        <= most
+    {
         return false;
     }
     let mut depth = 0usize;
