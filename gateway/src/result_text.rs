@@ -266,6 +266,56 @@ mod tests {
         }
     }
 
+    /// Any JSON value up to a few levels deep, as text: strings with every kind of
+    /// escape (a lone surrogate among them), numbers past a float's range, keys twice.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("false".to_owned()),
+            Just("-12.5e3".to_owned()),
+            Just("1e400".to_owned()),
+            Just(r#""\ud800""#.to_owned()),
+            Just(r#""\ud83d\ude00\n""#.to_owned()),
+            Just(r#""text""#.to_owned()),
+            Just(r#""image""#.to_owned()),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            let key = prop_oneof![
+                Just("type"),
+                Just("text"),
+                Just("content"),
+                Just("isError"),
+                Just("x"),
+            ];
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|items| format!("[{}]", items.join(","))),
+                proptest::collection::vec((key, inner), 0..4).prop_map(|fields| {
+                    let fields: Vec<String> = fields
+                        .into_iter()
+                        .map(|(key, value)| format!(r#""{key}":{value}"#))
+                        .collect();
+                    format!("{{{}}}", fields.join(","))
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever reads as a success here is, read as a tree, a tool's result that
+        /// says no error: the gateway's judgement of it is the tree's.
+        #[test]
+        fn a_success_here_is_a_success_to_a_tree(text in any_json()) {
+            if reads_as_success(&raw(&text)) {
+                let tree: Value = serde_json::from_str(&text).unwrap();
+                proptest::prop_assert!(crate::upstream::is_tool_result(&tree), "{}", text);
+                proptest::prop_assert_ne!(tree.get("isError"), Some(&Value::Bool(true)), "{}", text);
+            }
+        }
+    }
+
     #[test]
     fn what_reads_as_success_a_tree_reads_too() {
         for text in [

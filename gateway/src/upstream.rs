@@ -729,7 +729,7 @@ async fn call_over_rmcp(
 /// Whether `result` has the shape of a `CallToolResult`, read as leniently as rmcp reads
 /// one: an object, whose `content` (when present) is a list of objects that each name
 /// their `type`, and whose `isError` (when present) is a boolean.
-fn is_tool_result(result: &Value) -> bool {
+pub(crate) fn is_tool_result(result: &Value) -> bool {
     let Some(result) = result.as_object() else {
         return false;
     };

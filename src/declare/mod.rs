@@ -44,11 +44,11 @@ mod tool;
 
 pub use actor::Actor;
 pub use approval_mode::{ApprovalMode, derive_approval_mode};
-#[cfg(feature = "serde")]
 #[cfg(feature = "rmcp")]
 pub use codec::CallResultFuture;
 #[cfg(feature = "serde")]
 pub(crate) use codec::{AskedTier, Codec, ErasedInput, RunKey};
+#[cfg(feature = "serde")]
 pub use codec::{RunError, RunFuture};
 pub use entry::ToolEntry;
 #[cfg(feature = "declared")]

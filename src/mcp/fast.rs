@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use super::handed_on_text::plain_result_line;
 use super::result::{handed_on, outcome_result};
 use super::server::answer;
-use crate::Outcome;
+use crate::approvals::Outcome;
 use crate::approvals::{ApprovalStore, Caller, Governor, HandingOn};
 use crate::declare::RunError;
 use crate::json::ToolCall;

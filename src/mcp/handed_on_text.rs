@@ -239,7 +239,10 @@ mod tests {
     use super::*;
     use crate::mcp::fast::answer_message;
     use crate::mcp::result::handed_on;
+    use alloc::borrow::ToOwned;
     use alloc::boxed::Box;
+    use alloc::format;
+    use alloc::string::String;
     use serde_json::Value;
 
     /// The line the tree's way writes: `handed_on`, then rmcp's model written out.
@@ -271,6 +274,84 @@ mod tests {
                 assert_eq!(line.iter().filter(|&&byte| byte == b'\n').count(), 1);
                 let written: Value = serde_json::from_slice(&line).unwrap();
                 assert_eq!(written, by_the_tree(text, &id, current), "{text}");
+            }
+        }
+    }
+
+    /// A JSON string literal: escaped as a writer escapes it, or spelled with `\u`
+    /// escapes a writer never uses (a lone surrogate among them).
+    fn string_literal() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            "\\PC{0,6}".prop_map(|text| serde_json::to_string(&text).unwrap()),
+            Just(r#""\u00e9\n\t""#.to_owned()),
+            Just(r#""\ud83d\ude00""#.to_owned()),
+            Just(r#""\ud800""#.to_owned()),
+            Just(r#""a\/b""#.to_owned()),
+        ]
+    }
+
+    /// A content block, as a server may write one.
+    fn block() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        (string_literal(), 0..7_u8).prop_map(|(text, shape)| match shape {
+            0 => format!(r#"{{"type":"text","text":{text}}}"#),
+            1 => format!(r#"{{ "text" : {text} , "type" : "text" }}"#),
+            2 => r#"{"type":"image","data":"AA==","mimeType":"image/png"}"#.to_owned(),
+            3 => format!(r#"{{"type":"text","text":{text},"annotations":{{"priority":1}}}}"#),
+            4 => r#"{"type":"text","text":5}"#.to_owned(),
+            5 => format!(r#"{{"type":"text","text":{text},"text":"other"}}"#),
+            _ => r#"{"type":"text"}"#.to_owned(),
+        })
+    }
+
+    /// A result's text: its content (none, once or twice), an error flag of any value,
+    /// structured content, spacing and line breaks between tokens.
+    fn result_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let content = proptest::collection::vec(block(), 0..4)
+            .prop_map(|blocks| format!(r#""content":[{}]"#, blocks.join(",")));
+        let error = prop_oneof![
+            Just(None),
+            Just(Some(r#""isError":false"#)),
+            Just(Some(r#""isError":true"#)),
+            Just(Some(r#""isError":null"#)),
+        ];
+        let extra = prop_oneof![
+            Just(None),
+            Just(Some(
+                r#""structuredContent":{"n":[1,2.5,-3e2,null],"s":"\u00e9"}"#
+            )),
+            Just(Some(r#""_meta":{}"#)),
+        ];
+        let space = prop_oneof![Just(""), Just(" "), Just("\n")];
+        (
+            proptest::collection::vec(content, 0..3),
+            error,
+            extra,
+            space,
+        )
+            .prop_map(|(contents, error, extra, space)| {
+                let mut keys = contents;
+                keys.extend(error.map(str::to_owned));
+                keys.extend(extra.map(str::to_owned));
+                format!("{{{space}{}{space}}}", keys.join(&format!(",{space}")))
+            })
+    }
+
+    proptest::proptest! {
+        /// Whatever a server writes, a line written around its text is one line, and
+        /// reads as the tree's answer to the same text.
+        #[test]
+        fn a_line_written_around_the_text_reads_as_the_trees(
+            text in result_text(),
+            current in proptest::bool::ANY,
+        ) {
+            let id = RequestId::Number(3);
+            if let Some(line) = plain_result_line(&raw(&text), &id, current) {
+                proptest::prop_assert_eq!(line.iter().filter(|&&byte| byte == b'\n').count(), 1);
+                let written: Value = serde_json::from_slice(&line).unwrap();
+                proptest::prop_assert_eq!(written, by_the_tree(&text, &id, current), "{}", text);
             }
         }
     }
