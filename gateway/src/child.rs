@@ -55,6 +55,15 @@ impl<R: AsyncRead + Unpin> AsyncRead for FrameBound<R> {
         std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
         let mut rest = &buf.filled()[before..];
         let mut open = this.open;
+        // Most reads end on a newline and hold less than the bound with the line already
+        // open: no line in them can cross it, and only the last line's length is kept.
+        if open.saturating_add(rest.len()) <= this.bound {
+            this.open = match rest.iter().rposition(|&byte| byte == b'\n') {
+                Some(last) => rest.len() - last - 1,
+                None => open + rest.len(),
+            };
+            return Poll::Ready(Ok(()));
+        }
         let mut crossed = false;
         loop {
             match rest.iter().position(|&byte| byte == b'\n') {
@@ -287,5 +296,14 @@ mod tests {
         );
         // A line exactly at the bound passes; its newline does not count.
         assert_eq!(read_through(&["abcd", "\n"], 4), ("abcd\n".into(), false));
+        // Reads that each fit: the open line's length carries from one to the next.
+        assert_eq!(
+            read_through(&["ab\ncd", "efg", "h", "i"], 6),
+            ("ab\ncdefgh".into(), true)
+        );
+        assert_eq!(
+            read_through(&["ab\ncd", "efgh\n", "x\n"], 6),
+            ("ab\ncdefgh\nx\n".into(), false)
+        );
     }
 }
