@@ -355,8 +355,10 @@ fn a_run_whose_outcome_is_unknown_is_never_run_again_on_its_own() {
 }
 
 /// An upstream MCP server's answer: text and an image, as a `CallToolResult`.
+#[cfg(feature = "rmcp")]
 struct Pictures;
 
+#[cfg(feature = "rmcp")]
 impl Forward<()> for Pictures {
     fn forward<'a>(&'a self, _: &'a Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
         Box::pin(async {
@@ -472,8 +474,10 @@ impl Forward<()> for Said {
 }
 
 /// An upstream that fails every call.
+#[cfg(feature = "rmcp")]
 struct Failing;
 
+#[cfg(feature = "rmcp")]
 impl Forward<()> for Failing {
     fn forward<'a>(&'a self, _: &'a Value, _: &'a Actor<'a>, _: &'a ()) -> RunFuture<'a> {
         Box::pin(async { Err(RunError::Failed("the disk is full".into())) })
@@ -493,38 +497,27 @@ async fn a_forwarded_result_the_transport_answers_reads_as_the_servers_answer() 
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
     // Each tool answers with a `CallToolResult`, as a gateway's forwarded tools do.
-    let declare = |name: &'static str, forward: Box<dyn Forward<()>>| {
+    fn declare(name: &'static str, forward: impl Forward<()> + 'static) -> ToolEntry<()> {
         let spec = ToolSpecOf::try_new(name, name, "Forwarded.", RiskTier::ReadOnly).unwrap();
         let schema = json!({"type": "object"});
-        let tool = DeclaredTool::new(&spec, &[], schema, BoxedForward(forward)).unwrap();
+        let tool = DeclaredTool::new(&spec, &[], schema, forward).unwrap();
         let tool: &'static DeclaredTool<()> = Box::leak(Box::new(tool.with_call_result_output()));
         ToolEntry::declared(tool, anyone).unwrap()
-    };
+    }
     let plain = r#"{"content":[{"type":"text","text":"h\u00e9llo \"x\"\n"}],"structuredContent":{"b":1,"a":[true]}}"#;
     let two_blocks =
         r#"{"content":[{"text":"a","type":"text"},{"type":"text","text":""}],"isError":false}"#;
     let over_lines = "{\n  \"content\": [{\"type\": \"text\", \"text\": \"spread\"}]\n}";
     let error_result = r#"{"content":[{"type":"text","text":"no such file"}],"isError":true}"#;
-    let names = [
-        "plain",
-        "two_blocks",
-        "over_lines",
-        "error_result",
-        "pictures",
-        "failing",
+    let entries = vec![
+        declare("plain", Said(plain)),
+        declare("two_blocks", Said(two_blocks)),
+        declare("over_lines", Said(over_lines)),
+        declare("error_result", Said(error_result)),
+        declare("pictures", Pictures),
+        declare("failing", Failing),
     ];
-    let entries: Vec<ToolEntry<()>> = names
-        .into_iter()
-        .zip::<[Box<dyn Forward<()>>; 6]>([
-            Box::new(Said(plain)),
-            Box::new(Said(two_blocks)),
-            Box::new(Said(over_lines)),
-            Box::new(Said(error_result)),
-            Box::new(Pictures),
-            Box::new(Failing),
-        ])
-        .map(|(name, forward)| declare(name, forward))
-        .collect();
+    let names: Vec<&str> = entries.iter().map(|entry| entry.spec().name()).collect();
     let entries: &'static [ToolEntry<()>] = Box::leak(entries.into_boxed_slice());
     let registry: &'static Registry<()> = Box::leak(Box::new(Registry::try_new(entries).unwrap()));
 
@@ -585,31 +578,6 @@ async fn a_forwarded_result_the_transport_answers_reads_as_the_servers_answer() 
             };
             assert_eq!(status, expected, "{version}: {name}: {here}");
         }
-    }
-}
-
-/// A `Forward` chosen at run time.
-#[cfg(feature = "rmcp")]
-struct BoxedForward(Box<dyn Forward<()>>);
-
-#[cfg(feature = "rmcp")]
-impl Forward<()> for BoxedForward {
-    fn forward<'a>(
-        &'a self,
-        arguments: &'a Value,
-        actor: &'a Actor<'a>,
-        context: &'a (),
-    ) -> RunFuture<'a> {
-        self.0.forward(arguments, actor, context)
-    }
-
-    fn forward_call_result<'a>(
-        &'a self,
-        arguments: &'a Value,
-        actor: &'a Actor<'a>,
-        context: &'a (),
-    ) -> cairnloop::declare::CallResultFuture<'a> {
-        self.0.forward_call_result(arguments, actor, context)
     }
 }
 

@@ -15,7 +15,8 @@ use crate::approvals::{
     Clock, MemoryStore, OutboxPass, OutboxPolicy, RefusalEvent, SystemClock,
 };
 use crate::declare::{
-    Actor, IdempotencyKey, Registry, RiskTier, RunError, RunKey, Tool, ToolEntry,
+    Actor, Codec, ErasedInput, IdempotencyKey, Registry, RiskTier, RunError, RunKey, Tool,
+    ToolEntry,
 };
 use crate::gate::{Blocked, Decision, LaneAction, LaneState, Timestamp, Verdict, decide, execute};
 use crate::json::{
@@ -669,10 +670,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             return deciding.await.map(HandingOn::Outcome);
         }
         let Gated { entry, verdict } = gated;
-        let mut record = self.audits().then(|| {
-            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
-                .with_raise_reason(&verdict)
-        });
+        let mut record = self.verdict_record(call, entry, actor, &verdict);
         let (codec, input) = match verdict {
             Verdict::Execute {
                 input: Admitted { codec, input, .. },
@@ -687,21 +685,28 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         };
         // As `decide` runs it: the record handed to be written soon, then the run.
         self.record_soon(&mut record).await?;
-        let run = match codec.run_call_result(input, actor, context) {
-            Ok(run) => run.await.map(HandingOn::CallResult),
-            Err(input) => run_ready(
-                codec,
-                input,
-                actor,
-                context,
-                RunKey::OnDemand {
-                    dedupe_token: call.dedupe_token(),
-                },
-            )
-            .await
-            .map(|output| HandingOn::Outcome(Outcome::Executed(output))),
-        };
-        Ok(run.unwrap_or_else(|error| HandingOn::Outcome(Outcome::Failed(error))))
+        Ok(match codec.run_call_result(input, actor, context) {
+            Ok(run) => run.await.map_or_else(
+                |error| HandingOn::Outcome(Outcome::Failed(error)),
+                HandingOn::CallResult,
+            ),
+            Err(input) => HandingOn::Outcome(run_now(codec, input, call, actor, context).await),
+        })
+    }
+
+    /// The record of `verdict` on `call` (of `entry`, by `actor`), when decisions are
+    /// audited.
+    fn verdict_record(
+        &self,
+        call: &ToolCall<'_>,
+        entry: Option<&'static ToolEntry<C>>,
+        actor: &Actor<'_>,
+        verdict: &Verdict<Admitted<C>>,
+    ) -> Option<AuditEvent> {
+        self.audits().then(|| {
+            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, verdict)
+                .with_raise_reason(verdict)
+        })
     }
 
     /// [`Governor::call`] past its gates: `gated` is `call` as [`Governor::gate`] let it
@@ -714,10 +719,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
         context: &C,
     ) -> Result<Outcome, ApprovalError> {
         let Gated { entry, verdict } = gated;
-        let mut record = self.audits().then(|| {
-            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), actor, &verdict)
-                .with_raise_reason(&verdict)
-        });
+        let mut record = self.verdict_record(call, entry, actor, &verdict);
         match verdict {
             Verdict::Blocked(blocked) => {
                 self.record(&mut record).await?;
@@ -730,18 +732,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                 // A call that runs at once does not wait on its record's commit where the
                 // store can take it to write soon (see `ApprovalStore::append_soon`).
                 self.record_soon(&mut record).await?;
-                let dedupe_token = call.dedupe_token();
-                let run = run_ready(
-                    codec,
-                    input,
-                    actor,
-                    context,
-                    RunKey::OnDemand { dedupe_token },
-                );
-                Ok(match run.await {
-                    Ok(output) => Outcome::Executed(output),
-                    Err(error) => Outcome::Failed(error),
-                })
+                Ok(run_now(codec, input, call, actor, context).await)
             }
             Verdict::AwaitApproval {
                 input:
@@ -1134,10 +1125,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
             None => call,
         };
         let (entry, verdict) = gate_call(self.registry, &call, &actor, context, &self.governance);
-        let mut record = self.audits().then(|| {
-            AuditEvent::of_verdict(call.name(), entry.map(ToolEntry::spec), &actor, &verdict)
-                .with_raise_reason(&verdict)
-        });
+        let mut record = self.verdict_record(&call, entry, &actor, &verdict);
         let (
             Admitted {
                 entry,
@@ -1759,6 +1747,30 @@ fn check_actor(actor: &Actor<'_>) -> Result<(), ApprovalError> {
     match actor.account() {
         Some(account) => check_id(account).map_err(ApprovalError::InvalidActor),
         None => Ok(()),
+    }
+}
+
+/// Runs a call that runs at once, its record already handed over: its output, or why it
+/// failed.
+async fn run_now<C: ?Sized + 'static>(
+    codec: &'static dyn Codec<C>,
+    input: ErasedInput,
+    call: &ToolCall<'_>,
+    actor: &Actor<'_>,
+    context: &C,
+) -> Outcome {
+    let dedupe_token = call.dedupe_token();
+    match run_ready(
+        codec,
+        input,
+        actor,
+        context,
+        RunKey::OnDemand { dedupe_token },
+    )
+    .await
+    {
+        Ok(output) => Outcome::Executed(output),
+        Err(error) => Outcome::Failed(error),
     }
 }
 
