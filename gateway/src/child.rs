@@ -16,6 +16,8 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
 use tokio::process::ChildStdout;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use crate::direct::Direct;
 
@@ -89,16 +91,22 @@ impl<R: AsyncRead + Unpin> AsyncRead for FrameBound<R> {
     }
 }
 
+/// How many of an upstream's messages for rmcp (not answers to direct calls) wait to be
+/// taken before its output is read no further.
+const MESSAGES_WAITING: usize = 64;
+
 /// A child process spoken to over its standard input and output, its output read through
-/// [`FrameBound`] one line (one frame) at a time: a line that answers a [`Direct`] call
-/// is handed to it whole, any other is decoded for rmcp. Closing it closes its input,
-/// waits for it to end, asks it to stop (`SIGTERM`), and kills it; one whose frame
-/// crossed the bound is killed at once (its stream cannot be followed again, and the
-/// calls waiting on it are answered only once it is closed); dropping it kills it.
+/// [`FrameBound`] one line (one frame) at a time by a task of its own: a line that
+/// answers a [`Direct`] call is handed to it whole, any other is decoded for rmcp, whose
+/// loop is then woken only for those. Closing it closes its input, waits for it to end,
+/// asks it to stop (`SIGTERM`), and kills it; one whose frame crossed the bound is killed
+/// at once (its stream cannot be followed again, and the calls waiting on it are
+/// answered only once it is closed); dropping it kills it.
 pub(crate) struct BoundedChild {
-    output: BufReader<FrameBound<ChildStdout>>,
-    /// The line being read: kept across a cancelled read, which resumes it.
-    line: Vec<u8>,
+    /// The messages for rmcp; closed when the output ends, fails, or crosses its bound.
+    messages: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
+    /// The task that reads the output.
+    reader: JoinHandle<()>,
     direct: Arc<Direct>,
     /// The child's input, shared with the direct calls, so that rmcp's frames and
     /// theirs are written whole and never interleave.
@@ -111,7 +119,7 @@ pub(crate) struct BoundedChild {
 impl BoundedChild {
     /// Takes `child`'s input and output; its frames are cut at `bound` bytes, and a cut
     /// sets `crossed`. Also gives the way to call it beside rmcp, each call waiting at
-    /// most `call_timeout` (inside a tokio runtime).
+    /// most `call_timeout`. Inside a tokio runtime: its output is read by a task.
     pub(crate) fn new(
         mut child: Box<dyn ChildWrapper>,
         bound: usize,
@@ -131,10 +139,15 @@ impl BoundedChild {
             .ok_or_else(|| taken("output"))?;
         let input = LineSink::new(stdin);
         let direct = Direct::start(input.clone(), call_timeout);
-        let read = FrameBound::new(stdout, bound, Arc::clone(&crossed));
+        let output = BufReader::with_capacity(
+            64 * 1024,
+            FrameBound::new(stdout, bound, Arc::clone(&crossed)),
+        );
+        let (sender, messages) = mpsc::channel(MESSAGES_WAITING);
+        let reader = tokio::spawn(read_output(output, Arc::clone(&direct), sender));
         let transport = Self {
-            output: BufReader::with_capacity(64 * 1024, read),
-            line: Vec::new(),
+            messages,
+            reader,
             direct: Arc::clone(&direct),
             input,
             crossed,
@@ -143,41 +156,11 @@ impl BoundedChild {
         Ok((transport, direct))
     }
 
-    /// The next message for rmcp: lines that answer direct calls are handed to them on
-    /// the way. `None` when the output ends, fails, or crosses its bound.
-    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        loop {
-            // Cancel-safe: a partial line stays in `self.line` for the next call.
-            match self.output.read_until(b'\n', &mut self.line).await {
-                Ok(0) | Err(_) => {
-                    self.direct.close();
-                    return None;
-                }
-                Ok(_) => {}
-            }
-            if self.line.last() != Some(&b'\n') {
-                // The output ended inside a line: nothing whole is left to read.
-                self.direct.close();
-                return None;
-            }
-            let line = frame_text(&self.line);
-            let message = if line.is_empty() || self.direct.take(line) {
-                None
-            } else {
-                // As rmcp's own reader: a line that is no message it knows is passed over.
-                serde_json::from_slice(line).ok()
-            };
-            self.line.clear();
-            if message.is_some() {
-                return message;
-            }
-        }
-    }
-
     async fn shut_down(&mut self) -> io::Result<()> {
         // The child's input is closed at once: what waits for a child that no longer
         // reads would never be written.
         self.input.abandon();
+        self.reader.abort();
         self.direct.close();
         let Some(child) = self.child.as_mut() else {
             return Ok(());
@@ -201,9 +184,40 @@ impl BoundedChild {
 
 impl Drop for BoundedChild {
     fn drop(&mut self) {
+        self.reader.abort();
         self.direct.close();
         self.input.abandon();
     }
+}
+
+/// Reads `output` to its end: each line that answers a direct call is handed to it, and
+/// each other line that is a message goes to rmcp (`messages`), as rmcp's own reader
+/// would (a line that is no message it knows is passed over). When the output ends,
+/// fails, or crosses its bound, the direct calls still waiting are told, and `messages`
+/// closes.
+async fn read_output(
+    mut output: BufReader<FrameBound<ChildStdout>>,
+    direct: Arc<Direct>,
+    messages: mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
+) {
+    let mut line = Vec::new();
+    // A read of 0 bytes is the output's end; one that leaves the line open ended inside
+    // it, with nothing whole left to read.
+    while matches!(output.read_until(b'\n', &mut line).await, Ok(read) if read > 0)
+        && line.last() == Some(&b'\n')
+    {
+        let text = frame_text(&line);
+        if !text.is_empty()
+            && !direct.take(text)
+            && let Ok(message) = serde_json::from_slice(text)
+            && messages.send(message).await.is_err()
+        {
+            // rmcp has stopped reading.
+            break;
+        }
+        line.clear();
+    }
+    direct.close();
 }
 
 /// A line without its end (`\n` or `\r\n`) and without a leading byte order mark.
@@ -232,7 +246,7 @@ impl Transport<RoleClient> for BoundedChild {
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.next_message()
+        self.messages.recv()
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {

@@ -15,6 +15,9 @@ use rmcp::model::{CallToolResult, RequestId, ServerJsonRpcMessage, ServerResult}
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use tokio_util::sync::CancellationToken;
+
+use super::cancel::within_token;
 use super::handed_on_text::plain_result_line;
 use super::result::{handed_on, outcome_result};
 use super::server::answer;
@@ -37,10 +40,11 @@ pub(crate) enum Answered {
 /// What answers the calls of one server that run at once.
 pub(crate) trait AnswersAtOnce: Send + Sync {
     /// The answer to a call of `name` with the JSON text `arguments`, when it runs at once
-    /// (or is blocked): gated now, recorded and run as the future is polled. `None` for
-    /// a call that waits for a person, or whose caller the identity rule refuses: rmcp's
-    /// handler takes those, nothing having been recorded here.
-    fn answer(&self, name: &str, arguments: &str) -> Option<Answering>;
+    /// (or is blocked): gated now, recorded and run as the future is polled, `cancel`
+    /// being its request's cancellation ([`request_cancelled`](super::request_cancelled)).
+    /// `None` for a call that waits for a person, or whose caller the identity rule
+    /// refuses: rmcp's handler takes those, nothing having been recorded here.
+    fn answer(&self, name: &str, arguments: &str, cancel: &CancellationToken) -> Option<Answering>;
 }
 
 /// A server's governor, context and caller, for [`AnswersAtOnce`].
@@ -64,7 +68,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> FastCal
 impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> AnswersAtOnce
     for FastCalls<C, S>
 {
-    fn answer(&self, name: &str, arguments: &str) -> Option<Answering> {
+    fn answer(&self, name: &str, arguments: &str, cancel: &CancellationToken) -> Option<Answering> {
         let scopes = self.caller.scope_refs();
         let actor = self.caller.actor(&scopes);
         let gated = self
@@ -76,7 +80,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> Answers
         let context = Arc::clone(&self.context);
         let caller = Arc::clone(&self.caller);
         let (name, arguments) = (String::from(name), String::from(arguments));
-        Some(Box::pin(async move {
+        Some(Box::pin(within_token(cancel.clone(), async move {
             let scopes = caller.scope_refs();
             let actor = caller.actor(&scopes);
             let call = ToolCall::new(&name, &arguments);
@@ -89,7 +93,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> Answers
                 Err(error) => Err(error),
             };
             Answered::Model(answer(governor.registry(), &name, outcome, None))
-        }))
+        })))
     }
 }
 

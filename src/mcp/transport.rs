@@ -2,23 +2,31 @@
 //! rmcp sees it, so no line goes unanswered and a call's argument text reaches the
 //! strict decoder as the client wrote it.
 
+use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
 use std::borrow::Cow;
 use std::io;
 
-use alloc::sync::Arc;
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use rmcp::RoleServer;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, ProtocolVersion, RequestId,
     ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufReadExt, AsyncWrite, BufReader};
+use rmcp::{ErrorData, RoleServer};
+use tokio::io::{AsyncBufRead, AsyncWrite, BufReader};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::fast::{AnswersAtOnce, answer_line, plain_call};
+use super::fast::{Answered, Answering, AnswersAtOnce, answer_line, plain_call};
 use super::frame::{Frame, FrameLimits, judge, nests_deeper_than, oversized, without_line_end};
 use super::line_sink::LineSink;
 use super::server::McpServer;
@@ -26,6 +34,10 @@ use crate::approvals::ApprovalStore;
 
 /// How many bytes of an oversized line are kept to find its `id` in.
 const ID_PREFIX: usize = 4096;
+
+/// How long the calls answered here that are still running when the input ends are
+/// waited for, to be answered (as long as rmcp waits for its own handlers' answers).
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The stdio transport of [`McpServer`](crate::mcp::McpServer): newline-delimited
 /// JSON-RPC over any reader and writer (`stdin`/`stdout` with [`LineTransport::stdio`]).
@@ -56,27 +68,78 @@ const ID_PREFIX: usize = 4096;
 /// # }
 /// ```
 pub struct LineTransport<R, W> {
+    /// What reads and judges the input: here, as rmcp asks for the next message; or,
+    /// once calls are answered here, on a task of its own.
+    input: Input<R>,
+    /// Where answers are written, in the order they are sent; `None` once closed.
+    writer: Option<LineSink>,
+    _writes: core::marker::PhantomData<fn(W)>,
+    /// Whether the agreed protocol is 2026-07-28 or later, as the answer to `initialize`
+    /// passed.
+    current: Arc<AtomicBool>,
+}
+
+/// Where the input is read.
+enum Input<R> {
+    /// Here, in [`Transport::receive`]; not started yet, when calls are answered here.
+    Here(Box<Reader<R>>),
+    /// On a task of its own, which answers the calls that run at once and hands every
+    /// other message on: rmcp's loop is woken only for those.
+    Task {
+        messages: mpsc::UnboundedReceiver<ClientJsonRpcMessage>,
+        task: JoinHandle<()>,
+    },
+    /// Only while the reader moves to its task.
+    Ended,
+}
+
+/// The input and what is read of it.
+struct Reader<R> {
     reader: BufReader<R>,
     line: Vec<u8>,
     /// Dropping the rest of a line that is already too long.
     discarding: bool,
     limits: FrameLimits,
-    /// Where answers are written, in the order they are sent; `None` once closed.
-    writer: Option<LineSink>,
-    _writes: core::marker::PhantomData<fn(W)>,
+    /// Where the answers the transport gives itself are written.
+    writer: LineSink,
     /// What answers the calls that run at once, with [`LineTransport::with_fast_calls`].
     fast: Option<Arc<dyn AnswersAtOnce>>,
     /// The session as the transport saw it pass: whether the client said it is
     /// initialized (calls are answered here only after), and whether the agreed
     /// protocol is 2026-07-28 or later.
     initialized: bool,
-    current: bool,
-    /// The calls answered here and not yet answered, and their cancellation: a call the
-    /// client cancels runs on to its recorded outcome, and its answer is dropped.
-    in_flight: InFlight,
+    current: Arc<AtomicBool>,
+    /// The calls answered here and not yet answered, each polled only when it is woken:
+    /// a call the client cancels runs on to its recorded outcome, and its answer is
+    /// dropped.
+    in_flight: FuturesUnordered<InFlight>,
+    /// Whether each call answered here runs on a task of its own, as it does on a
+    /// runtime of many threads (where calls then run side by side); on a runtime of one
+    /// thread it runs with the reading. Known at the first such call.
+    spawn_calls: Option<bool>,
 }
 
-type InFlight = Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>;
+/// A call answered here, on its way.
+struct InFlight {
+    id: Option<RequestId>,
+    /// Its request's cancellation, as the call's own code sees it.
+    token: CancellationToken,
+    /// Set when the client cancels it: it runs on, and its answer is dropped.
+    cancelled: bool,
+    answering: Answering,
+}
+
+impl Future for InFlight {
+    /// The request's id (`None` when cancelled), and its answer.
+    type Output = (Option<RequestId>, Answered);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let answered = core::task::ready!(this.answering.as_mut().poll(cx));
+        let id = this.id.take().filter(|_| !this.cancelled);
+        Poll::Ready((id, answered))
+    }
+}
 
 impl LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
     /// The transport over this process's stdin and stdout.
@@ -104,17 +167,32 @@ where
     /// # drop(client);
     /// ```
     pub fn new(reader: R, writer: W) -> Self {
+        let writer = LineSink::new(writer);
+        let current = Arc::new(AtomicBool::new(false));
         Self {
-            reader: BufReader::new(reader),
-            line: Vec::new(),
-            discarding: false,
-            limits: FrameLimits::new(),
-            writer: Some(LineSink::new(writer)),
+            input: Input::Here(Box::new(Reader {
+                reader: BufReader::new(reader),
+                line: Vec::new(),
+                discarding: false,
+                limits: FrameLimits::new(),
+                writer: writer.clone(),
+                fast: None,
+                initialized: false,
+                current: Arc::clone(&current),
+                in_flight: FuturesUnordered::new(),
+                spawn_calls: None,
+            })),
+            writer: Some(writer),
             _writes: core::marker::PhantomData,
-            fast: None,
-            initialized: false,
-            current: false,
-            in_flight: Arc::default(),
+            current,
+        }
+    }
+
+    /// The reader, before its task is started.
+    fn reader(&mut self) -> Option<&mut Reader<R>> {
+        match &mut self.input {
+            Input::Here(reader) => Some(reader),
+            Input::Task { .. } | Input::Ended => None,
         }
     }
 
@@ -125,6 +203,9 @@ where
     /// `progressToken`, and every other message go to `server` through rmcp. For a server
     /// whose requests each name their caller (an authenticating transport's), this does
     /// nothing.
+    ///
+    /// The input is then read on a task of its own, where those calls are answered; on a
+    /// runtime of many threads each call runs on a task of its own too.
     ///
     /// ```no_run
     /// # use std::sync::Arc;
@@ -144,67 +225,12 @@ where
         C: Send + Sync + 'static,
         S: ApprovalStore + Send + Sync + 'static,
     {
-        self.fast = server
-            .fast_calls()
-            .map(|calls| Arc::new(calls) as Arc<dyn AnswersAtOnce>);
-        self
-    }
-
-    /// Answers the line in `self.line` here when it is a call that runs at once; says
-    /// whether it did.
-    fn answered_here(&mut self) -> bool {
-        let Some(fast) = self.fast.as_ref().filter(|_| self.initialized) else {
-            return false;
-        };
-        let line = without_line_end(&self.line);
-        // A line past the depth limit is the frame's to answer.
-        let Some(call) =
-            plain_call(line).filter(|_| !nests_deeper_than(line, self.limits.max_depth()))
-        else {
-            return false;
-        };
-        let Some(answering) = fast.answer(&call.name, call.arguments) else {
-            return false;
-        };
-        let id = call.id;
-        let Some(writer) = self.writer.clone().filter(LineSink::is_open) else {
-            // The writer has stopped: nobody is left to answer, and nothing was recorded.
-            return true;
-        };
-        let token = CancellationToken::new();
-        lock(&self.in_flight).insert(id.clone(), token.clone());
-        let calls = Arc::clone(&self.in_flight);
-        let current = self.current;
-        tokio::spawn(async move {
-            let answered = super::cancel::within_token(token, answering).await;
-            // Cancelled meanwhile: the call ran to its recorded outcome; no answer.
-            if lock(&calls).remove(&id).is_none() {
-                return;
-            }
-            if let Some(line) = answer_line(answered, id, current) {
-                let _ = writer.send(line);
-            }
-        });
-        true
-    }
-
-    /// Notes what the session's messages say: that the client is initialized, and that a
-    /// call answered here is cancelled.
-    fn note(&mut self, message: &ClientJsonRpcMessage) {
-        let JsonRpcMessage::Notification(notification) = message else {
-            return;
-        };
-        match &notification.notification {
-            ClientNotification::InitializedNotification(_) => self.initialized = true,
-            ClientNotification::CancelledNotification(cancelled) => {
-                if let Some(id) = &cancelled.params.request_id
-                    && let Some(token) = lock(&self.in_flight).remove(id)
-                {
-                    token.cancel();
-                }
-            }
-            _ => {}
+        if let Some(reader) = self.reader() {
+            reader.fast = server
+                .fast_calls()
+                .map(|calls| Arc::new(calls) as Arc<dyn AnswersAtOnce>);
         }
+        self
     }
 
     /// Sets the size and depth limits of a line.
@@ -219,8 +245,106 @@ where
     /// ```
     #[must_use]
     pub fn with_limits(mut self, limits: FrameLimits) -> Self {
-        self.limits = limits;
+        if let Some(reader) = self.reader() {
+            reader.limits = limits;
+        }
         self
+    }
+}
+
+impl<R> Reader<R>
+where
+    R: tokio::io::AsyncRead + Send + Unpin,
+{
+    /// Answers the line in `self.line` here when it is a call that runs at once; says
+    /// whether it did.
+    fn answered_here(&mut self) -> bool {
+        let Some(fast) = self.fast.as_ref().filter(|_| self.initialized) else {
+            return false;
+        };
+        let line = without_line_end(&self.line);
+        // A line past the depth limit is the frame's to answer.
+        let Some(call) =
+            plain_call(line).filter(|_| !nests_deeper_than(line, self.limits.max_depth()))
+        else {
+            return false;
+        };
+        let token = CancellationToken::new();
+        let Some(mut answering) = fast.answer(&call.name, call.arguments, &token) else {
+            return false;
+        };
+        if self.writer.is_open() {
+            let spawn = *self.spawn_calls.get_or_insert_with(|| {
+                tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+                    runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread
+                })
+            });
+            if spawn {
+                let running = tokio::spawn(answering);
+                answering = Box::pin(async move {
+                    running.await.unwrap_or_else(|_| {
+                        Answered::Model(Err(ErrorData::internal_error(
+                            "the call ended without an answer",
+                            None,
+                        )))
+                    })
+                });
+            }
+            self.in_flight.push(InFlight {
+                id: Some(call.id),
+                token,
+                cancelled: false,
+                answering,
+            });
+        }
+        // Otherwise the writer has stopped: nobody is left to answer, and nothing was
+        // recorded.
+        true
+    }
+
+    /// Writes the answers of the calls answered here that have finished; `Ready` when
+    /// none is left in flight.
+    fn poll_answers(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        while let Some((id, answered)) = core::task::ready!(self.in_flight.poll_next_unpin(cx)) {
+            // Cancelled meanwhile: the call ran to its recorded outcome; no answer.
+            if let Some(id) = id
+                && let Some(line) = answer_line(answered, id, self.current.load(Ordering::Relaxed))
+            {
+                let _ = self.writer.send(line);
+            }
+        }
+        Poll::Ready(())
+    }
+
+    /// Answers the calls still in flight as they finish, waiting at most
+    /// [`DRAIN_TIMEOUT`]; those left are dropped.
+    async fn drain(&mut self) {
+        let answered = core::future::poll_fn(|cx| self.poll_answers(cx));
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, answered).await;
+        self.in_flight = FuturesUnordered::new();
+    }
+
+    /// Notes what the session's messages say: that the client is initialized, and that a
+    /// call answered here is cancelled.
+    fn note(&mut self, message: &ClientJsonRpcMessage) {
+        let JsonRpcMessage::Notification(notification) = message else {
+            return;
+        };
+        match &notification.notification {
+            ClientNotification::InitializedNotification(_) => self.initialized = true,
+            ClientNotification::CancelledNotification(cancelled) => {
+                let Some(id) = &cancelled.params.request_id else {
+                    return;
+                };
+                for call in self.in_flight.iter_mut() {
+                    if call.id.as_ref() == Some(id) {
+                        call.cancelled = true;
+                        call.token.cancel();
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Queues an answer the transport gives itself (no one waits for it).
@@ -236,21 +360,21 @@ where
             return;
         };
         line.push(b'\n');
-        if let Some(writer) = &self.writer {
-            let _ = writer.send(line);
-        }
+        let _ = self.writer.send(line);
     }
 
-    /// The next whole line in `self.line`, or why there is none. Safe to cancel: a
-    /// partial line stays in `self.line` for the next call.
-    async fn next_line(&mut self) -> Read {
+    /// The next whole line in `self.line`, or why there is none, writing the answers of
+    /// the calls in flight as they finish. Safe to cancel: a partial line stays in
+    /// `self.line` for the next call.
+    fn poll_next_line(&mut self, cx: &mut Context<'_>) -> Poll<Read> {
+        let _ = self.poll_answers(cx);
         loop {
-            let available = match self.reader.fill_buf().await {
-                Ok([]) => return Read::End,
+            let available = match core::task::ready!(Pin::new(&mut self.reader).poll_fill_buf(cx)) {
+                Ok([]) => return Poll::Ready(Read::End),
                 Ok(available) => available,
-                Err(error) => return Read::Failed(error),
+                Err(error) => return Poll::Ready(Read::Failed(error)),
             };
-            let newline = available.iter().position(|&byte| byte == b'\n');
+            let newline = memchr::memchr(b'\n', available);
             let take = newline.map_or(available.len(), |at| at + 1);
             let body = newline.unwrap_or(available.len());
             let mut read = None;
@@ -271,71 +395,30 @@ where
                     read = Some(Read::Line);
                 }
             }
-            self.reader.consume(take);
+            Pin::new(&mut self.reader).consume(take);
             if let Some(read) = read {
-                return read;
+                return Poll::Ready(read);
             }
         }
     }
-}
-
-enum Read {
-    Line,
-    Oversized,
-    End,
-    Failed(io::Error),
-}
-
-impl<R, W> Transport<RoleServer> for LineTransport<R, W>
-where
-    R: tokio::io::AsyncRead + Send + Unpin,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    type Error = io::Error;
-
-    fn name() -> Cow<'static, str> {
-        "cairnloop-stdio".into()
-    }
-
-    fn send(
-        &mut self,
-        item: ServerJsonRpcMessage,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        if let JsonRpcMessage::Response(response) = &item
-            && let ServerResult::InitializeResult(initialized) = &response.result
-        {
-            // ISO dates compare as text.
-            self.current =
-                initialized.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
-        }
-        // Written, or queued in order behind what waits; a write that fails later ends
-        // the sink, and the next send says so.
-        let sent = match (serde_json::to_vec(&item), &self.writer) {
-            (Ok(mut line), Some(writer)) => {
-                line.push(b'\n');
-                writer.send(line)
-            }
-            (Err(error), _) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
-            (_, None) => Err(io::Error::new(
-                io::ErrorKind::NotConnected,
-                "transport closed",
-            )),
-        };
-        core::future::ready(sent)
-    }
-
-    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+    /// The next message for rmcp; the lines that are not one are answered here on the
+    /// way. `None` once the input has ended (the calls in flight answered first).
+    async fn next_message(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            let frame = match self.next_line().await {
+            let frame = match core::future::poll_fn(|cx| self.poll_next_line(cx)).await {
                 Read::Line if self.answered_here() => {
                     self.line.clear();
                     continue;
                 }
                 Read::Line => judge(&self.line, &self.limits),
                 Read::Oversized => oversized(&self.line, &self.limits),
-                Read::End => return None,
+                Read::End => {
+                    self.drain().await;
+                    return None;
+                }
                 Read::Failed(error) => {
                     std::eprintln!("cairnloop mcp: cannot read the input: {error}");
+                    self.drain().await;
                     return None;
                 }
             };
@@ -354,16 +437,97 @@ where
         }
     }
 
+    /// Reads the input to its end, handing each message on (on a task of its own).
+    async fn hand_on(mut self: Box<Self>, messages: mpsc::UnboundedSender<ClientJsonRpcMessage>) {
+        while let Some(message) = self.next_message().await {
+            if messages.send(message).is_err() {
+                // rmcp has stopped reading.
+                return;
+            }
+        }
+    }
+}
+
+impl<R, W> Drop for LineTransport<R, W> {
+    fn drop(&mut self) {
+        // The task reading the input ends with the transport.
+        if let Input::Task { task, .. } = &self.input {
+            task.abort();
+        }
+    }
+}
+
+enum Read {
+    Line,
+    Oversized,
+    End,
+    Failed(io::Error),
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = io::Error;
+
+    fn name() -> Cow<'static, str> {
+        "cairnloop-stdio".into()
+    }
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Response(response) = &item
+            && let ServerResult::InitializeResult(initialized) = &response.result
+        {
+            // ISO dates compare as text.
+            self.current.store(
+                initialized.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str(),
+                Ordering::Relaxed,
+            );
+        }
+        // Written, or queued in order behind what waits; a write that fails later ends
+        // the sink, and the next send says so.
+        let sent = match (serde_json::to_vec(&item), &self.writer) {
+            (Ok(mut line), Some(writer)) => {
+                line.push(b'\n');
+                writer.send(line)
+            }
+            (Err(error), _) => Err(io::Error::new(io::ErrorKind::InvalidData, error)),
+            (_, None) => Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "transport closed",
+            )),
+        };
+        core::future::ready(sent)
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        self.input = match core::mem::replace(&mut self.input, Input::Ended) {
+            // Calls are answered here: the input is read on a task of its own from now on.
+            Input::Here(reader) if reader.fast.is_some() => {
+                let (sender, messages) = mpsc::unbounded_channel();
+                let task = tokio::spawn(reader.hand_on(sender));
+                Input::Task { messages, task }
+            }
+            input => input,
+        };
+        match &mut self.input {
+            Input::Here(reader) => reader.next_message().await,
+            Input::Task { messages, .. } => messages.recv().await,
+            Input::Ended => None,
+        }
+    }
+
     async fn close(&mut self) -> Result<(), Self::Error> {
+        if let Input::Task { task, .. } = &self.input {
+            task.abort();
+        }
         if let Some(writer) = self.writer.take() {
             writer.close().await;
         }
         Ok(())
     }
-}
-
-fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
-    in_flight
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
