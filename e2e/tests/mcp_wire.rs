@@ -607,6 +607,59 @@ async fn a_call_the_transport_answers_reads_as_the_servers_answer() {
     }
 }
 
+/// On a runtime of many threads each call the transport answers runs on a task of its
+/// own: calls sent together are each answered once, under their own ids, and rmcp is
+/// handed none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_runtime_of_many_threads_each_call_answered_here_is_answered_once() {
+    use cairnloop::mcp::LineTransport;
+    use rmcp::transport::Transport;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let governor = governor();
+    let server = agent(&governor);
+    let (client, ours) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(ours);
+    let mut transport = LineTransport::new(read, write).with_fast_calls(&server);
+    let (answers, mut to_server) = tokio::io::split(client);
+    let mut answers = tokio::io::BufReader::new(answers).lines();
+    let initialized = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+    to_server.write_all(initialized.as_bytes()).await.unwrap();
+    let received = Transport::<rmcp::RoleServer>::receive(&mut transport).await;
+    assert!(received.is_some());
+    let calls: String = (10..18)
+        .map(|id| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"lookup_order\",\"arguments\":{{\"order\":1001}}}}}}\n"
+            )
+        })
+        .collect();
+    to_server.write_all(calls.as_bytes()).await.unwrap();
+    // rmcp is handed nothing while the calls are answered.
+    let handed = Transport::<rmcp::RoleServer>::receive(&mut transport);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), handed)
+            .await
+            .is_err()
+    );
+    let mut ids = Vec::new();
+    for _ in 10..18 {
+        let line = tokio::time::timeout(Duration::from_secs(5), answers.next_line())
+            .await
+            .expect("an answer")
+            .unwrap()
+            .unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            answer["result"]["structuredContent"]["status"], "executed",
+            "{line}"
+        );
+        ids.push(answer["id"].as_u64().unwrap());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (10..18).collect::<Vec<u64>>());
+}
+
 /// The transport takes a plain call that runs at once before rmcp sees it (one with a
 /// progress token too), only once the client has said it is initialized; a call that
 /// waits for a person, or carries other `_meta`, goes on to rmcp.

@@ -3,7 +3,7 @@
 //! and decoded once, where rmcp would decode every message into its model and the result
 //! again into JSON. rmcp keeps the handshake, the listing and the notifications.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -31,8 +31,9 @@ const OVERDUE_GRAIN: Duration = Duration::from_millis(50);
 /// waiting, until one is sent.
 pub(crate) struct Direct {
     next: AtomicU64,
-    /// `None` once the connection has ended: no call waits on it any more.
-    waiting: Mutex<Option<HashMap<u64, Waiter>>>,
+    /// `None` once the connection has ended: no call waits on it any more. By id, which
+    /// counts up as calls are sent: the first is the first due.
+    waiting: Mutex<Option<Waiting>>,
     input: LineSink,
     timeout: Duration,
     /// Whether the task that gives up on overdue calls waits for a call to be sent.
@@ -47,7 +48,7 @@ struct Waiter {
     answer: oneshot::Sender<Result<Read, Unanswered>>,
 }
 
-type Waiting = HashMap<u64, Waiter>;
+type Waiting = BTreeMap<u64, Waiter>;
 
 /// Why a direct call has no answer.
 #[derive(Debug)]
@@ -67,7 +68,7 @@ impl Direct {
     pub(crate) fn start(input: LineSink, timeout: Duration) -> Arc<Self> {
         let direct = Arc::new(Self {
             next: AtomicU64::new(1),
-            waiting: Mutex::new(Some(HashMap::new())),
+            waiting: Mutex::new(Some(BTreeMap::new())),
             input,
             timeout,
             idle: AtomicBool::new(false),
@@ -94,11 +95,16 @@ impl Direct {
         let next = {
             let mut waiting = self.waiting();
             let waiting = waiting.as_mut().ok_or(())?;
-            for (id, waiter) in waiting.extract_if(|_, waiter| waiter.due <= now) {
+            // Each call waits as long, and ids count up as calls are sent: the first ones
+            // are the first due.
+            while let Some(entry) = waiting.first_entry()
+                && entry.get().due <= now
+            {
+                let (id, waiter) = entry.remove_entry();
                 let _ = waiter.answer.send(Err(Unanswered::Overdue));
                 overdue.push(id);
             }
-            let next = waiting.values().map(|waiter| waiter.due).min();
+            let next = waiting.values().next().map(|waiter| waiter.due);
             if next.is_none() {
                 // Under the lock: a call sent after this sees the flag and wakes the task.
                 self.idle.store(true, Ordering::Release);
@@ -218,10 +224,10 @@ pub(crate) type Read = Result<Answer, String>;
 fn read_line(line: &[u8]) -> Option<(u64, Read)> {
     #[derive(Deserialize)]
     struct Line<'a> {
-        #[serde(borrow)]
-        id: Option<&'a RawValue>,
-        #[serde(borrow)]
-        method: Option<&'a RawValue>,
+        // Ours are strings without escapes: any other id (rmcp's are numbers) fails the
+        // line, which is then not ours.
+        id: Option<&'a str>,
+        method: Option<serde::de::IgnoredAny>,
         #[serde(borrow)]
         result: Option<&'a RawValue>,
         error: Option<ErrorBody>,
@@ -235,11 +241,7 @@ fn read_line(line: &[u8]) -> Option<(u64, Read)> {
     if read.method.is_some() {
         return None;
     }
-    let id = read.id?.get();
-    let id = id
-        .strip_prefix('"')?
-        .strip_suffix('"')?
-        .strip_prefix(ID_PREFIX)?;
+    let id = read.id?.strip_prefix(ID_PREFIX)?;
     let id = id.parse().ok()?;
     let answer = match (read.result, read.error) {
         // Kept as text: most results are handed on as they came.

@@ -1,8 +1,8 @@
 //! An upstream MCP server started as a child process, spoken to over its standard input
 //! and output: its listing for the catalogue, and the calls the gates let through.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use cairnloop::Actor;
@@ -206,6 +206,9 @@ pub struct Upstream {
     /// Told by every connection, the ones after a restart too.
     listener: Listener,
     connection: tokio::sync::Mutex<Connection>,
+    /// The running process's way to call it, while it runs: a call takes it without
+    /// waiting its turn for the connection.
+    direct: std::sync::Mutex<Option<(Arc<Direct>, Arc<AtomicBool>)>>,
     call_timeout: Duration,
     counts: Counts,
 }
@@ -374,6 +377,7 @@ impl Upstream {
                 retry_at: None,
                 restarts: 0,
             }),
+            direct: std::sync::Mutex::new(None),
             call_timeout,
             counts: Counts::default(),
         }
@@ -425,6 +429,9 @@ impl Upstream {
     /// gone away (nothing was sent on it, so nothing is lost by starting again); with
     /// the flag that says whether that connection ended on a frame past its bound.
     async fn link(&self, listing: bool) -> Result<Link, UpstreamError> {
+        if !listing && let Some(link) = self.direct_link() {
+            return Ok(link);
+        }
         let mut connection = self.connection.lock().await;
         if connection.stopped {
             return Err(UpstreamError::Stopped);
@@ -438,6 +445,7 @@ impl Upstream {
                 .as_ref()
                 .is_some_and(|direct| direct.is_closed())
         {
+            self.keep_direct(running);
             return Ok(running.link(listing));
         }
         let now = Instant::now();
@@ -459,6 +467,7 @@ impl Upstream {
         );
         match connecting.await {
             Ok(running) => {
+                self.keep_direct(&running);
                 let link = running.link(listing);
                 connection.running = Some(running);
                 connection.failures = 0;
@@ -479,6 +488,24 @@ impl Upstream {
                 Err(error)
             }
         }
+    }
+
+    /// The running process's way to call it, unless its connection has ended.
+    fn direct_link(&self) -> Option<Link> {
+        let kept = self.direct.lock().unwrap_or_else(PoisonError::into_inner);
+        let (direct, crossed) = kept.as_ref().filter(|(direct, _)| !direct.is_closed())?;
+        Some(Link {
+            via: Via::Direct(Arc::clone(direct)),
+            crossed: Arc::clone(crossed),
+        })
+    }
+
+    /// Keeps `running`'s way to call its process, for [`Upstream::direct_link`].
+    fn keep_direct(&self, running: &Running) {
+        *self.direct.lock().unwrap_or_else(PoisonError::into_inner) = running
+            .direct
+            .as_ref()
+            .map(|direct| (Arc::clone(direct), Arc::clone(&running.crossed)));
     }
 
     /// Resolves when the upstream says its tool list changed
@@ -532,6 +559,7 @@ impl Upstream {
     pub async fn shutdown(&self) {
         let mut connection = self.connection.lock().await;
         connection.stopped = true;
+        *self.direct.lock().unwrap_or_else(PoisonError::into_inner) = None;
         if let Some(Running { mut service, .. }) = connection.running.take() {
             let _ = service.close_with_timeout(SHUTDOWN_TIMEOUT).await;
             // The transport kills a process still running from a task of its own, as

@@ -113,11 +113,10 @@ pub(crate) fn plain_call(line: &[u8]) -> Option<PlainCall<'_>> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Envelope<'a> {
-        #[serde(borrow)]
-        jsonrpc: Cow<'a, str>,
+        // Borrowed: a line that escapes either is no plain call.
+        jsonrpc: &'a str,
         id: RequestId,
-        #[serde(borrow)]
-        method: Cow<'a, str>,
+        method: &'a str,
         #[serde(borrow)]
         params: Params<'a>,
     }
