@@ -110,8 +110,16 @@ impl Caller {
 
     /// The scopes as the borrowed list an [`Actor`] takes.
     #[cfg_attr(not(any(feature = "rmcp", feature = "rig")), allow(dead_code))]
-    pub(crate) fn scope_refs(&self) -> Vec<&str> {
-        self.scopes.iter().map(String::as_str).collect()
+    pub(crate) fn scope_refs(&self) -> ScopeRefs<'_> {
+        if self.scopes.len() <= FEW_SCOPES {
+            let mut few = [""; FEW_SCOPES];
+            for (slot, scope) in few.iter_mut().zip(&self.scopes) {
+                *slot = scope;
+            }
+            ScopeRefs::Few(few, self.scopes.len())
+        } else {
+            ScopeRefs::Many(self.scopes.iter().map(String::as_str).collect())
+        }
     }
 
     /// The actor this caller is, with `scopes` from [`Caller::scope_refs`].
@@ -121,6 +129,43 @@ impl Caller {
         match &self.account {
             Some(account) => actor.with_account(account),
             None => actor,
+        }
+    }
+}
+
+/// How many scopes [`Caller::scope_refs`] lists without allocating: most callers have a
+/// few, and each call lists them.
+const FEW_SCOPES: usize = 8;
+
+/// A caller's scopes, borrowed: in place when they are few.
+#[cfg_attr(not(any(feature = "rmcp", feature = "rig")), allow(dead_code))]
+pub(crate) enum ScopeRefs<'a> {
+    Few([&'a str; FEW_SCOPES], usize),
+    Many(Vec<&'a str>),
+}
+
+impl<'a> core::ops::Deref for ScopeRefs<'a> {
+    type Target = [&'a str];
+
+    fn deref(&self) -> &[&'a str] {
+        match self {
+            Self::Few(few, len) => few.get(..*len).unwrap_or_default(),
+            Self::Many(many) => many,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scopes_are_listed_as_granted_few_or_many() {
+        for count in [0, 1, FEW_SCOPES, FEW_SCOPES + 1, 3 * FEW_SCOPES] {
+            let granted: Vec<String> = (0..count).map(|n| alloc::format!("scope-{n}")).collect();
+            let caller = Caller::new("agent", granted.iter().map(String::as_str));
+            let listed: Vec<&str> = caller.scope_refs().to_vec();
+            assert_eq!(listed, granted, "{count} scopes");
         }
     }
 }

@@ -79,20 +79,26 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> Answers
         let governor = Arc::clone(&self.governor);
         let context = Arc::clone(&self.context);
         let caller = Arc::clone(&self.caller);
-        let (name, arguments) = (String::from(name), String::from(arguments));
+        // The name and the arguments outlive the line they were read from: kept in one
+        // allocation.
+        let arguments_len = arguments.len();
+        let mut text = String::with_capacity(name.len() + arguments.len());
+        text.push_str(name);
+        text.push_str(arguments);
         Some(Box::pin(within_token(cancel.clone(), async move {
             let scopes = caller.scope_refs();
             let actor = caller.actor(&scopes);
-            let call = ToolCall::new(&name, &arguments);
+            let (name, arguments) = text.split_at(text.len() - arguments_len);
+            let call = ToolCall::new(name, arguments);
             let outcome = match governor
                 .decide_handing_on(gated, &call, &actor, &context)
                 .await
             {
-                Ok(HandingOn::CallResult(text)) => return Answered::CallResult(text),
+                Ok(HandingOn::CallResult(result)) => return Answered::CallResult(result),
                 Ok(HandingOn::Outcome(outcome)) => Ok(outcome),
                 Err(error) => Err(error),
             };
-            Answered::Model(answer(governor.registry(), &name, outcome, None))
+            Answered::Model(answer(governor.registry(), name, outcome, None))
         })))
     }
 }

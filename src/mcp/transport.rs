@@ -109,9 +109,11 @@ struct Reader<R> {
     /// protocol is 2026-07-28 or later.
     initialized: bool,
     current: Arc<AtomicBool>,
-    /// The calls answered here and not yet answered, each polled only when it is woken:
-    /// a call the client cancels runs on to its recorded outcome, and its answer is
-    /// dropped.
+    /// The calls answered here and not yet answered: a call the client cancels runs on
+    /// to its recorded outcome, and its answer is dropped. One alone is polled as the
+    /// reader is (most clients wait for each answer); with others, each is polled only
+    /// when it is woken.
+    solo: Option<InFlight>,
     in_flight: FuturesUnordered<InFlight>,
     /// Whether each call answered here runs on a task of its own, as it does on a
     /// runtime of many threads (where calls then run side by side); on a runtime of one
@@ -179,6 +181,7 @@ where
                 fast: None,
                 initialized: false,
                 current: Arc::clone(&current),
+                solo: None,
                 in_flight: FuturesUnordered::new(),
                 spawn_calls: None,
             })),
@@ -290,12 +293,17 @@ where
                     })
                 });
             }
-            self.in_flight.push(InFlight {
+            let call = InFlight {
                 id: Some(call.id),
                 token,
                 cancelled: false,
                 answering,
-            });
+            };
+            if self.solo.is_none() && self.in_flight.is_empty() {
+                self.solo = Some(call);
+            } else {
+                self.in_flight.push(call);
+            }
         }
         // Otherwise the writer has stopped: nobody is left to answer, and nothing was
         // recorded.
@@ -305,15 +313,29 @@ where
     /// Writes the answers of the calls answered here that have finished; `Ready` when
     /// none is left in flight.
     fn poll_answers(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if let Some(call) = &mut self.solo
+            && let Poll::Ready((id, answered)) = Pin::new(call).poll(cx)
+        {
+            self.solo = None;
+            self.answer_call(id, answered);
+        }
         while let Some((id, answered)) = core::task::ready!(self.in_flight.poll_next_unpin(cx)) {
-            // Cancelled meanwhile: the call ran to its recorded outcome; no answer.
-            if let Some(id) = id
-                && let Some(line) = answer_line(answered, id, self.current.load(Ordering::Relaxed))
-            {
-                let _ = self.writer.send(line);
-            }
+            self.answer_call(id, answered);
+        }
+        if self.solo.is_some() {
+            return Poll::Pending;
         }
         Poll::Ready(())
+    }
+
+    /// Writes the answer to call `id`; none when it was cancelled meanwhile (`None`): it
+    /// ran to its recorded outcome.
+    fn answer_call(&self, id: Option<RequestId>, answered: Answered) {
+        if let Some(id) = id
+            && let Some(line) = answer_line(answered, id, self.current.load(Ordering::Relaxed))
+        {
+            let _ = self.writer.send(line);
+        }
     }
 
     /// Answers the calls still in flight as they finish, waiting at most
@@ -321,6 +343,7 @@ where
     async fn drain(&mut self) {
         let answered = core::future::poll_fn(|cx| self.poll_answers(cx));
         let _ = tokio::time::timeout(DRAIN_TIMEOUT, answered).await;
+        self.solo = None;
         self.in_flight = FuturesUnordered::new();
     }
 
@@ -336,7 +359,7 @@ where
                 let Some(id) = &cancelled.params.request_id else {
                     return;
                 };
-                for call in self.in_flight.iter_mut() {
+                for call in self.solo.iter_mut().chain(self.in_flight.iter_mut()) {
                     if call.id.as_ref() == Some(id) {
                         call.cancelled = true;
                         call.token.cancel();
