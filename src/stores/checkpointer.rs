@@ -4,7 +4,7 @@
 //! SQLite checkpoints by default inside the commit that fills the log past 1,000 pages:
 //! that one commit also copies the log into the file and syncs it, which is the slowest
 //! one in a thousand (the tail a caller measures). Here the store's own connection never
-//! checkpoints; this thread does, on a connection of its own, a few times a second
+//! checkpoints; this thread does, on a connection of its own, twice a second
 //! (`PASSIVE`: it never blocks a writer or a reader, and skips what a reader still needs).
 
 use std::format;
@@ -16,8 +16,9 @@ use rusqlite::Connection;
 
 use crate::approvals::StoreError;
 
-/// How often the log is copied back.
-const EVERY: Duration = Duration::from_millis(250);
+/// How often the log is copied back: each time costs a few syncs and the pages written
+/// since; the log holds about this long's commits.
+const EVERY: Duration = Duration::from_millis(500);
 
 /// The thread, stopped and joined when dropped.
 pub(crate) struct Checkpointer {
