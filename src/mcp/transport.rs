@@ -81,7 +81,8 @@ pub struct LineTransport<R, W> {
 
 /// Where the input is read.
 enum Input<R> {
-    /// Here, in [`Transport::receive`]; not started yet, when calls are answered here.
+    /// Here, in [`Transport::receive`]: when no call is answered here, and until the
+    /// client has said it is initialized.
     Here(Box<Reader<R>>),
     /// On a task of its own, which answers the calls that run at once and hands every
     /// other message on: rmcp's loop is woken only for those.
@@ -207,8 +208,9 @@ where
     /// whose requests each name their caller (an authenticating transport's), this does
     /// nothing.
     ///
-    /// The input is then read on a task of its own, where those calls are answered; on a
-    /// runtime of many threads each call runs on a task of its own too.
+    /// Once the client has said it is initialized, the input is then read on a task of
+    /// its own, where those calls are answered; on a runtime of many threads each call
+    /// runs on a task of its own too.
     ///
     /// ```no_run
     /// # use std::sync::Arc;
@@ -529,8 +531,10 @@ where
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         self.input = match core::mem::replace(&mut self.input, Input::Ended) {
-            // Calls are answered here: the input is read on a task of its own from now on.
-            Input::Here(reader) if reader.fast.is_some() => {
+            // Calls are answered here, and the client has said it is initialized: the
+            // input is read on a task of its own from now on. Until then it is read
+            // here, so the handshake is answered in the order it was sent.
+            Input::Here(reader) if reader.fast.is_some() && reader.initialized => {
                 let (sender, messages) = mpsc::unbounded_channel();
                 let task = tokio::spawn(reader.hand_on(sender));
                 Input::Task { messages, task }
