@@ -607,22 +607,39 @@ async fn a_call_the_transport_answers_reads_as_the_servers_answer() {
     }
 }
 
+type Duplex = tokio::io::DuplexStream;
+
+/// A stdio transport over an in-memory pipe that answers `server`'s calls that run at
+/// once, with the client's end of the pipe: the lines written to it, and its input.
+fn fast_transport(
+    server: &McpServer<Desk, MemoryStore>,
+) -> (
+    cairnloop::mcp::LineTransport<tokio::io::ReadHalf<Duplex>, tokio::io::WriteHalf<Duplex>>,
+    tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<Duplex>>>,
+    tokio::io::WriteHalf<Duplex>,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let (client, ours) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(ours);
+    let transport = cairnloop::mcp::LineTransport::new(read, write).with_fast_calls(server);
+    let (answers, to_server) = tokio::io::split(client);
+    (
+        transport,
+        tokio::io::BufReader::new(answers).lines(),
+        to_server,
+    )
+}
+
 /// On a runtime of many threads each call the transport answers runs on a task of its
 /// own: calls sent together are each answered once, under their own ids, and rmcp is
 /// handed none of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_runtime_of_many_threads_each_call_answered_here_is_answered_once() {
-    use cairnloop::mcp::LineTransport;
     use rmcp::transport::Transport;
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     let governor = governor();
-    let server = agent(&governor);
-    let (client, ours) = tokio::io::duplex(1 << 16);
-    let (read, write) = tokio::io::split(ours);
-    let mut transport = LineTransport::new(read, write).with_fast_calls(&server);
-    let (answers, mut to_server) = tokio::io::split(client);
-    let mut answers = tokio::io::BufReader::new(answers).lines();
+    let (mut transport, mut answers, mut to_server) = fast_transport(&agent(&governor));
     let initialized = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
     to_server.write_all(initialized.as_bytes()).await.unwrap();
     let received = Transport::<rmcp::RoleServer>::receive(&mut transport).await;
@@ -665,17 +682,11 @@ async fn on_a_runtime_of_many_threads_each_call_answered_here_is_answered_once()
 /// waits for a person, or carries other `_meta`, goes on to rmcp.
 #[tokio::test]
 async fn only_a_plain_call_that_runs_at_once_is_taken_from_rmcp() {
-    use cairnloop::mcp::LineTransport;
     use rmcp::transport::Transport;
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     let governor = governor();
-    let server = agent(&governor);
-    let (client, ours) = tokio::io::duplex(1 << 16);
-    let (read, write) = tokio::io::split(ours);
-    let mut transport = LineTransport::new(read, write).with_fast_calls(&server);
-    let (answers, mut to_server) = tokio::io::split(client);
-    let mut answers = tokio::io::BufReader::new(answers).lines();
+    let (mut transport, mut answers, mut to_server) = fast_transport(&agent(&governor));
     let lookup = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup_order","arguments":{"order":1001}}}"#;
     let mut next_message = async |line: &str| {
         to_server
