@@ -607,16 +607,18 @@ async fn a_call_the_transport_answers_reads_as_the_servers_answer() {
     }
 }
 
-type Duplex = tokio::io::DuplexStream;
+type Reading = tokio::io::ReadHalf<tokio::io::DuplexStream>;
+type Writing = tokio::io::WriteHalf<tokio::io::DuplexStream>;
+type Answers = tokio::io::Lines<tokio::io::BufReader<Reading>>;
 
 /// A stdio transport over an in-memory pipe that answers `server`'s calls that run at
 /// once, with the client's end of the pipe: the lines written to it, and its input.
 fn fast_transport(
     server: &McpServer<Desk, MemoryStore>,
 ) -> (
-    cairnloop::mcp::LineTransport<tokio::io::ReadHalf<Duplex>, tokio::io::WriteHalf<Duplex>>,
-    tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<Duplex>>>,
-    tokio::io::WriteHalf<Duplex>,
+    cairnloop::mcp::LineTransport<Reading, Writing>,
+    Answers,
+    Writing,
 ) {
     use tokio::io::AsyncBufReadExt;
     let (client, ours) = tokio::io::duplex(1 << 16);
