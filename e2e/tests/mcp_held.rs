@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairnloop::Governor;
-use cairnloop::approvals::MemoryStore;
+use cairnloop::approvals::{
+    ApprovalStore, AuditRecord, MemoryStore, StoreError, StoreWatch, TransitionEvent,
+};
 use cairnloop::gate::LaneState;
 use cairnloop::mcp::{FrameLimits, McpServer};
 use desk::{DESK, Desk};
@@ -208,4 +210,170 @@ async fn with_a_quorum_each_approval_is_told_at_once_and_the_second_runs_the_cal
 
     governor.approve(&key, "ops-second").await.unwrap();
     answered_once(&mut wire, &desk).await;
+}
+
+/// The held request's answer for a call a person approved with changes: superseded, the
+/// changed call run once (ticket 43 for 42), and nothing of the original.
+async fn answered_as_changed(wire: &mut Wire, desk: &Desk) {
+    let answer = wire.next().await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    let body = &answer["result"]["structuredContent"];
+    assert_eq!(body["status"], "superseded", "{answer}");
+    assert_eq!(body["edited_status"], "executed", "{answer}");
+    assert_eq!(body["edited_arguments"]["ticket"], 43, "{answer}");
+    assert_eq!(desk.ran(), ["internal_note(43)"]);
+}
+
+const CHANGED: &str = r#"{"ticket": 43, "body": "Held."}"#;
+
+/// With a quorum of two, a change by one person opens the changed call with one approval
+/// of two: the hold goes on (the client is told the changed call's count) until the
+/// second, and answers with what that ran.
+#[tokio::test]
+async fn a_change_that_still_needs_an_approval_keeps_the_call_held_until_it_is_decided() {
+    use cairnloop::{Governance, ModePolicy, RiskTier};
+    let policy = ModePolicy::new().with_quorum(RiskTier::LowWrite, 2);
+    let governor: Shared =
+        Arc::new(Governor::new(&DESK).with_governance(Governance::new().with_mode_policy(policy)));
+    let desk = Desk::default();
+    let mut wire = started(&governor, &desk, Duration::from_secs(60)).await;
+    wire.send_json(note(1, 42, Some("p-1"))).await;
+    let first = wire.next().await;
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    let key = pending(&governor).await;
+
+    let changed = governor
+        .approve_with_changes(&key, "ops-lead", CHANGED, &desk, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(changed.state(), LaneState::Pending, "one approval of two");
+    let told = wire.next().await;
+    assert_eq!(told["method"], "notifications/progress", "{told}");
+    let message = told["params"]["message"].as_str().unwrap();
+    assert!(message.contains("1 of 2 approvals (ops-lead)"), "{message}");
+    assert!(desk.ran().is_empty());
+    governor
+        .approve(&changed.key(), "ops-second")
+        .await
+        .unwrap();
+    answered_as_changed(&mut wire, &desk).await;
+}
+
+/// A change closes the original before it opens the changed call: a held call woken
+/// between the two waits for the changed call rather than answering without it. The
+/// store here opens a changed call only once someone has looked for it, so the held call
+/// always wakes in that gap.
+#[tokio::test]
+async fn a_held_call_woken_before_its_changed_call_is_opened_answers_with_what_that_ran() {
+    let governor = Arc::new(Governor::new(&DESK).with_store(OpenedLate::default()));
+    let desk = Desk::default();
+    let server = McpServer::new(Arc::clone(&governor), desk.clone(), "agent-7")
+        .with_account("acme")
+        .with_scopes(["tickets:write"])
+        .with_hold(Duration::from_secs(30));
+    let mut wire = serve(server, FrameLimits::new());
+    wire.initialize("2025-11-25", json!({})).await;
+    wire.send_json(note(1, 42, None)).await;
+    let key = loop {
+        if let Some(lane) = governor
+            .lanes(LaneState::Pending, None, 1)
+            .await
+            .unwrap()
+            .first()
+        {
+            break lane.key();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+
+    let changing = Arc::clone(&governor);
+    let person = desk.clone();
+    let changed = tokio::spawn(async move {
+        changing
+            .approve_with_changes(&key, "ops-lead", CHANGED, &person, |_| true)
+            .await
+    });
+    answered_as_changed(&mut wire, &desk).await;
+    let changed = changed.await.unwrap().unwrap();
+    assert!(
+        governor.store().sought(&changed.key()),
+        "looked for before it was opened"
+    );
+}
+
+/// A memory store that opens a changed call's lane only once someone has looked for it
+/// (or after five seconds).
+#[derive(Default)]
+struct OpenedLate {
+    inner: MemoryStore,
+    sought: std::sync::Mutex<Vec<cairnloop::IdempotencyKey>>,
+}
+
+impl OpenedLate {
+    fn sought(&self, key: &cairnloop::IdempotencyKey) -> bool {
+        self.sought.lock().unwrap().contains(key)
+    }
+}
+
+impl ApprovalStore for OpenedLate {
+    async fn insert(
+        &self,
+        lane: cairnloop::ApprovalLane,
+        event: TransitionEvent,
+    ) -> Result<(cairnloop::ApprovalLane, bool), StoreError> {
+        if lane.replaces().is_some() {
+            for _ in 0..500 {
+                if self.sought(&lane.key()) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        self.inner.insert(lane, event).await
+    }
+    async fn get(
+        &self,
+        key: &cairnloop::IdempotencyKey,
+    ) -> Result<Option<cairnloop::ApprovalLane>, StoreError> {
+        self.sought.lock().unwrap().push(*key);
+        self.inner.get(key).await
+    }
+    async fn transition(
+        &self,
+        expected_version: u64,
+        lane: cairnloop::ApprovalLane,
+        event: TransitionEvent,
+    ) -> Result<(), StoreError> {
+        self.inner.transition(expected_version, lane, event).await
+    }
+    fn transition_detached(
+        &self,
+        expected_version: u64,
+        lane: cairnloop::ApprovalLane,
+        event: TransitionEvent,
+    ) {
+        self.inner
+            .transition_detached(expected_version, lane, event);
+    }
+    async fn append(&self, record: AuditRecord) -> Result<(), StoreError> {
+        self.inner.append(record).await
+    }
+    async fn events_since(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, AuditRecord)>, StoreError> {
+        self.inner.events_since(after, limit).await
+    }
+    async fn list(
+        &self,
+        state: LaneState,
+        after: Option<&cairnloop::IdempotencyKey>,
+        limit: usize,
+    ) -> Result<Vec<cairnloop::ApprovalLane>, StoreError> {
+        self.inner.list(state, after, limit).await
+    }
+    fn watch(&self) -> Option<StoreWatch> {
+        self.inner.watch()
+    }
 }

@@ -172,6 +172,48 @@ async fn a_rejected_call_completes_its_task_as_a_tool_error_and_nothing_runs() {
     assert!(desk.ran().is_empty());
 }
 
+/// A task a person approves with changes, where the change still needs a second approval:
+/// its runner waits on for the changed call and runs that, with no poll, once it is
+/// decided; the task completes saying so.
+#[tokio::test]
+async fn a_task_approved_with_changes_runs_the_changed_call_once_it_is_decided() {
+    use cairnloop::{Governance, ModePolicy, RiskTier};
+    let policy = ModePolicy::new().with_quorum(RiskTier::LowWrite, 2);
+    let governor =
+        Arc::new(Governor::new(&DESK).with_governance(Governance::new().with_mode_policy(policy)));
+    let desk = Desk::default();
+    let mut wire = serve(agent(&governor, &desk, "agent-7"), FrameLimits::new());
+    let created = ask(&mut wire, call(1, true)).await;
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let key = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
+
+    let changed = r#"{"ticket": 43, "body": "Called twice."}"#;
+    let changed = governor
+        .approve_with_changes(&key, "ops-lead", changed, &desk, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(changed.state(), LaneState::Pending, "one approval of two");
+    // The runner wakes to the change and finds the changed call still waiting.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(desk.ran().is_empty());
+    governor
+        .approve(&changed.key(), "ops-second")
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        if !desk.ran().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(desk.ran(), ["internal_note(43)"], "run with no poll");
+    let done = settled(&mut wire, &task_id).await;
+    let body = &done["result"]["result"]["structuredContent"];
+    assert_eq!(body["status"], "superseded", "{done}");
+    assert_eq!(body["edited_status"], "executed", "{done}");
+    assert_eq!(desk.ran(), ["internal_note(43)"], "ran once");
+}
+
 #[tokio::test]
 async fn only_its_caller_reads_a_task_and_every_bad_id_is_an_unknown_task() {
     let (governor, desk, mut owner, task_id, key) = opened().await;

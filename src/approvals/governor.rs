@@ -235,6 +235,13 @@ where
     }
 }
 
+/// How many changes of a call are followed (a change of a change, …).
+pub(crate) const MAX_CHANGES: usize = 8;
+
+/// How long a changed call's lane may take to appear once its original is closed: a
+/// store round trip, unless the process making the change ended between the two.
+const OPENING: core::time::Duration = core::time::Duration::from_secs(5);
+
 impl<C: ?Sized + Sync + 'static> Governor<C, MemoryStore> {
     /// A governor over `registry`: no host overrides, the default limits and approval
     /// configuration, an in-memory store, the system clock, and the store's event log as
@@ -1580,6 +1587,65 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
                     }
                 }
             }
+        }
+    }
+
+    /// What became of `lane` once a person approved it with changes: the changed call's
+    /// lane (a change of that followed too, up to [`MAX_CHANGES`]) once it leaves
+    /// `pending` or `timeout` passes; any other lane as it is. A change closes the
+    /// original before it opens and approves the changed call, so a waiter the close
+    /// wakes would otherwise find the changed call not there yet, or not yet approved.
+    pub(crate) async fn await_changed(
+        &self,
+        mut lane: ApprovalLane,
+        timeout: std::time::Duration,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        let left = || {
+            deadline.map_or(std::time::Duration::MAX, |at| {
+                at.saturating_duration_since(std::time::Instant::now())
+            })
+        };
+        for _ in 0..MAX_CHANGES {
+            let (LaneState::Superseded, Some(next)) = (lane.state(), lane.replaced_by()) else {
+                break;
+            };
+            let opened = self.await_opened(&next, left()).await?;
+            lane = if opened.state() == LaneState::Pending {
+                self.await_move(&next, left(), None).await?
+            } else {
+                opened
+            };
+        }
+        Ok(lane)
+    }
+
+    /// The lane `key` names, read again as the store changes while it is not there yet
+    /// (a changed call's lane, opened just after its original is closed), until `timeout`
+    /// or five seconds pass.
+    pub(crate) async fn await_opened(
+        &self,
+        key: &IdempotencyKey,
+        timeout: std::time::Duration,
+    ) -> Result<ApprovalLane, ApprovalError> {
+        use std::time::{Duration, Instant};
+        /// How often a store that cannot be watched is read.
+        const POLL: Duration = Duration::from_millis(20);
+        let deadline = Instant::now().checked_add(timeout.min(OPENING));
+        let watch = self.watch().unwrap_or_default();
+        loop {
+            let seen = watch.generation();
+            match self.expire_if_due(key).await {
+                Err(ApprovalError::UnknownLane) => {}
+                read => return read,
+            }
+            let left = deadline.map_or(Duration::MAX, |at| {
+                at.saturating_duration_since(Instant::now())
+            });
+            if left.is_zero() {
+                return Err(ApprovalError::UnknownLane);
+            }
+            watch.changed(seen, left.min(POLL)).await;
         }
     }
 

@@ -41,9 +41,9 @@ pub use chain::{
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::ApprovalConfig;
 pub use error::{ApprovalError, BoundField, Invalidation, StoreError};
-#[cfg(feature = "rmcp")]
-pub(crate) use governor::HandingOn;
 pub use governor::{Governor, Outcome, Reconciliation, TypedOutcome};
+#[cfg(feature = "rmcp")]
+pub(crate) use governor::{HandingOn, MAX_CHANGES};
 pub use identity::{
     IdentityError, MAX_ID_BYTES, check_id, comparison_form, is_invisible, is_mixed_script,
     same_person,

@@ -561,7 +561,7 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         // Approved with changes: the task follows the changed call (and a change of it),
         // and keeps its own lane to say so.
         let (mut lane, mut original) = (lane, None);
-        for _ in 0..MAX_CHANGES {
+        for _ in 0..crate::approvals::MAX_CHANGES {
             let (LaneState::Superseded, Some(next)) = (lane.state(), lane.replaced_by()) else {
                 break;
             };
@@ -633,9 +633,19 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             .saturating_sub(now.unix_millis());
         tokio::spawn(async move {
             let counted = super::waiting::Counted::runner();
-            let decided = governor
+            let decided = match governor
                 .await_decision(&key, core::time::Duration::from_millis(lives))
-                .await;
+                .await
+            {
+                // Approved with changes: the changed call, once it is opened and decided
+                // (it lives a time of its own, and its expiry ends the wait).
+                Ok(lane) if lane.state() == LaneState::Superseded => {
+                    governor
+                        .await_changed(lane, core::time::Duration::MAX)
+                        .await
+                }
+                decided => decided,
+            };
             drop(counted);
             // Approved with changes too: the call made again runs the changed one.
             if decided.is_ok_and(|lane| {
@@ -700,9 +710,6 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
     }
 }
 
-/// How many changes of a call a task follows (a change of a change, …).
-const MAX_CHANGES: usize = 8;
-
 /// How often a held call's client is told it still waits.
 const PROGRESS_EVERY: core::time::Duration = core::time::Duration::from_secs(15);
 
@@ -724,7 +731,10 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
         let token = context.meta.get_progress_token();
         let mut message = tasks::status_message(&lane, self.decided_where.as_deref());
         let mut version = lane.version();
-        let key = lane.key();
+        // The lane waited on: the call's own, or once a person approved it with changes,
+        // the changed call's until that is decided too.
+        let mut key = lane.key();
+        let mut changes = 0;
         let _counted = super::waiting::Counted::held();
         let until = std::time::Instant::now() + hold;
         // A client that cancels ends the hold; the call stays pending, unrun.
@@ -742,18 +752,21 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
             // Until a person decides, or one approval of a quorum that needs more is given
             // (the client is told at once), or it is time to say it still waits.
             let left = until.saturating_duration_since(std::time::Instant::now());
-            let mut moved = Box::pin(self.governor.await_move(
-                &key,
-                left.min(PROGRESS_EVERY),
-                Some(version),
-            ));
-            let step = core::future::poll_fn(|cx| {
-                if cancelled.as_mut().poll(cx).is_ready() {
-                    return core::task::Poll::Ready(None);
-                }
-                moved.as_mut().poll(cx).map(Some)
-            });
-            match step.await {
+            let step = {
+                let mut moved = Box::pin(self.governor.await_move(
+                    &key,
+                    left.min(PROGRESS_EVERY),
+                    Some(version),
+                ));
+                core::future::poll_fn(|cx| {
+                    if cancelled.as_mut().poll(cx).is_ready() {
+                        return core::task::Poll::Ready(None);
+                    }
+                    moved.as_mut().poll(cx).map(Some)
+                })
+                .await
+            };
+            match step {
                 None => return self.respond(name, Ok(Outcome::AwaitingApproval(lane)), None),
                 Some(Ok(now)) if now.state() == LaneState::Pending => {
                     if now.version() != version {
@@ -764,13 +777,36 @@ impl<C: Send + Sync + 'static, S: ApprovalStore + Send + Sync + 'static> McpServ
                         break Ok(now);
                     }
                 }
+                Some(Ok(now))
+                    if now.state() == LaneState::Superseded
+                        && changes < crate::approvals::MAX_CHANGES =>
+                {
+                    let Some(next) = now.replaced_by() else {
+                        break Ok(now);
+                    };
+                    // The change opens the changed call just after it closes this one, and
+                    // approves it after that: what the hold answers is its fate.
+                    changes += 1;
+                    let left = until.saturating_duration_since(std::time::Instant::now());
+                    match self.governor.await_opened(&next, left).await {
+                        Ok(changed) if changed.state() == LaneState::Pending => {
+                            message =
+                                tasks::status_message(&changed, self.decided_where.as_deref());
+                            (key, version) = (next, changed.version());
+                        }
+                        decided => break decided,
+                    }
+                }
                 Some(decided) => break decided,
             }
         };
         match decided {
             // Approved, or approved with changes (the re-issued call answers with what
-            // became of the changed one).
-            Ok(lane) if matches!(lane.state(), LaneState::Approved | LaneState::Superseded) => {
+            // became of the changed one, also one still waiting when the hold ends).
+            Ok(lane)
+                if changes > 0
+                    || matches!(lane.state(), LaneState::Approved | LaneState::Superseded) =>
+            {
                 self.respond(name, self.govern(caller, name, arguments).await, None)
             }
             Ok(lane) => self.respond(name, Ok(Outcome::AwaitingApproval(Box::new(lane))), None),
