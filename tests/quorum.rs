@@ -298,8 +298,8 @@ fn three_approvers_of_a_quorum_of_two_and_two_executors_make_one_run() {
         // found it decided.
         let applied = approved.iter().filter(|r| r.is_ok()).count();
         assert_eq!(applied, 2, "{approved:?}");
-        assert!(approved.iter().any(|r| *r == Ok(LaneState::Pending)));
-        assert!(approved.iter().any(|r| *r == Ok(LaneState::Approved)));
+        assert!(approved.iter().any(|r| matches!(r, Ok(LaneState::Pending))));
+        assert!(approved.iter().any(|r| matches!(r, Ok(LaneState::Approved))));
         assert!(
             approved
                 .iter()

@@ -7,7 +7,7 @@
 //! The gateway runs as a desktop client starts it: `cairnloop-gateway serve CONFIG --store
 //! FILE`, a SQLite store whose audit trail is the gateway's audit sink (each decision is
 //! one record appended to the same file: an auto call's is handed to the store's thread
-//! without a wait, and committed with its next batch, within 25 ms).
+//! without a wait, and committed with its next batch, within 100 ms).
 //!
 //! ```text
 //! cargo bench -p cairnloop-gateway --bench overhead            # 3,000 rounds

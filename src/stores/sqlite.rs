@@ -891,7 +891,7 @@ impl ApprovalStore for SqliteStore {
     }
 
     /// Committed at the start of the store's next batch: before any later read or write
-    /// of this store, and within 25 ms. Not taken (the caller waits for its commit, as
+    /// of this store, and within 100 ms. Not taken (the caller waits for its commit, as
     /// for [`ApprovalStore::append`]) by a read-only store, nor after a batch failed to
     /// commit, until one commits again.
     fn append_soon(&self, record: AuditRecord) -> Option<AuditRecord> {

@@ -63,8 +63,14 @@ type Job<C> = Box<dyn FnOnce(&mut C, Option<&StoreError>) -> Done + Send>;
 type Soon<C> = Box<dyn FnOnce(&mut C) + Send>;
 
 /// Writes handed over without a reply are taken by the thread at its next batch, which
-/// is at most [`LOOK_ELSEWHERE`] away; past this many queued, the thread is woken.
+/// is at most [`SOON_EVERY`] away; past this many queued, the thread is woken.
 const MOST_SOON: usize = 1024;
+
+/// How often writes handed over without a reply are committed when no other job comes:
+/// a commit costs about the same for one record as for a hundred (the transaction, the
+/// log's frames, the locks), so at a steady trickle of calls this bounds its cost, and
+/// it is as long as a record waits at most.
+const SOON_EVERY: Duration = Duration::from_millis(100);
 
 struct Queued<C> {
     access: Access,
@@ -98,6 +104,7 @@ impl<C: Batch + Send + 'static> Worker<C> {
             .name(name.to_owned())
             .spawn(move || {
                 let mut looked = Instant::now();
+                let mut soon_at = Instant::now();
                 let take_soon = || {
                     queued_soon
                         .lock()
@@ -116,10 +123,14 @@ impl<C: Batch + Send + 'static> Worker<C> {
                     };
                     // Writes handed over earlier go first, in the batch of the job that
                     // woke the thread (so every later job sees them), or in one of
-                    // their own.
-                    if let Some(ok) =
-                        run_batch(&mut connection, &receiver, take_soon(), first, &watch)
-                    {
+                    // their own once they have waited long enough.
+                    let soon = if first.is_some() || soon_at.elapsed() >= SOON_EVERY {
+                        soon_at = Instant::now();
+                        take_soon()
+                    } else {
+                        Vec::new()
+                    };
+                    if let Some(ok) = run_batch(&mut connection, &receiver, soon, first, &watch) {
                         committed.store(ok, Ordering::Release);
                     }
                     // Busy or idle, while someone waits another process's writes are
@@ -144,7 +155,7 @@ impl<C: Batch + Send + 'static> Worker<C> {
     }
 
     /// Hands a write of `value` to the thread without a reply and without waking it: it
-    /// runs at the start of the thread's next batch, within [`LOOK_ELSEWHERE`], before any
+    /// runs at the start of the thread's next batch, within [`SOON_EVERY`], before any
     /// job handed over after it. `value` back when the store is closed, or its last batch
     /// failed to commit (nothing was taken).
     pub(crate) fn soon<T: Send + 'static>(
