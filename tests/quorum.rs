@@ -299,7 +299,11 @@ fn three_approvers_of_a_quorum_of_two_and_two_executors_make_one_run() {
         let applied = approved.iter().filter(|r| r.is_ok()).count();
         assert_eq!(applied, 2, "{approved:?}");
         assert!(approved.iter().any(|r| matches!(r, Ok(LaneState::Pending))));
-        assert!(approved.iter().any(|r| matches!(r, Ok(LaneState::Approved))));
+        assert!(
+            approved
+                .iter()
+                .any(|r| matches!(r, Ok(LaneState::Approved)))
+        );
         assert!(
             approved
                 .iter()

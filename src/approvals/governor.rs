@@ -236,10 +236,12 @@ where
 }
 
 /// How many changes of a call are followed (a change of a change, …).
+#[cfg(feature = "rmcp")]
 pub(crate) const MAX_CHANGES: usize = 8;
 
 /// How long a changed call's lane may take to appear once its original is closed: a
 /// store round trip, unless the process making the change ended between the two.
+#[cfg(feature = "rmcp")]
 const OPENING: core::time::Duration = core::time::Duration::from_secs(5);
 
 impl<C: ?Sized + Sync + 'static> Governor<C, MemoryStore> {
@@ -1595,6 +1597,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// `pending` or `timeout` passes; any other lane as it is. A change closes the
     /// original before it opens and approves the changed call, so a waiter the close
     /// wakes would otherwise find the changed call not there yet, or not yet approved.
+    #[cfg(feature = "rmcp")]
     pub(crate) async fn await_changed(
         &self,
         mut lane: ApprovalLane,
@@ -1623,6 +1626,7 @@ impl<C: ?Sized + Sync + 'static, S: ApprovalStore> Governor<C, S> {
     /// The lane `key` names, read again as the store changes while it is not there yet
     /// (a changed call's lane, opened just after its original is closed), until `timeout`
     /// or five seconds pass.
+    #[cfg(feature = "rmcp")]
     pub(crate) async fn await_opened(
         &self,
         key: &IdempotencyKey,

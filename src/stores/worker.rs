@@ -50,6 +50,9 @@ pub(crate) trait Batch {
     fn begin(&mut self) -> Result<(), StoreError>;
     /// Commits the batch's transaction, or rolls it back and says why.
     fn commit(&mut self) -> Result<(), StoreError>;
+    /// Called in the batch's transaction once the writes handed over without a reply
+    /// have run, before any other job: what they left to do together is done here.
+    fn soon_done(&mut self);
     /// Whether another connection committed a change since the last look (cheap: the
     /// thread asks it every few milliseconds while someone watches).
     fn changed_elsewhere(&mut self) -> bool;
@@ -268,6 +271,7 @@ fn run_batch<C: Batch>(
             for job in soon {
                 job(connection);
             }
+            connection.soon_done();
             connection.commit()
         });
         return Some(committed.is_ok());
@@ -282,10 +286,11 @@ fn run_batch<C: Batch>(
     let writes = !soon.is_empty() || batch.iter().any(|queued| queued.access != Access::Read);
     let lanes = batch.iter().any(|queued| queued.access == Access::Lanes);
     let begun = if writes { connection.begin() } else { Ok(()) };
-    if begun.is_ok() {
+    if begun.is_ok() && !soon.is_empty() {
         for job in soon {
             job(connection);
         }
+        connection.soon_done();
     }
     let done: Vec<Done> = batch
         .into_iter()
