@@ -630,8 +630,6 @@ struct Watched {
     /// the connection's count of changed rows just after: an append that finds the count
     /// unchanged (nothing written or undone since) links to it without reading the log.
     appended: Option<(ChainHash, u64)>,
-    /// Records handed over to write soon, kept to append together.
-    later: Vec<String>,
 }
 
 impl Watched {
@@ -641,94 +639,23 @@ impl Watched {
             connection,
             seen,
             appended: None,
-            later: Vec::new(),
         })
     }
 
-    /// Keeps `record` to append with the others handed over to write soon, once they
-    /// have all run ([`Batch::soon_done`]).
-    fn append_later(&mut self, record: String) {
-        self.later.push(record);
-    }
-
-    /// Appends the records kept by [`Watched::append_later`], in order, a few statements
-    /// of many rows each. Rows that cannot be written are lost, as one record would be
-    /// (their writers chose not to wait); the rows after them link to what the log holds.
-    fn append_kept(&mut self) {
-        let kept = core::mem::take(&mut self.later);
-        let mut rest = kept.as_slice();
-        while !rest.is_empty() {
-            let (rows, sql) = match rest.len() {
-                n if n >= ROWS_MANY => (ROWS_MANY, INSERT_MANY.as_str()),
-                n if n >= ROWS_SOME => (ROWS_SOME, INSERT_SOME.as_str()),
-                _ => (1, INSERT_ONE),
-            };
-            let (now, later) = rest.split_at(rows);
-            let _ = self.append_rows(now, sql);
-            rest = later;
-        }
-    }
-
-    /// Appends `records` with `insert`, a statement of as many rows, each linked to the one
-    /// before it: to the event this connection appended last when nothing was written
-    /// since, so the records handed over to write soon read the log's last link once.
-    fn append_rows<R: AsRef<str>>(
-        &mut self,
-        records: &[R],
-        insert: &str,
-    ) -> Result<(), StoreError> {
+    /// [`append_event`], linked to the event this connection appended just before when
+    /// nothing was written since: the records handed over to write soon, one after
+    /// another at the start of a batch, read the log's last link once.
+    fn append_linked(&mut self, record: &str) -> Result<(), StoreError> {
         let changes = self.connection.total_changes();
-        let mut prev = match self.appended.take() {
+        let prev = match self.appended.take() {
             Some((link, after)) if after == changes => link,
             _ => chain_tail(&self.connection)?,
         };
-        let mut statement = self.connection.prepare_cached(insert).map_err(classify)?;
-        for (n, record) in records.iter().enumerate() {
-            let record = record.as_ref();
-            let hash = chain_link(&prev, record);
-            let bound = statement
-                .raw_bind_parameter(3 * n + 1, record)
-                .and_then(|()| statement.raw_bind_parameter(3 * n + 2, &prev[..]))
-                .and_then(|()| statement.raw_bind_parameter(3 * n + 3, &hash[..]));
-            bound.map_err(classify)?;
-            prev = hash;
-        }
-        statement.raw_execute().map_err(classify)?;
-        drop(statement);
-        self.appended = Some((prev, self.connection.total_changes()));
+        let hash = chain_link(&prev, record);
+        insert_event(&self.connection, record, &prev, &hash)?;
+        self.appended = Some((hash, self.connection.total_changes()));
         Ok(())
     }
-}
-
-/// One event appended with its links.
-const INSERT_ONE: &str = "INSERT INTO events (record, prev, hash) VALUES (?1, ?2, ?3)";
-
-/// Rows in the larger and the smaller statement that appends many events at once: a
-/// statement costs about as much for one row as for several (the table's sequence is
-/// read and written once per statement), and three statements cover any count with few.
-const ROWS_MANY: usize = 32;
-const ROWS_SOME: usize = 8;
-
-static INSERT_MANY: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| insert_rows(ROWS_MANY));
-static INSERT_SOME: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| insert_rows(ROWS_SOME));
-
-/// The statement that appends `rows` events, each with its links.
-fn insert_rows(rows: usize) -> String {
-    let mut sql = String::from("INSERT INTO events (record, prev, hash) VALUES ");
-    for row in 0..rows {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!(
-            "(?{}, ?{}, ?{})",
-            3 * row + 1,
-            3 * row + 2,
-            3 * row + 3
-        ));
-    }
-    sql
 }
 
 fn data_version(connection: &Connection) -> rusqlite::Result<i64> {
@@ -750,10 +677,6 @@ impl std::ops::DerefMut for Watched {
 }
 
 impl Batch for Watched {
-    fn soon_done(&mut self) {
-        self.append_kept();
-    }
-
     fn begin(&mut self) -> Result<(), StoreError> {
         // Another process may have appended since the last transaction.
         self.appended = None;
@@ -797,7 +720,7 @@ fn insert_event(
     hash: &ChainHash,
 ) -> Result<(), StoreError> {
     connection
-        .prepare_cached(INSERT_ONE)
+        .prepare_cached("INSERT INTO events (record, prev, hash) VALUES (?1, ?2, ?3)")
         .and_then(|mut insert| insert.execute(params![record, &prev[..], &hash[..]]))
         .map(|_| ())
         .map_err(classify)
@@ -982,7 +905,7 @@ impl ApprovalStore for SqliteStore {
             .soon(record, |connection, record| {
                 // A record that cannot be written is lost: its caller chose not to wait.
                 if let Ok(text) = encode(&record) {
-                    connection.append_later(text);
+                    let _ = connection.append_linked(&text);
                 }
             })
             .err()
@@ -1404,38 +1327,21 @@ mod tests {
         let mut store = Watched::new(connection).unwrap();
         let other = Connection::open(&path).unwrap();
 
-        let kept = |store: &mut Watched, records: &[&str]| {
-            for record in records {
-                store.append_later(String::from(*record));
-            }
-            store.soon_done();
-        };
         store.begin().unwrap();
-        kept(&mut store, &["a", "b"]);
+        store.append_linked("a").unwrap();
+        store.append_linked("b").unwrap();
         // A write of another kind in the same transaction: the next append reads the log.
         append_event(&store, "c").unwrap();
-        kept(&mut store, &["d"]);
+        store.append_linked("d").unwrap();
         store.commit().unwrap();
         // Another connection (another process) appends between two transactions.
         append_event(&other, "e").unwrap();
         store.begin().unwrap();
-        kept(&mut store, &["f", "g"]);
-        // Enough at once for each statement of many rows: 32 + 8 + 8 + 1 + 1 + 1.
-        let many: Vec<String> = (0..51).map(|n| format!("many {n}")).collect();
-        let many: Vec<&str> = many.iter().map(String::as_str).collect();
-        kept(&mut store, &many);
+        store.append_linked("f").unwrap();
+        store.append_linked("g").unwrap();
         store.commit().unwrap();
 
-        assert_eq!(chain_holds(&other), 58);
-        // In the order they were handed over.
-        let last: String = other
-            .query_row(
-                "SELECT record FROM events ORDER BY seq DESC LIMIT 1",
-                [],
-                |row| row.get(0),
-            )
-            .unwrap();
-        assert_eq!(last, "many 50");
+        assert_eq!(chain_holds(&other), 7);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -50,9 +50,6 @@ pub(crate) trait Batch {
     fn begin(&mut self) -> Result<(), StoreError>;
     /// Commits the batch's transaction, or rolls it back and says why.
     fn commit(&mut self) -> Result<(), StoreError>;
-    /// Called in the batch's transaction once the writes handed over without a reply
-    /// have run, before any other job: what they left to do together is done here.
-    fn soon_done(&mut self);
     /// Whether another connection committed a change since the last look (cheap: the
     /// thread asks it every few milliseconds while someone watches).
     fn changed_elsewhere(&mut self) -> bool;
@@ -271,7 +268,6 @@ fn run_batch<C: Batch>(
             for job in soon {
                 job(connection);
             }
-            connection.soon_done();
             connection.commit()
         });
         return Some(committed.is_ok());
@@ -286,11 +282,10 @@ fn run_batch<C: Batch>(
     let writes = !soon.is_empty() || batch.iter().any(|queued| queued.access != Access::Read);
     let lanes = batch.iter().any(|queued| queued.access == Access::Lanes);
     let begun = if writes { connection.begin() } else { Ok(()) };
-    if begun.is_ok() && !soon.is_empty() {
+    if begun.is_ok() {
         for job in soon {
             job(connection);
         }
-        connection.soon_done();
     }
     let done: Vec<Done> = batch
         .into_iter()
