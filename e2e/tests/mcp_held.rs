@@ -178,10 +178,10 @@ async fn a_client_that_cancels_a_held_call_leaves_it_pending_and_unrun() {
     assert_eq!(listed["id"], 2, "{listed}");
 }
 
-/// With a quorum of two, a held call's client is told of each approval as it is given,
-/// not only when the call is decided, and the call runs once, after the second.
-#[tokio::test]
-async fn with_a_quorum_each_approval_is_told_at_once_and_the_second_runs_the_call() {
+/// A server holding calls 60 s where a call needs two people's approval, and one call of
+/// ticket 42 held on it with progress token `p-1`: the governor, the desk, the client's
+/// wire and the first progress notification.
+async fn held_for_two() -> (Shared, Desk, Wire, Value) {
     use cairnloop::{Governance, ModePolicy, RiskTier};
     let policy = ModePolicy::new().with_quorum(RiskTier::LowWrite, 2);
     let governor: Shared =
@@ -190,6 +190,14 @@ async fn with_a_quorum_each_approval_is_told_at_once_and_the_second_runs_the_cal
     let mut wire = started(&governor, &desk, Duration::from_secs(60)).await;
     wire.send_json(note(1, 42, Some("p-1"))).await;
     let first = wire.next().await;
+    (governor, desk, wire, first)
+}
+
+/// With a quorum of two, a held call's client is told of each approval as it is given,
+/// not only when the call is decided, and the call runs once, after the second.
+#[tokio::test]
+async fn with_a_quorum_each_approval_is_told_at_once_and_the_second_runs_the_call() {
+    let (governor, desk, mut wire, first) = held_for_two().await;
     let message = first["params"]["message"].as_str().unwrap();
     assert!(
         message.contains("It needs 2 different people: 0 of 2 approvals."),
@@ -231,14 +239,7 @@ const CHANGED: &str = r#"{"ticket": 43, "body": "Held."}"#;
 /// second, and answers with what that ran.
 #[tokio::test]
 async fn a_change_that_still_needs_an_approval_keeps_the_call_held_until_it_is_decided() {
-    use cairnloop::{Governance, ModePolicy, RiskTier};
-    let policy = ModePolicy::new().with_quorum(RiskTier::LowWrite, 2);
-    let governor: Shared =
-        Arc::new(Governor::new(&DESK).with_governance(Governance::new().with_mode_policy(policy)));
-    let desk = Desk::default();
-    let mut wire = started(&governor, &desk, Duration::from_secs(60)).await;
-    wire.send_json(note(1, 42, Some("p-1"))).await;
-    let first = wire.next().await;
+    let (governor, desk, mut wire, first) = held_for_two().await;
     assert_eq!(first["method"], "notifications/progress", "{first}");
     let key = pending(&governor).await;
 

@@ -76,6 +76,18 @@ async fn settled(wire: &mut Wire, task_id: &str) -> Value {
     panic!("the task was still working after five seconds");
 }
 
+/// Waits until the desk has run a call, at most five seconds, with no `tasks/get`: the
+/// task's runner ran it. It ran `call`, once.
+async fn ran_with_no_poll(desk: &Desk, call: &str) {
+    for _ in 0..100 {
+        if !desk.ran().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(desk.ran(), [call], "run with no poll");
+}
+
 /// A server over a memory store, and a call of `agent-7` that waits as a task: the
 /// governor, the desk, the client's wire, the task's id and the lane's key.
 async fn opened() -> (Arc<Governor<Desk>>, Desk, Wire, String, IdempotencyKey) {
@@ -130,13 +142,7 @@ async fn a_waiting_call_is_a_task_that_completes_with_the_result_once_approved()
     // call before any poll, and the task completes with the tool's result. It ran once.
     let key: IdempotencyKey = governor.lanes(LaneState::Pending, None, 10).await.unwrap()[0].key();
     governor.approve(&key, "ops-lead").await.unwrap();
-    for _ in 0..100 {
-        if !desk.ran().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(desk.ran(), ["internal_note(42)"], "run with no poll");
+    ran_with_no_poll(&desk, "internal_note(42)").await;
     let done = settled(&mut wire, &task_id).await;
     let result = &done["result"]["result"];
     assert_eq!(done["result"]["status"], "completed", "{done}");
@@ -200,13 +206,7 @@ async fn a_task_approved_with_changes_runs_the_changed_call_once_it_is_decided()
         .approve(&changed.key(), "ops-second")
         .await
         .unwrap();
-    for _ in 0..100 {
-        if !desk.ran().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(desk.ran(), ["internal_note(43)"], "run with no poll");
+    ran_with_no_poll(&desk, "internal_note(43)").await;
     let done = settled(&mut wire, &task_id).await;
     let body = &done["result"]["result"]["structuredContent"];
     assert_eq!(body["status"], "superseded", "{done}");
