@@ -49,7 +49,7 @@ async fn started(governor: &Shared, desk: &Desk, hold: Duration) -> Wire {
 }
 
 /// The pending lane, once the held call has proposed it.
-async fn pending(governor: &Shared) -> cairnloop::IdempotencyKey {
+async fn pending<S: ApprovalStore>(governor: &Governor<Desk, S>) -> cairnloop::IdempotencyKey {
     for _ in 0..100 {
         if let Some(lane) = governor
             .lanes(LaneState::Pending, None, 1)
@@ -275,17 +275,7 @@ async fn a_held_call_woken_before_its_changed_call_is_opened_answers_with_what_t
     let mut wire = serve(server, FrameLimits::new());
     wire.initialize("2025-11-25", json!({})).await;
     wire.send_json(note(1, 42, None)).await;
-    let key = loop {
-        if let Some(lane) = governor
-            .lanes(LaneState::Pending, None, 1)
-            .await
-            .unwrap()
-            .first()
-        {
-            break lane.key();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let key = pending(&governor).await;
 
     let changing = Arc::clone(&governor);
     let person = desk.clone();
